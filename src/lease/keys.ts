@@ -1,0 +1,62 @@
+/**
+ * Every Redis key and queue name rollout-queue uses besides BullMQ's own, built in one
+ * place (the pattern of BullMQ `src/classes/queue-keys.ts`). Nothing else concatenates keys.
+ *
+ * BullMQ's keys are `<prefix>:<queue>:<jobId|suffix>`. Ours sit under
+ * `<prefix>:<queue>:~…`: `~` cannot appear in a lease id ([A-Za-z0-9._-]) nor starts any
+ * BullMQ suffix, so the two families never collide.
+ */
+
+/** Default BullMQ key prefix (env `ROLLOUT_QUEUE_PREFIX`). */
+export const DEFAULT_PREFIX = 'rq';
+/** Default queue name. */
+export const DEFAULT_QUEUE = 'rollouts';
+/** BullMQ job name of every rollout job. */
+export const ROLLOUT_JOB_NAME = 'rollout';
+
+/** Key builders for one queue under one prefix. */
+export interface QueueKeys {
+  readonly prefix: string;
+  readonly queue: string;
+  /** HASH run record: specCount, enqueued, status, stopReason, createdAt, counters. */
+  run(runId: string): string;
+  /** ZSET lease ids of the run that were enqueued, scored by submission index. */
+  runLeases(runId: string): string;
+  /** SET lease ids whose Result the coordinator has acknowledged. */
+  runDelivered(runId: string): string;
+  /** HASH leaseId → JSON {reason, exitCode, signal, stderrTail} of leases ended by the re-dispatch limit. */
+  runQuarantined(runId: string): string;
+  /** SET run ids known on this queue (for `status`). */
+  runs(): string;
+  /** HASH per-lease bookkeeping on the worker side: redispatched, stallsSeen, handbacks. */
+  lease(leaseId: string): string;
+  /** Pub/sub channel announcing cancelled run ids to workers. */
+  cancelChannel(): string;
+  /** HASH worker name → JSON heartbeat {pid, host, lastProgressAt, active} (liveness). */
+  workers(): string;
+}
+
+/**
+ * Builds the key layout for `queue` under `prefix`.
+ * @throws Error when a name holds `:` or whitespace (they would split Redis key parts).
+ */
+export function queueKeys(prefix: string = DEFAULT_PREFIX, queue: string = DEFAULT_QUEUE): QueueKeys {
+  for (const [field, value] of [['prefix', prefix], ['queue', queue]] as const) {
+    if (!/^[A-Za-z0-9_{}-]+$/.test(value)) {
+      throw new Error(`${field} "${value}" may hold only letters, digits, "_", "-" and "{}" (hash tags); pick another ${field}`);
+    }
+  }
+  const base = `${prefix}:${queue}:~`;
+  return {
+    prefix,
+    queue,
+    run: (runId) => `${base}run:${runId}`,
+    runLeases: (runId) => `${base}run:${runId}:leases`,
+    runDelivered: (runId) => `${base}run:${runId}:delivered`,
+    runQuarantined: (runId) => `${base}run:${runId}:quarantined`,
+    runs: () => `${base}runs`,
+    lease: (leaseId) => `${base}lease:${leaseId}`,
+    cancelChannel: () => `${base}cancel`,
+    workers: () => `${base}workers`,
+  };
+}

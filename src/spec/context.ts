@@ -1,0 +1,42 @@
+import type { CostReceipt } from './result.js';
+import type { Rendered, Task } from './rollout-spec.js';
+
+/** Structured logger handed to rollout code (a pino child logger on the worker). */
+export interface RolloutLogger {
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+  debug(obj: object | string, msg?: string): void;
+}
+
+/**
+ * What `run` and `reward` receive as `ctx`, on the worker, in the rollout's child process.
+ */
+export interface RolloutContext {
+  readonly leaseId: string;
+  readonly runId: string;
+  readonly runAttemptId: string;
+  /** `task.id` as a string, or the lease's task key. */
+  readonly taskId: string;
+  /** 1 for the first start of this lease, +1 for each later start (re-dispatch or hand-back). */
+  readonly attempt: number;
+  /** Aborts on cancellation, on `timeouts.runMs`, on worker shutdown or lock loss; `signal.reason` says which. */
+  readonly signal: AbortSignal;
+  /** Values of the spec's `sandbox.env` names, read from the worker's own environment. Never log these. */
+  readonly secrets: Readonly<Record<string, string>>;
+  /** The spec's placement labels. */
+  readonly placement: Readonly<Record<string, string>>;
+  /** The spec's time limits in ms. */
+  readonly timeouts: { readonly runMs: number; readonly hangMs: number };
+  /** Heap limit of this child process in MiB (the spec's `sandbox.memoryMb`). */
+  readonly memoryMb: number;
+  readonly log: RolloutLogger;
+  /** Records a receipt for paid work; it reaches the coordinator with the Result, also when the rollout then fails. */
+  recordCost(receipt: CostReceipt): void;
+}
+
+/** A run function: `run(rendered, task, ctx) → output` (JSON data), sync or async. */
+export type RunFn = (rendered: Rendered, task: Task, ctx: RolloutContext) => unknown;
+
+/** A reward function: `reward(task, output, ctx) → number` (finite, inside the spec's rewardRange). */
+export type RewardFn = (task: Task, output: unknown, ctx: RolloutContext) => number | Promise<number>;

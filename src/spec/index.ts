@@ -1,0 +1,9 @@
+/** Wire contract of rollout-queue: zod schemas are the single source of truth. */
+export * from './ids.js';
+export * from './json-data.js';
+export * from './ref-schema.js';
+export * from './rollout-spec.js';
+export * from './result.js';
+export * from './json-schema.js';
+export * from './context.js';
+export * from './errors.js';

@@ -1,0 +1,94 @@
+import { z } from 'zod';
+import { findJsonDataIssue, type JsonDataIssue } from './json-data.js';
+
+/** The export part of a Ref target: a JavaScript identifier. */
+const EXPORT_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+/**
+ * A reference to code the *worker* has installed: `{ $ref: "<module>:<export>", config }`.
+ *
+ * `module` is a bare package specifier (`rollout-queue/rewards`), `export` a named export.
+ * The export is a factory called as `factory(config)` to get the function, unless
+ * `call: false` says the export already is the function. `config` is plain JSON data and
+ * may hold nested Refs, resolved innermost first.
+ */
+export interface Ref {
+  readonly $ref: string;
+  readonly config: Record<string, unknown>;
+  readonly call?: boolean;
+}
+
+/** `module` and `export` of a Ref target, split at the last `:`. */
+export interface RefTarget {
+  readonly module: string;
+  readonly exportName: string;
+}
+
+/**
+ * Splits `"module:export"` at its last colon. Returns an error message instead when the
+ * target is not of that form (the message says which form is expected).
+ */
+export function parseRefTarget(target: unknown): RefTarget | string {
+  if (typeof target !== 'string') {
+    return `$ref must be a string of the form "module:export", got ${target === null ? 'null' : typeof target}`;
+  }
+  const at = target.lastIndexOf(':');
+  if (at <= 0 || at === target.length - 1) {
+    return `$ref "${target}" is not of the form "module:export" (e.g. "rollout-queue/rewards:lastNumber")`;
+  }
+  const exportName = target.slice(at + 1);
+  if (!EXPORT_NAME.test(exportName)) {
+    return `$ref "${target}": export "${exportName}" is not a JavaScript identifier; the form is "module:export"`;
+  }
+  return { module: target.slice(0, at), exportName };
+}
+
+/** Finds the first problem in a Ref value (shape, target, config), naming its path. */
+export function findRefIssue(value: unknown, path: string, depth = 0): JsonDataIssue | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return { path, message: 'expected a Ref object { "$ref": "module:export", "config": {...} }' };
+  }
+  const record = value as Record<string, unknown>;
+  const target = parseRefTarget(record.$ref);
+  if (typeof target === 'string') return { path: `${path}.$ref`, message: target };
+  for (const key of Object.keys(record)) {
+    if (key !== '$ref' && key !== 'config' && key !== 'call') {
+      return { path: `${path}.${key}`, message: `unknown Ref field "${key}"; a Ref has only $ref, config and call` };
+    }
+  }
+  if (record.call !== undefined && typeof record.call !== 'boolean') {
+    return { path: `${path}.call`, message: `call must be a boolean, got ${typeof record.call}` };
+  }
+  const config = record.config ?? {};
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) {
+    return { path: `${path}.config`, message: `config must be an object of JSON data, got ${Array.isArray(config) ? 'array' : config === null ? 'null' : typeof config}` };
+  }
+  return findJsonDataIssue(config, `${path}.config`, {
+    scalarArraysOnly: true,
+    onRef: (nested, nestedPath, nestedDepth) => findRefIssue(nested, nestedPath, nestedDepth + 1),
+  }, depth + 1);
+}
+
+/**
+ * zod schema of a Ref. Parsing fills `config: {}` when absent and reports the path of the
+ * first bad value anywhere inside, nested Refs included. It checks form only: whether the
+ * module is allowed or exists is decided by the worker (see `src/ref`).
+ */
+export const RefSchema = z
+  .object({
+    $ref: z.string().describe('"<module>:<export>", e.g. "rollout-queue/rewards:lastNumber"'),
+    config: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .describe('Plain JSON data passed to the factory; may hold nested Refs. Arrays hold scalars only.'),
+    call: z.boolean().optional().describe('false: the export already is the function; do not call it with config'),
+  })
+  .strict()
+  .superRefine((value, ctx) => {
+    const issue = findRefIssue(value, '');
+    if (issue) {
+      const path = issue.path.replace(/^\./, '').split(/\.|\[(\d+)\]/).filter((part) => part !== undefined && part !== '');
+      ctx.addIssue({ code: 'custom', message: issue.message, path: path.map((part) => (/^\d+$/.test(part) ? Number(part) : part)) });
+    }
+  })
+  .meta({ id: 'Ref', description: 'Reference to code installed on the worker: factory(config) gives the function.' });

@@ -1,0 +1,105 @@
+import { z } from 'zod';
+import { findJsonDataIssue } from './json-data.js';
+import { LeaseIdSchema, RunIdSchema } from './ids.js';
+import { RefSchema } from './ref-schema.js';
+
+/** Name of an environment variable: what `sandbox.env` lists, never its value. */
+export const EnvNameSchema = z
+  .string()
+  .regex(/^[A-Z_][A-Z0-9_]*$/, 'sandbox.env lists variable NAMES like "OPENAI_API_KEY" (upper case, digits, "_"), never values');
+
+/**
+ * Where and how a rollout runs on the worker.
+ * - `env`: names of environment variables whose values the worker reads from its own
+ *   environment into `ctx.secrets` (and the code runner's child env). Default `[]`.
+ * - `fingerprint`: opaque id of the environment the rollout expects (image digest, lockfile hash).
+ * - `memoryMb`: heap limit of the rollout's child process in MiB (`--max-old-space-size`).
+ *   Default 1024, bounds 64–65536.
+ */
+export const SandboxSpecSchema = z
+  .object({
+    env: z.array(EnvNameSchema).max(64).default([]),
+    fingerprint: z.string().max(256).optional(),
+    memoryMb: z.number().int().min(64).max(65_536).default(1024),
+  })
+  .strict()
+  .meta({ id: 'SandboxSpec' });
+export type SandboxSpec = z.infer<typeof SandboxSpecSchema>;
+
+/**
+ * Time limits of one rollout, in milliseconds.
+ * - `runMs`: the rollout's own limit (default 600 000 = 10 min). Past it `ctx.signal` aborts
+ *   and the result is `model` (the thing under test was too slow).
+ * - `hangMs`: the plane's limit (default 900 000 = 15 min). Past it the worker kills the
+ *   child's process tree and re-dispatches the lease (`infrastructure` after two). Keep it
+ *   above `runMs`, so a slow rollout is judged before it is presumed wedged.
+ */
+export const TimeoutsSchema = z
+  .object({
+    runMs: z.number().int().min(1).max(86_400_000).default(600_000),
+    hangMs: z.number().int().min(100).max(86_400_000).default(900_000),
+  })
+  .strict()
+  .meta({ id: 'Timeouts' });
+export type Timeouts = z.infer<typeof TimeoutsSchema>;
+
+/** The artifact under test: source text, or files by relative path. */
+export const RenderedSchema = z
+  .union([
+    z.string().describe('The artifact as one string (e.g. a program or a prompt).'),
+    z
+      .object({ files: z.record(z.string().min(1).max(512), z.string()) })
+      .strict()
+      .describe('Files by relative path, written to a fresh directory before the run.'),
+  ])
+  .meta({ id: 'Rendered' });
+export type Rendered = z.infer<typeof RenderedSchema>;
+
+/** A task: a JSON object; `task.id` (string or number), when present, names it. */
+export const TaskSchema = z
+  .record(z.string(), z.unknown())
+  .superRefine((task, ctx) => {
+    const issue = findJsonDataIssue(task, '', { scalarArraysOnly: false });
+    if (issue) ctx.addIssue({ code: 'custom', message: `${issue.path || '(task)'}: ${issue.message}` });
+    const id = task.id;
+    if (id !== undefined && typeof id !== 'string' && typeof id !== 'number') {
+      ctx.addIssue({ code: 'custom', path: ['id'], message: 'task.id must be a string or a number when present' });
+    }
+  })
+  .meta({ id: 'Task', description: 'JSON object; task.id names it.' });
+export type Task = z.infer<typeof TaskSchema>;
+
+/**
+ * One rollout as it travels on the queue (BullMQ job data). Version 1.
+ * Produced by the coordinator; every field is data, nothing is code.
+ */
+export const RolloutSpecSchema = z
+  .object({
+    v: z.literal(1).describe('Wire version; workers refuse other versions as a caller error.'),
+    leaseId: LeaseIdSchema,
+    runId: RunIdSchema,
+    runAttemptId: z.string().min(1).max(128).describe('Names this submission of the run (changes when a run is restarted from scratch).'),
+    rendered: RenderedSchema,
+    task: TaskSchema,
+    run: RefSchema.describe('run(rendered, task, ctx) → output'),
+    reward: RefSchema.describe('reward(task, output, ctx) → number'),
+    sandbox: SandboxSpecSchema.default({ env: [], memoryMb: 1024 }),
+    placement: z
+      .record(z.string().max(64), z.string().max(256))
+      .default({})
+      .describe('Labels for where the rollout should run (e.g. {"gpu":"a100"}); passed to ctx.placement.'),
+    timeouts: TimeoutsSchema.default({ runMs: 600_000, hangMs: 900_000 }),
+    class: z.enum(['rollout', 'evaluation']).default('rollout'),
+    rewardRange: z
+      .tuple([z.number(), z.number()])
+      .default([0, 1])
+      .refine(([lo, hi]) => Number.isFinite(lo) && Number.isFinite(hi) && lo <= hi, 'rewardRange must be [min, max] with finite min <= max')
+      .describe('A reward outside [min, max] is a caller error.'),
+  })
+  .strict()
+  .meta({ id: 'RolloutSpec', title: 'RolloutSpec v1' });
+
+/** A parsed, fully defaulted rollout spec. */
+export type RolloutSpec = z.infer<typeof RolloutSpecSchema>;
+/** What a caller may write: defaults may be omitted. */
+export type RolloutSpecInput = z.input<typeof RolloutSpecSchema>;
