@@ -1,0 +1,29 @@
+import { pino, type Logger, type DestinationStream } from 'pino';
+
+/**
+ * Paths pino censors in every log line: keys that look like secrets, at the top level and
+ * one or two levels down (pino's redaction needs explicit paths; see pino docs "Redaction").
+ * Values of `sandbox.env` names never reach a log line in the first place; this is the net.
+ */
+export const REDACTED_PATHS: readonly string[] = (() => {
+  const keys = ['password', 'pass', 'secret', 'secrets', 'token', 'apiKey', 'api_key', 'authorization', 'cookie', 'privateKey', 'env'];
+  const paths: string[] = [];
+  for (const key of keys) paths.push(key, `*.${key}`, `*.*.${key}`);
+  return paths;
+})();
+
+/**
+ * A pino JSON logger with secret redaction. Level from `LOG_LEVEL` (default `info`).
+ * @param bindings fields on every line, e.g. `{ component: 'worker' }`.
+ * @param destination where lines go (default stdout); tests pass a stream to capture them.
+ */
+export function createLogger(bindings: Record<string, unknown> = {}, destination?: DestinationStream): Logger {
+  const options = {
+    level: process.env.LOG_LEVEL ?? 'info',
+    base: { pid: process.pid, ...bindings },
+    redact: { paths: [...REDACTED_PATHS], censor: '[redacted]' },
+  };
+  return destination ? pino(options, destination) : pino(options);
+}
+
+export type { Logger };
