@@ -1,0 +1,4 @@
+/** Lease ids, the Redis key layout, and the run record shared by producer and consumer. */
+export * from './keys.js';
+export * from './lease-id.js';
+export * from './run-record.js';

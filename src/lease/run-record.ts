@@ -1,0 +1,88 @@
+import type { Redis } from 'ioredis';
+import type { ResultKind } from '../spec/index.js';
+import type { QueueKeys } from './keys.js';
+
+/** Lifecycle of a run: `running` until every lease is delivered, or stopped early. */
+export type RunStatus = 'running' | 'completed' | 'stopped' | 'cancelled';
+
+/** Counter fields of a run, kept in Redis so they survive every process (HINCRBY on `keys.run`). */
+export type RunCounter = 'redispatched' | 'duplicatesDropped' | 'alreadyEnqueued';
+
+/** Fields of the run record HASH (`keys.run(runId)`). One source for producer, consumer and CLI. */
+export const RUN_FIELDS = {
+  specCount: 'specCount',
+  enqueued: 'enqueued',
+  status: 'status',
+  stopReason: 'stopReason',
+  createdAt: 'createdAt',
+  runAttemptId: 'runAttemptId',
+  redispatched: 'redispatched',
+  duplicatesDropped: 'duplicatesDropped',
+  alreadyEnqueued: 'alreadyEnqueued',
+  /** `kind:<kind>`: delivered Results of that kind (counted once, at first delivery). */
+  kind: (kind: ResultKind) => `kind:${kind}`,
+} as const;
+
+/** A run as `status` shows it. Counts are integers; `specCount` is null while unknown (streamed specs). */
+export interface RunRecord {
+  readonly runId: string;
+  readonly status: RunStatus;
+  readonly stopReason: string | null;
+  readonly createdAt: string | null;
+  readonly runAttemptId: string | null;
+  readonly specCount: number | null;
+  readonly enqueued: number;
+  readonly delivered: number;
+  readonly redispatched: number;
+  readonly duplicatesDropped: number;
+  readonly alreadyEnqueued: number;
+  readonly kinds: Readonly<Record<ResultKind, number>>;
+  /** Leases ended by the re-dispatch limit: leaseId → {reason, exitCode, signal, stderrTail}. */
+  readonly quarantined: Readonly<Record<string, unknown>>;
+}
+
+const int = (value: string | undefined): number => (value ? Number.parseInt(value, 10) || 0 : 0);
+
+/** Reads a run record, or undefined when no such run exists on this queue. */
+export async function readRunRecord(redis: Redis, keys: QueueKeys, runId: string): Promise<RunRecord | undefined> {
+  const [[, hash], [, delivered], [, quarantined]] = (await redis
+    .multi()
+    .hgetall(keys.run(runId))
+    .scard(keys.runDelivered(runId))
+    .hgetall(keys.runQuarantined(runId))
+    .exec()) as [[unknown, Record<string, string>], [unknown, number], [unknown, Record<string, string>]];
+  if (!hash || Object.keys(hash).length === 0) return undefined;
+  const parsedQuarantine: Record<string, unknown> = {};
+  for (const [leaseId, json] of Object.entries(quarantined ?? {})) {
+    try {
+      parsedQuarantine[leaseId] = JSON.parse(json) as unknown;
+    } catch {
+      parsedQuarantine[leaseId] = json;
+    }
+  }
+  return {
+    runId,
+    status: (hash[RUN_FIELDS.status] as RunStatus | undefined) ?? 'running',
+    stopReason: hash[RUN_FIELDS.stopReason] ?? null,
+    createdAt: hash[RUN_FIELDS.createdAt] ?? null,
+    runAttemptId: hash[RUN_FIELDS.runAttemptId] ?? null,
+    specCount: hash[RUN_FIELDS.specCount] ? int(hash[RUN_FIELDS.specCount]) : null,
+    enqueued: int(hash[RUN_FIELDS.enqueued]),
+    delivered: delivered ?? 0,
+    redispatched: int(hash[RUN_FIELDS.redispatched]),
+    duplicatesDropped: int(hash[RUN_FIELDS.duplicatesDropped]),
+    alreadyEnqueued: int(hash[RUN_FIELDS.alreadyEnqueued]),
+    kinds: {
+      ok: int(hash[RUN_FIELDS.kind('ok')]),
+      model: int(hash[RUN_FIELDS.kind('model')]),
+      infrastructure: int(hash[RUN_FIELDS.kind('infrastructure')]),
+      caller: int(hash[RUN_FIELDS.kind('caller')]),
+    },
+    quarantined: parsedQuarantine,
+  };
+}
+
+/** Adds `by` to one counter of a run. */
+export async function incrementRunCounter(redis: Redis, keys: QueueKeys, runId: string, counter: RunCounter, by = 1): Promise<void> {
+  await redis.hincrby(keys.run(runId), RUN_FIELDS[counter], by);
+}
