@@ -1,0 +1,142 @@
+/**
+ * Entry point of a rollout child process, forked by the worker's child pool. It resolves
+ * Refs against its own installed code (under the allowlist), runs `run` then `reward`,
+ * classifies the outcome and reports it over IPC. It never talks to Redis, so a crash here
+ * loses no state: the worker's main process sees the exit and re-dispatches the lease.
+ */
+import { resolveRef } from '../ref/index.js';
+import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
+import { CostReceiptSchema } from '../spec/index.js';
+import { classifyError } from './classify.js';
+import type { ChildMessage, DoneMessage, ParentMessage, RunMessage } from './child-protocol.js';
+
+let allow: readonly string[] = [];
+let current: AbortController | undefined;
+
+function send(message: ChildMessage): void {
+  process.send?.(message);
+}
+
+function logger(): RolloutLogger {
+  const emit = (level: 'debug' | 'info' | 'warn' | 'error') => (obj: object | string, msg?: string) =>
+    send(typeof obj === 'string' ? { type: 'log', level, obj: {}, msg: obj } : { type: 'log', level, obj: { ...obj }, ...(msg ? { msg } : {}) });
+  return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
+}
+
+/** Rejects when the signal aborts, so an uncooperative run cannot hold the result back. */
+function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** Why `ctx.signal` aborted; the worker sends these strings as cancel reasons. */
+class RolloutAborted extends Error {
+  constructor(readonly reason: string) {
+    super(`rollout aborted: ${reason}`);
+    this.name = 'AbortError';
+  }
+}
+
+async function runOne(message: RunMessage): Promise<DoneMessage> {
+  const { spec } = message;
+  const controller = new AbortController();
+  current = controller;
+  const timer = setTimeout(() => controller.abort(new RolloutAborted('run-timeout')), spec.timeouts.runMs);
+  const ctx: RolloutContext = {
+    leaseId: spec.leaseId,
+    runId: spec.runId,
+    runAttemptId: spec.runAttemptId,
+    taskId: message.taskId,
+    attempt: message.attempt,
+    signal: controller.signal,
+    secrets: Object.freeze({ ...message.secrets }),
+    placement: Object.freeze({ ...spec.placement }),
+    timeouts: Object.freeze({ ...spec.timeouts }),
+    memoryMb: spec.sandbox.memoryMb,
+    log: logger(),
+    recordCost(receipt: CostReceipt) {
+      send({ type: 'cost', receipt: CostReceiptSchema.parse(receipt) });
+    },
+  };
+  const done = (partial: Omit<DoneMessage, 'type' | 'rssBytes' | 'recycle'>, recycle = false): DoneMessage => ({
+    type: 'done',
+    ...partial,
+    recycle,
+    rssBytes: process.memoryUsage.rss(),
+  });
+  try {
+    let stage = 'resolve';
+    try {
+      const run = (await resolveRef(spec.run, { allow })) as RunFn;
+      const reward = (await resolveRef(spec.reward, { allow })) as RewardFn;
+      stage = 'run';
+      const output = await abortable(Promise.resolve().then(() => run(spec.rendered, spec.task, ctx)), controller.signal);
+      stage = 'reward';
+      const value = await abortable(Promise.resolve().then(() => reward(spec.task, output, ctx)), controller.signal);
+      const [lo, hi] = spec.rewardRange;
+      if (typeof value !== 'number' || !Number.isFinite(value) || value < lo || value > hi) {
+        return done({
+          kind: 'caller',
+          output: toJsonData(output),
+          reward: null,
+          error: {
+            type: 'RewardOutOfRange',
+            message: `reward ${spec.reward.$ref} returned ${typeof value === 'number' ? String(value) : typeof value}; it must be a finite number in rewardRange [${lo}, ${hi}]; fix the reward or widen the spec's rewardRange`,
+          },
+        });
+      }
+      return done({ kind: 'ok', output: toJsonData(output), reward: value, error: null });
+    } catch (err) {
+      if (controller.signal.aborted) {
+        const reason = controller.signal.reason instanceof RolloutAborted ? controller.signal.reason.reason : String(controller.signal.reason);
+        if (reason === 'run-timeout') {
+          return done({ kind: 'model', output: null, reward: null, error: { type: 'RunTimeout', message: `${stage} did not finish within timeouts.runMs = ${spec.timeouts.runMs} ms` } }, true);
+        }
+        if (reason === 'cancelled') {
+          return done({ kind: 'caller', output: null, reward: null, error: { type: 'Cancelled', message: 'the run was cancelled while this rollout was running' } }, true);
+        }
+        return done({ kind: 'infrastructure', output: null, reward: null, error: { type: 'Aborted', message: `rollout aborted by the worker: ${reason}` } }, true);
+      }
+      const classified = classifyError(err);
+      return done({ kind: classified.kind, output: null, reward: null, error: { ...classified.error, message: stage === 'resolve' ? classified.error.message : `${stage}: ${classified.error.message}` } });
+    }
+  } finally {
+    clearTimeout(timer);
+    current = undefined;
+  }
+}
+
+/** Output must survive JSON (it is stored in Redis); anything else becomes its JSON form. */
+function toJsonData(output: unknown): unknown {
+  if (output === undefined) return null;
+  try {
+    return JSON.parse(JSON.stringify(output)) as unknown;
+  } catch {
+    return String(output);
+  }
+}
+
+process.on('message', (raw: ParentMessage) => {
+  switch (raw.type) {
+    case 'init':
+      allow = raw.allow;
+      send({ type: 'ready' });
+      break;
+    case 'run':
+      void runOne(raw).then(send, (err: unknown) => {
+        const classified = classifyError(err);
+        send({ type: 'done', kind: classified.kind, output: null, reward: null, error: classified.error, recycle: true, rssBytes: process.memoryUsage.rss() });
+      });
+      break;
+    case 'cancel':
+      current?.abort(new RolloutAborted(raw.reason));
+      break;
+  }
+});
+
+// The worker closing our IPC channel means it is gone: exit rather than linger as an orphan.
+process.on('disconnect', () => process.exit(0));

@@ -1,0 +1,203 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { CostReceipt } from '../spec/index.js';
+import type { ChildMessage, DoneMessage, LogMessage, ParentMessage, RunMessage } from './child-protocol.js';
+import { killTree } from './kill-tree.js';
+
+/** Bytes of a child's stderr kept for exit reports (the tail is what explains a crash). */
+export const STDERR_TAIL_BYTES = 4096;
+
+const CHILD_MAIN = fileURLToPath(new URL('./child-main.js', import.meta.url));
+
+/** How a rollout attempt in a child ended, seen from the worker's main process. */
+export type AttemptOutcome =
+  | { readonly type: 'done'; readonly done: DoneMessage; readonly costs: readonly CostReceipt[] }
+  | { readonly type: 'crashed'; readonly exitCode: number | null; readonly signal: string | null; readonly stderrTail: string; readonly costs: readonly CostReceipt[] }
+  | { readonly type: 'hung'; readonly hangMs: number; readonly stderrTail: string; readonly costs: readonly CostReceipt[] }
+  | { readonly type: 'aborted'; readonly reason: string; readonly costs: readonly CostReceipt[] };
+
+/** Raised when a child exits before it is ready (bad execArgv, missing file, no memory). */
+export class ChildStartError extends Error {
+  constructor(
+    readonly exitCode: number | null,
+    readonly signal: string | null,
+    readonly stderrTail: string,
+  ) {
+    super(`rollout child failed to start (exit code ${exitCode}, signal ${signal}): ${stderrTail.trim().slice(-500) || '(no stderr)'}`);
+    this.name = 'ChildStartError';
+  }
+}
+
+/** Options of {@link RolloutChild.start}. */
+export interface RolloutChildOptions {
+  /** Heap limit of the child in MiB (`--max-old-space-size`). */
+  readonly memoryMb: number;
+  /** Extra node flags for the child (tests use a bad one to show a start failure). */
+  readonly execArgv: readonly string[];
+  /** Allowlist sent to the child for Ref resolution. */
+  readonly allow: readonly string[];
+  /** Environment of the child: minimal by design (secrets travel per rollout over IPC). */
+  readonly env: NodeJS.ProcessEnv;
+  /** Milliseconds to wait for the child's `ready`. */
+  readonly startTimeoutMs: number;
+  /** Where rollout log lines go. */
+  readonly onLog: (message: LogMessage) => void;
+}
+
+/**
+ * One forked child that runs rollouts one at a time. It is the leader of its own process
+ * group (`detached`), so a hard kill takes its whole tree. Children are reused until
+ * recycled; one that failed to start or crashed is never reused.
+ */
+export class RolloutChild {
+  private stderrTail = '';
+  private exit: { code: number | null; signal: string | null } | undefined;
+  private readonly exitWaiters: Array<() => void> = [];
+  /** Rollouts this child has finished. */
+  rollouts = 0;
+  /** Resident set size reported after the last rollout, bytes. */
+  rssBytes = 0;
+
+  private constructor(
+    private readonly proc: ChildProcess,
+    readonly memoryMb: number,
+    private readonly onLog: (message: LogMessage) => void,
+  ) {
+    proc.stderr?.on('data', (chunk: Buffer) => {
+      this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
+    });
+    // Rollout code writing to stdout must not fill the pipe and block the child.
+    proc.stdout?.resume();
+    proc.on('exit', (code, signal) => {
+      this.exit = { code, signal };
+      for (const waiter of this.exitWaiters.splice(0)) waiter();
+    });
+    proc.on('error', () => {
+      // 'exit' follows for spawn failures of a forked node; nothing else to do here.
+    });
+  }
+
+  /** The child's pid (undefined only if the fork itself failed). */
+  get pid(): number | undefined {
+    return this.proc.pid;
+  }
+
+  /** True once the process has exited. */
+  get exited(): boolean {
+    return this.exit !== undefined;
+  }
+
+  /**
+   * Forks a child and waits for its `ready`.
+   * @throws ChildStartError with the real exit code and stderr tail when it dies first or times out.
+   */
+  static async start(options: RolloutChildOptions): Promise<RolloutChild> {
+    const proc = fork(CHILD_MAIN, [], {
+      execArgv: [`--max-old-space-size=${options.memoryMb}`, ...options.execArgv],
+      env: options.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      serialization: 'json',
+    });
+    const child = new RolloutChild(proc, options.memoryMb, options.onLog);
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        child.kill();
+        reject(new ChildStartError(null, null, `${child.stderrTail}\n(no ready message within ${options.startTimeoutMs} ms)`));
+      }, options.startTimeoutMs);
+      const onMessage = (message: ChildMessage): void => {
+        if (message.type !== 'ready') return;
+        clearTimeout(timer);
+        proc.off('message', onMessage);
+        resolve();
+      };
+      proc.on('message', onMessage);
+      child.onExit(() => {
+        clearTimeout(timer);
+        // Give the stderr pipe a moment to drain so the tail holds the real reason.
+        setImmediate(() => reject(new ChildStartError(child.exit?.code ?? null, child.exit?.signal ?? null, child.stderrTail)));
+      });
+      child.post({ type: 'init', allow: options.allow });
+    });
+    return child;
+  }
+
+  private onExit(waiter: () => void): void {
+    if (this.exit) waiter();
+    else this.exitWaiters.push(waiter);
+  }
+
+  private post(message: ParentMessage): void {
+    if (this.proc.connected) this.proc.send(message, (err) => void err);
+  }
+
+  /** Asks the running rollout to abort through `ctx.signal`. */
+  cancel(reason: string): void {
+    this.post({ type: 'cancel', reason });
+  }
+
+  /** SIGKILLs the child's whole process tree; resolves once the child has exited. */
+  async kill(): Promise<void> {
+    if (this.proc.pid !== undefined && !this.exit) killTree(this.proc.pid);
+    await new Promise<void>((resolve) => this.onExit(resolve));
+  }
+
+  /**
+   * Runs one rollout and resolves with how it ended. Never rejects.
+   * - `hangMs`: past it the tree is killed and the outcome is `hung`.
+   * - `signal`: when it aborts, the child is asked to stop; after `killGraceMs` without an
+   *   answer the tree is killed and the outcome is `aborted` with the signal's reason.
+   */
+  run(message: RunMessage, limits: { hangMs: number; killGraceMs: number; signal: AbortSignal }): Promise<AttemptOutcome> {
+    const costs: CostReceipt[] = [];
+    return new Promise<AttemptOutcome>((resolve) => {
+      let settled = false;
+      let graceTimer: NodeJS.Timeout | undefined;
+      const finish = (outcome: AttemptOutcome): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(hangTimer);
+        clearTimeout(graceTimer);
+        this.proc.off('message', onMessage);
+        limits.signal.removeEventListener('abort', onAbort);
+        resolve(outcome);
+      };
+      const onMessage = (msg: ChildMessage): void => {
+        if (msg.type === 'cost') costs.push(msg.receipt);
+        else if (msg.type === 'log') this.onLog(msg);
+        else if (msg.type === 'done') {
+          this.rollouts++;
+          this.rssBytes = msg.rssBytes;
+          if (limits.signal.aborted && msg.error?.type === 'Aborted') {
+            finish({ type: 'aborted', reason: String(limits.signal.reason), costs });
+          } else {
+            finish({ type: 'done', done: msg, costs });
+          }
+        }
+      };
+      const hangTimer = setTimeout(() => {
+        void this.kill().then(() => finish({ type: 'hung', hangMs: limits.hangMs, stderrTail: this.stderrTail, costs }));
+      }, limits.hangMs);
+      const onAbort = (): void => {
+        this.cancel(String(limits.signal.reason));
+        graceTimer = setTimeout(() => {
+          void this.kill().then(() => finish({ type: 'aborted', reason: String(limits.signal.reason), costs }));
+        }, limits.killGraceMs);
+      };
+      this.proc.on('message', onMessage);
+      this.onExit(() => {
+        // Let the last IPC messages and stderr bytes land before judging the exit.
+        setImmediate(() =>
+          finish(
+            limits.signal.aborted
+              ? { type: 'aborted', reason: String(limits.signal.reason), costs }
+              : { type: 'crashed', exitCode: this.exit?.code ?? null, signal: this.exit?.signal ?? null, stderrTail: this.stderrTail, costs },
+          ),
+        );
+      });
+      if (limits.signal.aborted) onAbort();
+      else limits.signal.addEventListener('abort', onAbort, { once: true });
+      this.post(message);
+    });
+  }
+}

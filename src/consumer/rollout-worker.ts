@@ -1,0 +1,254 @@
+import type http from 'node:http';
+import { Queue, Worker, type ConnectionOptions } from 'bullmq';
+import { Redis } from 'ioredis';
+import { queueKeys, type QueueKeys } from '../lease/index.js';
+import { createLogger, type Logger } from '../platform/logger.js';
+import { redactRedisUrl, redisOptionsFromUrl } from '../platform/redis-connection.js';
+import { warnUnlessNoEviction } from '../platform/redis-checks.js';
+import { ChildPool } from './child-pool.js';
+import { LeaseLedger } from './lease-ledger.js';
+import { isLostOwnership, RolloutProcessor } from './rollout-processor.js';
+import { compileWorkerOptions, type CompiledWorkerOptions, type WorkerOptions } from './worker-options.js';
+import { WorkerMetrics } from './worker-metrics.js';
+
+/** Lifecycle of a worker; errors print the current state. */
+export type WorkerState = 'starting' | 'running' | 'closing' | 'closed';
+
+/** How often the liveness check samples the queue, ms. */
+const LIVENESS_SAMPLE_MS = 5_000;
+
+/** The child's environment: enough to run node and a code runner, nothing of the worker's secrets. */
+function childEnv(): NodeJS.ProcessEnv {
+  const keep = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'NODE_ENV', 'LOG_LEVEL', 'TZ'];
+  return Object.fromEntries(keep.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name]]));
+}
+
+/**
+ * A rollout worker: one BullMQ `Worker` whose processor runs in this process and drives a
+ * supervised pool of child processes, one rollout per child at a time. The lock stays
+ * with this process's event loop, which never runs rollout code.
+ *
+ * Create with {@link RolloutWorker.create}; stop with {@link RolloutWorker.close}.
+ */
+export class RolloutWorker {
+  private state: WorkerState = 'starting';
+  private closing: Promise<void> | undefined;
+  private lastStartAt = Date.now();
+  private dueSince: number | undefined;
+  private redisDown = false;
+  private livenessTimer: NodeJS.Timeout | undefined;
+  private metricsServer: http.Server | undefined;
+  /** Port of the metrics endpoint when one was asked for (0 picks a free one). */
+  metricsPort: number | undefined;
+
+  private constructor(
+    readonly options: CompiledWorkerOptions,
+    private readonly keys: QueueKeys,
+    private readonly logger: Logger,
+    private readonly redis: Redis,
+    private readonly subscriber: Redis,
+    private readonly queue: Queue,
+    private readonly pool: ChildPool,
+    private readonly processor: RolloutProcessor,
+    private readonly metrics: WorkerMetrics,
+    private readonly worker: Worker,
+  ) {}
+
+  /** The worker's name, as it appears in Results (`worker`) and BullMQ (`processedBy`). */
+  get name(): string {
+    return this.options.name;
+  }
+
+  /** Current lifecycle state. */
+  get status(): WorkerState {
+    return this.state;
+  }
+
+  /** Pids of this worker's live rollout children. */
+  childPids(): number[] {
+    return this.pool.pids();
+  }
+
+  /**
+   * Starts a worker: connects to Redis (retrying with backoff while it is unreachable),
+   * subscribes to cancellations and starts consuming.
+   * @throws Error naming the option when `options` are invalid.
+   */
+  static async create(input: WorkerOptions = {}): Promise<RolloutWorker> {
+    const options = compileWorkerOptions(input);
+    const keys = queueKeys(options.prefix, options.queue);
+    const logger = (input.logger ?? createLogger({ component: 'worker' })).child({ worker: options.name, queue: options.queue });
+    const connection = redisOptionsFromUrl(options.redisUrl);
+    const redis = new Redis({ ...connection, connectionName: `${options.prefix}:rollout-queue:ledger` });
+    const subscriber = new Redis({ ...connection, connectionName: `${options.prefix}:rollout-queue:cancel` });
+    // ioredis' RedisOptions is what BullMQ builds its clients from; its own type is looser.
+    const bullConnection = connection as ConnectionOptions;
+    const queue = new Queue(options.queue, { connection: bullConnection, prefix: options.prefix });
+    const metrics = new WorkerMetrics();
+    const pool = new ChildPool({
+      allow: options.allowlist,
+      execArgv: options.childExecArgv,
+      env: childEnv(),
+      startTimeoutMs: options.childStartTimeoutMs,
+      maxRolloutsPerChild: options.maxRolloutsPerChild,
+      maxChildRssMb: options.maxChildRssMb,
+      onLog: (msg) => logger[msg.level]({ ...msg.obj, source: 'rollout' }, msg.msg ?? ''),
+      onChildEvent: (event) => metrics.child(event),
+    });
+    let self: RolloutWorker | undefined;
+    const processor = new RolloutProcessor(options, pool, new LeaseLedger(redis, keys), logger, {
+      onResult: (kind, runMs) => metrics.result(kind, runMs),
+      onRedispatch: (cause) => metrics.redispatch(cause),
+      onStart: () => {
+        if (self) self.lastStartAt = Date.now();
+      },
+    });
+    const worker = new Worker(options.queue, processor.process, {
+      connection: bullConnection,
+      prefix: options.prefix,
+      name: options.name,
+      concurrency: options.concurrency,
+      lockDuration: options.lockDurationMs,
+      stalledInterval: options.stalledIntervalMs,
+      maxStalledCount: options.maxRedispatches,
+      autorun: false,
+    });
+    self = new RolloutWorker(options, keys, logger, redis, subscriber, queue, pool, processor, metrics, worker);
+    await self.start();
+    return self;
+  }
+
+  private async start(): Promise<void> {
+    const { options, logger } = this;
+    const address = redactRedisUrl(options.redisUrl);
+    const widened = options.allow.length > 0;
+    (widened ? logger.warn.bind(logger) : logger.info.bind(logger))(
+      { redis: address, allowlist: options.allowlist, widened, concurrency: options.concurrency, lockDurationMs: options.lockDurationMs, stalledIntervalMs: options.stalledIntervalMs },
+      widened ? `worker starting; Ref allowlist WIDENED beyond built-ins: ${options.allow.join(', ')}` : 'worker starting',
+    );
+    for (const client of [this.redis, this.subscriber]) this.watchConnection(client, address);
+    this.worker.on('error', (err) => this.onWorkerError(err));
+    this.worker.on('completed', (job) => this.processor.finishing.delete(String(job.id)));
+    this.worker.on('failed', (job) => job && this.processor.finishing.delete(String(job.id)));
+    this.worker.on('lockRenewalFailed', (jobIds: string[]) => {
+      for (const leaseId of jobIds) {
+        if (this.processor.abort({ leaseId }, 'lock-lost') > 0) logger.warn({ leaseId }, 'lock renewal failed; aborting the attempt so it cannot race the re-dispatched one');
+      }
+    });
+    this.queue.on('error', (err) => this.onWorkerError(err));
+    await this.subscriber.subscribe(this.keys.cancelChannel());
+    this.subscriber.on('message', (_channel: string, runId: string) => {
+      const count = this.processor.abort({ runId }, 'cancelled');
+      if (count > 0) logger.info({ runId, count }, 'run cancelled; aborting its active rollouts');
+    });
+    await warnUnlessNoEviction(this.redis, logger);
+    if (options.metricsPort !== undefined) {
+      const served = await this.metrics.serve(options.metricsPort, options.metricsHost, () => this.health());
+      this.metricsServer = served.server;
+      this.metricsPort = served.port;
+    }
+    this.livenessTimer = setInterval(() => void this.sampleLiveness(), LIVENESS_SAMPLE_MS);
+    this.livenessTimer.unref();
+    void this.worker.run().catch((err: unknown) => logger.error({ err }, 'worker loop stopped'));
+    this.state = 'running';
+    logger.info({ redis: address }, 'worker running');
+  }
+
+  private watchConnection(client: Redis, address: string): void {
+    client.on('error', (err: Error) => {
+      if (this.redisDown) return;
+      this.redisDown = true;
+      // One line per outage, not one per retry: ioredis retries with backoff by itself.
+      this.logger.error({ redis: address, err: err.message }, `cannot reach Redis at ${address}; retrying with backoff`);
+    });
+    client.on('ready', () => {
+      if (!this.redisDown) return;
+      this.redisDown = false;
+      this.logger.info({ redis: address }, 'reconnected to Redis');
+    });
+  }
+
+  private onWorkerError(err: Error): void {
+    if (isLostOwnership(err)) {
+      for (const [leaseId, runId] of this.processor.finishing) {
+        if (!err.message.includes(`job ${leaseId}.`)) continue;
+        // BullMQ refused this attempt's finish: another attempt owns the lease. Counted once;
+        // BullMQ's follow-up moveToFailed refusal finds the entry gone.
+        this.processor.finishing.delete(leaseId);
+        this.metrics.duplicate();
+        this.logger.warn({ runId, leaseId }, 'late answer dropped: the lease was re-dispatched and belongs to another attempt');
+        void new LeaseLedger(this.redis, this.keys).countDuplicate(runId).catch(() => undefined);
+        return;
+      }
+      return;
+    }
+    if (this.redisDown && /ECONNREFUSED|Connection is closed|ETIMEDOUT|ECONNRESET/.test(err.message)) return;
+    this.logger.error({ err: err.message }, 'worker error');
+  }
+
+  /** Samples the queue for the liveness check: due work with free slots and no start here. */
+  private async sampleLiveness(): Promise<void> {
+    try {
+      const waiting = await this.queue.getWaitingCount();
+      const free = this.processor.active.size < this.options.concurrency;
+      if (waiting > 0 && free && this.state === 'running') {
+        this.dueSince ??= Date.now();
+      } else {
+        this.dueSince = undefined;
+      }
+    } catch {
+      // Redis unreachable: health() reports that.
+    }
+  }
+
+  /**
+   * Liveness: unhealthy when Redis is unreachable, or when work has been due (waiting jobs,
+   * free slots here) for `livenessMs` without this worker starting a rollout, the mark of
+   * a consumer stuck on a dead blocking connection (bullmq#4479, #4585).
+   */
+  health(): { ok: boolean; reason: string } {
+    if (this.state !== 'running') return { ok: false, reason: `state ${this.state}` };
+    if (this.redisDown) return { ok: false, reason: `Redis at ${redactRedisUrl(this.options.redisUrl)} unreachable` };
+    const now = Date.now();
+    if (this.dueSince !== undefined && now - this.dueSince >= this.options.livenessMs && now - this.lastStartAt >= this.options.livenessMs) {
+      return { ok: false, reason: `work due for ${now - this.dueSince} ms with free slots and no rollout started` };
+    }
+    return { ok: true, reason: `${this.processor.active.size}/${this.options.concurrency} slots busy` };
+  }
+
+  /**
+   * Stops the worker: takes no new jobs, lets active rollouts finish for `graceMs`
+   * (default `shutdownGraceMs`), then hands the rest back to the queue at once (no stall
+   * wait, no re-dispatch counted: a planned shutdown is not a crash), kills every child and
+   * closes connections. Idempotent; calling it again with `graceMs: 0` while closing hands
+   * back at once.
+   */
+  async close(options: { graceMs?: number } = {}): Promise<void> {
+    const graceMs = options.graceMs ?? this.options.shutdownGraceMs;
+    if (this.closing) {
+      if (graceMs === 0) this.processor.abort({}, 'shutdown');
+      return this.closing;
+    }
+    this.state = 'closing';
+    this.closing = (async () => {
+      this.logger.info({ graceMs, active: this.processor.active.size }, 'worker closing');
+      const timer = setTimeout(() => this.processor.abort({}, 'shutdown'), graceMs);
+      try {
+        await this.worker.close();
+      } finally {
+        clearTimeout(timer);
+        clearInterval(this.livenessTimer);
+        await this.pool.close();
+        await Promise.allSettled([
+          this.queue.close(),
+          this.subscriber.quit(),
+          this.redis.quit(),
+          new Promise<void>((resolve) => (this.metricsServer ? this.metricsServer.close(() => resolve()) : resolve())),
+        ]);
+        this.state = 'closed';
+        this.logger.info('worker closed');
+      }
+    })();
+    return this.closing;
+  }
+}
