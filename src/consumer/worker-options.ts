@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { DEFAULT_PREFIX, DEFAULT_QUEUE } from '../lease/index.js';
 import { DEFAULT_REDIS_URL } from '../platform/redis-connection.js';
 import type { Logger } from '../platform/logger.js';
+import { Allowlist, DEFAULT_ALLOWLIST } from '../ref/index.js';
 
 /**
  * Options of a rollout worker. Every option has a default; `compileWorkerOptions` turns
@@ -76,9 +77,6 @@ export type CompiledWorkerOptions = Readonly<
   }
 >;
 
-/** Patterns always on the allowlist: this package's own public subpaths. */
-export const BUILTIN_ALLOWLIST: readonly string[] = ['rollout-queue', 'rollout-queue/*'];
-
 /**
  * Validates and defaults worker options.
  * @throws Error naming the option, what was wrong and the allowed range.
@@ -91,11 +89,14 @@ export function compileWorkerOptions(input: WorkerOptions): CompiledWorkerOption
     throw new Error(`worker option ${issue?.path.join('.') || '(options)'}: ${issue?.message ?? 'invalid'}`);
   }
   const options = parsed.data;
+  const allowlist = [...DEFAULT_ALLOWLIST, ...options.allow.filter((pattern) => !DEFAULT_ALLOWLIST.includes(pattern))];
+  // Compiled once here so a malformed --allow pattern stops the worker at start (AllowlistError).
+  Allowlist.compile(allowlist);
   return Object.freeze({
     ...options,
     redisUrl: options.redisUrl ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL,
     prefix: options.prefix ?? process.env.ROLLOUT_QUEUE_PREFIX ?? DEFAULT_PREFIX,
     name: options.name ?? `${os.hostname()}-${process.pid}`,
-    allowlist: Object.freeze([...BUILTIN_ALLOWLIST, ...options.allow.filter((p) => !BUILTIN_ALLOWLIST.includes(p))]),
+    allowlist: Object.freeze(allowlist),
   });
 }

@@ -1,0 +1,75 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const WORKER_MAIN = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'worker-main.mjs');
+
+/** How a process ended: exit code and signal, as the kernel reported them. */
+export interface ExitReport {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+/** A worker running in its own OS process, killed with real signals. */
+export interface WorkerProcess {
+  readonly pid: number;
+  readonly name: string;
+  readonly proc: ChildProcess;
+  /** Everything the worker logged (pino JSON lines) so far. */
+  output(): string;
+  /** Sends a real signal. */
+  signal(signal: NodeJS.Signals): void;
+  /** Resolves when the process has exited, with its exit code and signal. */
+  exited(): Promise<ExitReport>;
+  /** SIGKILLs it (if alive) and waits for the exit. */
+  kill(): Promise<ExitReport>;
+}
+
+/**
+ * Starts `test/fixtures/worker-main.mjs` with the given worker options (JSON-serialisable)
+ * and waits until it prints `ready`.
+ * @param env extra environment for the worker process (e.g. secrets).
+ */
+export async function startWorkerProcess(options: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): Promise<WorkerProcess> {
+  const proc = spawn(process.execPath, [WORKER_MAIN, JSON.stringify(options)], {
+    env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  proc.stderr?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const exit = new Promise<ExitReport>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
+  const name = await new Promise<string>((resolve, reject) => {
+    const onData = (): void => {
+      const match = /^ready (\S+)/m.exec(out);
+      if (match) {
+        proc.stdout?.off('data', onData);
+        resolve(match[1] as string);
+      }
+    };
+    proc.stdout?.on('data', onData);
+    void exit.then((report) => reject(new Error(`worker exited before ready (${JSON.stringify(report)}):\n${out}`)));
+  });
+  return {
+    pid: proc.pid as number,
+    name,
+    proc,
+    output: () => out,
+    signal: (signal) => void proc.kill(signal),
+    exited: () => exit,
+    kill: async () => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+      return exit;
+    },
+  };
+}
+
+/** True while a process with this pid exists (signal 0 probes without killing). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
