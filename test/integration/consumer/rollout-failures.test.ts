@@ -1,0 +1,170 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// The compiled package: a worker forks dist/consumer/child-main.js, which vitest's TS sources lack.
+import { RolloutWorker } from '../../../dist/consumer/index.js';
+import { createLogger } from '../../../src/platform/logger.js';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { fixture, makeSpec, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
+import { isAlive, startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
+
+let redis: TestRedis;
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+
+async function withWorker<T>(q: RawQueue, options: Record<string, unknown>, body: (w: WorkerProcess) => Promise<T>, env: NodeJS.ProcessEnv = {}): Promise<T> {
+  const worker = await startWorkerProcess(q.workerOptions(options), env);
+  try {
+    return await body(worker);
+  } finally {
+    worker.signal('SIGTERM');
+    await worker.exited();
+    await q.close();
+  }
+}
+
+describe('failures of the rollout itself', () => {
+  it('a rollout that blocks forever is killed after hangMs, re-dispatched, then ends as infrastructure', async () => {
+    const q = new RawQueue(redis.url);
+    await withWorker(q, {}, async () => {
+      const spec = makeSpec('hang', 'wedged', { run: fixture('blocksForever'), timeouts: { runMs: 60_000, hangMs: 500 } });
+      const fine = makeSpec('hang', 'fine');
+      await q.add([spec, fine]);
+      const { results } = await q.waitForAll([spec.leaseId, fine.leaseId]);
+      expect(results.get(fine.leaseId)?.kind).toBe('ok');
+      const hung = results.get(spec.leaseId);
+      expect(hung).toMatchObject({ kind: 'infrastructure', redispatched: 2, attempts: 3, error: { type: 'RedispatchLimit' } });
+      expect(hung?.error?.message).toContain('Hang');
+      expect(await q.counters('hang')).toEqual({ redispatched: 2, duplicatesDropped: 0 });
+    });
+  });
+
+  it('a run past its own timeouts.runMs is a model failure, not a re-dispatch', async () => {
+    const q = new RawQueue(redis.url);
+    await withWorker(q, {}, async () => {
+      const spec = makeSpec('slow', 'slow', { task: { id: 'slow', delayMs: 5000 }, timeouts: { runMs: 300, hangMs: 10_000 } });
+      await q.add([spec]);
+      const { results } = await q.waitForAll([spec.leaseId]);
+      expect(results.get(spec.leaseId)).toMatchObject({ kind: 'model', redispatched: 0, error: { type: 'RunTimeout' } });
+    });
+  });
+
+  it('process.exit and a heap OOM in the child are crashes of the plane, re-dispatched then infrastructure', async () => {
+    const q = new RawQueue(redis.url);
+    await withWorker(q, { concurrency: 2 }, async (worker) => {
+      const exits = makeSpec('oom', 'exits', { run: fixture('exits', { code: 3 }) });
+      const oom = makeSpec('oom', 'oom', { run: fixture('leaksMemory'), sandbox: { env: [], memoryMb: 64 } });
+      await q.add([exits, oom]);
+      const { results } = await q.waitForAll([exits.leaseId, oom.leaseId], 120_000);
+      expect(results.get(exits.leaseId)).toMatchObject({ kind: 'infrastructure', redispatched: 2 });
+      expect(results.get(exits.leaseId)?.error?.message).toContain('exit code 3');
+      expect(results.get(oom.leaseId)).toMatchObject({ kind: 'infrastructure', redispatched: 2 });
+      expect(results.get(oom.leaseId)?.error?.message).toMatch(/heap|memory|SIGABRT|SIGTRAP|exit code 134/i);
+      expect(isAlive(worker.pid)).toBe(true);
+    });
+  });
+
+  it('a crash on the first attempt is re-dispatched and the second attempt succeeds', async () => {
+    const q = new RawQueue(redis.url);
+    await withWorker(q, {}, async () => {
+      const spec = makeSpec('flaky', 'flaky', { run: fixture('crashesUntilAttempt', { succeedOnAttempt: 2 }) });
+      await q.add([spec]);
+      const { results } = await q.waitForAll([spec.leaseId]);
+      expect(results.get(spec.leaseId)).toMatchObject({ kind: 'ok', redispatched: 1, attempts: 2 });
+      expect(await q.counters('flaky')).toEqual({ redispatched: 1, duplicatesDropped: 0 });
+    });
+  });
+
+  it('a child that cannot start fails the lease with its exit code and stderr tail, not as stalled', async () => {
+    const q = new RawQueue(redis.url);
+    await withWorker(q, { childExecArgv: ['--no-such-node-flag'] }, async () => {
+      const spec = makeSpec('nostart', 'x');
+      await q.add([spec]);
+      const { results } = await q.waitForAll([spec.leaseId]);
+      const result = results.get(spec.leaseId);
+      expect(result).toMatchObject({ kind: 'infrastructure', redispatched: 2 });
+      expect(result?.error?.message).toContain('ChildStartFailed');
+      expect(result?.error?.message).toContain('exit code 9');
+      expect(result?.error?.message).toContain('--no-such-node-flag');
+      expect((await q.queue.getJob(spec.leaseId))?.stalledCounter).toBe(0);
+    });
+  });
+
+  it('a secret missing on the worker re-dispatches, then reports infrastructure naming the variable', async () => {
+    const q = new RawQueue(redis.url);
+    await withWorker(q, {}, async () => {
+      const spec = makeSpec('secret', 'x', { sandbox: { env: ['RQ_TEST_ABSENT_SECRET'], memoryMb: 256 } });
+      await q.add([spec]);
+      const { results } = await q.waitForAll([spec.leaseId]);
+      expect(results.get(spec.leaseId)).toMatchObject({ kind: 'infrastructure', redispatched: 2 });
+      expect(results.get(spec.leaseId)?.error?.message).toContain('RQ_TEST_ABSENT_SECRET');
+    });
+  });
+
+  it('cost receipts reach the Result once each, also when the rollout failed after paying', async () => {
+    const q = new RawQueue(redis.url);
+    await withWorker(q, {}, async () => {
+      const thrown = makeSpec('cost', 'thrown', { run: fixture('paysThenFails', { usd: 0.25 }) });
+      const crashed = makeSpec('cost', 'crashed', { run: fixture('paysThenFails', { usd: 0.5, crash: true }) });
+      await q.add([thrown, crashed]);
+      const { results } = await q.waitForAll([thrown.leaseId, crashed.leaseId]);
+      expect(results.get(thrown.leaseId)?.kind).toBe('model');
+      expect(results.get(thrown.leaseId)?.cost).toEqual([{ id: `${thrown.leaseId}-1`, usd: 0.25, label: 'fixture' }]);
+      const crashedResult = results.get(crashed.leaseId);
+      expect(crashedResult?.kind).toBe('infrastructure');
+      expect(crashedResult?.cost.map((c) => c.id).sort()).toEqual([1, 2, 3].map((n) => `${crashed.leaseId}-${n}`));
+    });
+  });
+
+  it('malformed jobs from other clients become caller Results naming the bad path; the worker keeps serving', async () => {
+    const q = new RawQueue(redis.url);
+    await withWorker(q, {}, async (worker) => {
+      await q.queue.add('rollout', 'plain garbage', { jobId: 'garbage-1' });
+      await q.queue.add('rollout', { v: 2, leaseId: 'x.y' }, { jobId: 'wrong-version' });
+      const good = makeSpec('mal', 'good');
+      await q.queue.add('rollout', { ...good, task: 'not an object' }, { jobId: 'mal.badtask' });
+      await q.add([good]);
+      const { results } = await q.waitForAll(['garbage-1', 'wrong-version', 'mal.badtask', good.leaseId]);
+      expect(results.get('garbage-1')).toMatchObject({ kind: 'caller', error: { type: 'InvalidSpec' } });
+      expect(results.get('wrong-version')?.error?.message).toMatch(/\bv\b/);
+      expect(results.get('mal.badtask')?.error?.message).toContain('task');
+      expect(results.get(good.leaseId)?.kind).toBe('ok');
+      expect(isAlive(worker.pid)).toBe(true);
+    });
+  });
+
+  it('cancellation reaches a running rollout promptly and is reported as Cancelled', async () => {
+    const q = new RawQueue(redis.url);
+    await withWorker(q, {}, async () => {
+      const spec = makeSpec('cancel', 'long', { task: { id: 'long', delayMs: 60_000 } });
+      await q.add([spec]);
+      await q.waitForState(spec.leaseId, 'active');
+      await q.redis.hset(q.keys.run('cancel'), 'status', 'cancelled');
+      await q.redis.publish(q.keys.cancelChannel(), 'cancel');
+      const { results } = await q.waitForAll([spec.leaseId], 10_000);
+      expect(results.get(spec.leaseId)).toMatchObject({ kind: 'caller', error: { type: 'Cancelled' } });
+    });
+  });
+
+  it('close is idempotent and leaves no live child processes', async () => {
+    const q = new RawQueue(redis.url);
+    const worker = await RolloutWorker.create({ redisUrl: redis.url, queue: q.name, prefix: TEST_PREFIX, allow: ['rq-fixtures/*'], concurrency: 2, logger: createLogger({}, { write: () => true }) });
+    try {
+      const specs = [makeSpec('close', 'a'), makeSpec('close', 'b')];
+      await q.add(specs);
+      const { results } = await q.waitForAll(specs.map((s) => s.leaseId));
+      expect([...results.values()].map((r) => r.kind)).toEqual(['ok', 'ok']);
+      const pids = worker.childPids();
+      expect(pids.length).toBeGreaterThan(0);
+      await Promise.all([worker.close(), worker.close()]);
+      await worker.close();
+      expect(worker.status).toBe('closed');
+      for (const pid of pids) expect(isAlive(pid)).toBe(false);
+    } finally {
+      await worker.close();
+      await q.close();
+    }
+  });
+});
