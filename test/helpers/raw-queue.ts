@@ -36,6 +36,9 @@ export class RawQueue {
     this.name = name;
     this.queue = new Queue(name, { connection: { url } as ConnectionOptions, prefix: TEST_PREFIX });
     this.redis = new Redis(url);
+    // Outage tests kill Redis on purpose; connection errors are expected and retried.
+    this.redis.on('error', () => undefined);
+    this.queue.on('error', () => undefined);
     this.keys = queueKeys(TEST_PREFIX, name);
   }
 

@@ -1,0 +1,111 @@
+import { existsSync, readdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CallerError, InfrastructureError, ModelError, brandedKind } from '../../../src/spec/index.js';
+import { codeRunner } from '../../../src/runners/index.js';
+import { fakeContext } from './fake-context.js';
+
+async function rejection(promise: Promise<unknown>): Promise<Error> {
+  const settled = await promise.then(
+    () => ({ ok: true as const }),
+    (err: unknown) => ({ ok: false as const, err }),
+  );
+  if (settled.ok) throw new Error('expected a rejection');
+  return settled.err as Error;
+}
+
+const task = { id: 'iso' };
+const printEnv = 'console.log(JSON.stringify({ env: process.env, cwd: process.cwd() }));';
+const workRoot = path.join(os.tmpdir(), 'rollout-queue');
+
+describe('codeRunner environment', () => {
+  beforeEach(() => {
+    process.env.ROLLOUT_TEST_WORKER_ONLY = 'worker-only-value';
+    process.env.ROLLOUT_TEST_TOKEN = 'tok-worker-9f8e7d';
+  });
+  afterEach(() => {
+    delete process.env.ROLLOUT_TEST_WORKER_ONLY;
+    delete process.env.ROLLOUT_TEST_TOKEN;
+  });
+
+  it('passes only PATH, HOME, LANG, TMPDIR and nothing of the worker env', async () => {
+    const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 10_000 });
+    const output = await run(printEnv, task, fakeContext());
+    const seen = JSON.parse(output.stdout) as { env: Record<string, string>; cwd: string };
+    expect(Object.keys(seen.env).sort()).toEqual(['HOME', 'LANG', 'PATH', 'TMPDIR']);
+    expect(seen.env.PATH).toBe(process.env.PATH);
+    expect(seen.env.HOME).toBe(seen.cwd);
+    expect(seen.env.TMPDIR).toBe(seen.cwd);
+    expect(seen.env.LANG).toBe('C.UTF-8');
+    expect(output.stdout).not.toContain('worker-only-value');
+    expect(output.stdout).not.toContain('tok-worker-9f8e7d');
+  });
+
+  it('adds exactly the named secrets of ctx.secrets; reserved names are not overridden', async () => {
+    const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 10_000 });
+    const secrets = { ROLLOUT_TEST_TOKEN: 'tok-from-ctx-123', HOME: '/root' };
+    const output = await run(printEnv, task, fakeContext({ secrets }));
+    const seen = JSON.parse(output.stdout) as { env: Record<string, string>; cwd: string };
+    expect(Object.keys(seen.env).sort()).toEqual(['HOME', 'LANG', 'PATH', 'ROLLOUT_TEST_TOKEN', 'TMPDIR']);
+    expect(seen.env.ROLLOUT_TEST_TOKEN).toBe('tok-from-ctx-123');
+    expect(seen.env.HOME).toBe(seen.cwd);
+    expect(output.stdout).not.toContain('worker-only-value');
+  });
+
+  it('never puts a secret value in an error message', async () => {
+    const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 10_000 });
+    const secrets = { API_TOKEN: 'sk-live-abcdef123456' };
+    const artifact = "console.error('calling with ' + process.env.API_TOKEN + ' failed'); process.exit(2);";
+    const err = await rejection(run(artifact, task, fakeContext({ secrets })));
+    expect((err as ModelError).type).toBe('NonZeroExit');
+    expect(err.message).not.toContain('sk-live-abcdef123456');
+    expect(err.message).toContain('calling with [secret API_TOKEN] failed');
+  });
+});
+
+describe('codeRunner artifact files', () => {
+  const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 10_000 });
+  const refused: Array<[string, Record<string, string>, RegExp]> = [
+    ['a parent escape', { 'main.js': '', '../evil.js': 'x' }, /"\.\.\/evil\.js" leaves the artifact directory/],
+    ['a nested escape', { 'main.js': '', 'lib/../../evil.js': 'x' }, /leaves the artifact directory/],
+    ['an absolute path', { 'main.js': '', '/tmp/evil.js': 'x' }, /is absolute/],
+    ['an empty path', { 'main.js': '', '': 'x' }, /is empty/],
+    ['a directory path', { 'main.js': '', 'lib/': 'x' }, /ends with "\/"/],
+    ['a "." path', { 'main.js': '', '.': 'x' }, /leaves the artifact directory/],
+    ['two spellings of one file', { 'main.js': '', './main.js': 'x' }, /two paths for "main\.js"/],
+    ['a file that is also a directory', { 'main.js': '', lib: 'x', 'lib/a.js': 'y' }, /"lib" both as a file and as the directory/],
+  ];
+  it.each(refused)('refuses %s with a CallerError before writing anything', async (_label, files, message) => {
+    const ctx = fakeContext();
+    const err = await rejection(run({ files }, task, ctx));
+    expect(err).toBeInstanceOf(CallerError);
+    expect(brandedKind(err)).toBe('caller');
+    expect(err.message).toMatch(message);
+    expect(existsSync(path.join(os.tmpdir(), 'evil.js'))).toBe(false);
+    const made = existsSync(workRoot) ? readdirSync(workRoot).filter((name) => name.startsWith(`${ctx.leaseId}.`)) : [];
+    expect(made).toEqual([]);
+  });
+
+  it('refuses a rendered value of another shape', async () => {
+    const bad = { notFiles: {} } as unknown as { files: Record<string, string> };
+    expect(await rejection(run(bad, task, fakeContext()))).toBeInstanceOf(CallerError);
+  });
+
+  it('an entrypoint missing from the files → InfrastructureError naming it', async () => {
+    const err = await rejection(run({ files: { 'solve.js': 'console.log(1)' } }, task, fakeContext()));
+    expect(err).toBeInstanceOf(InfrastructureError);
+    expect(brandedKind(err)).toBe('infrastructure');
+    expect(err.message).toContain('"main.js"');
+    expect(err.message).toContain('"solve.js"');
+  });
+
+  it('accepts ./ spellings and nested directories', async () => {
+    const output = await run(
+      { files: { './main.js': "console.log(require('./a/b/c.json').v)", 'a/b/c.json': '{"v":7}' } },
+      task,
+      fakeContext(),
+    );
+    expect(output.stdout).toBe('7\n');
+  });
+});
