@@ -38,6 +38,25 @@ describe('ref()', () => {
     expect('call' in ref('pkg:fn', {}, {})).toBe(false);
   });
 
+  it('drops nested call/config given as undefined, so the JSON round trip holds', () => {
+    const r = ref('pkg:outer', { judge: { $ref: 'pkg:judge', call: undefined, config: undefined } });
+    expect(r.config.judge).toStrictEqual({ $ref: 'pkg:judge' });
+    expect(JSON.parse(JSON.stringify(r))).toStrictEqual(r);
+  });
+
+  it('quotes the target in messages, so it cannot forge log lines', () => {
+    const error = refErrorOf(() => ref('pkg\nINFO forged line:fn'));
+    expect(error.message).toContain('Ref "pkg\\nINFO forged line:fn"');
+    expect(error.message).not.toContain('\n');
+    const noColon = refErrorOf(() => ref('evil\nINFO forged line'));
+    expect(noColon.message).not.toContain('\n');
+    const long = refErrorOf(() => ref('a'.repeat(100_000)));
+    expect(long.code).toBe('malformed-target');
+    expect(long.message.length).toBeLessThan(2000);
+    const thrower = refErrorOf(() => ref('pkg:f', { ['k\ney']: Number.NaN }));
+    expect(thrower.message).not.toContain('\n');
+  });
+
   it('returns a detached, deep-frozen copy', () => {
     const config = { model: { name: 'a' } };
     const r = ref('pkg:fn', config);
