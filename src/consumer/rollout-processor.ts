@@ -1,6 +1,6 @@
 import { ErrorCode, WaitingError, type Job } from 'bullmq';
 import type { Logger } from '../platform/logger.js';
-import { RolloutSpecSchema, type CostReceipt, type ErrorInfo, type Result, type ResultKind, type RolloutSpec } from '../spec/index.js';
+import { parseRolloutSpec, type CostReceipt, type ErrorInfo, type Result, type ResultKind, type RolloutSpec } from '../spec/index.js';
 import type { ChildPool } from './child-pool.js';
 import { ChildStartError, type AttemptOutcome } from './rollout-child.js';
 import type { ExitInfo, LeaseLedger } from './lease-ledger.js';
@@ -72,7 +72,7 @@ export class RolloutProcessor {
   /** The BullMQ processor function: `(job, token) → Result`. */
   readonly process = async (job: Job, token?: string): Promise<Result> => {
     const startedAt = Date.now();
-    const parsed = RolloutSpecSchema.safeParse(job.data);
+    const parsed = parseRolloutSpec(job.data);
     if (!parsed.success) return this.malformed(job, parsed.error.issues);
     const spec = parsed.data;
     if (spec.leaseId !== job.id) {

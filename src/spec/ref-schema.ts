@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { findJsonDataIssue, type JsonDataIssue } from './json-data.js';
+import { findJsonDataIssue, isPlainObject, type JsonDataIssue } from './json-data.js';
 
 /** The export part of a Ref target: a JavaScript identifier. */
 const EXPORT_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
@@ -28,24 +28,30 @@ export interface RefTarget {
  * Splits `"module:export"` at its last colon. Returns an error message instead when the
  * target is not of that form (the message says which form is expected).
  */
+/** A target as it may appear in a message: JSON-quoted (no raw newlines) and at most 200 characters. */
+function quoted(target: string): string {
+  const json = JSON.stringify(target);
+  return json.length > 200 ? `${json.slice(0, 199)}…"` : json;
+}
+
 export function parseRefTarget(target: unknown): RefTarget | string {
   if (typeof target !== 'string') {
     return `$ref must be a string of the form "module:export", got ${target === null ? 'null' : typeof target}`;
   }
   const at = target.lastIndexOf(':');
   if (at <= 0 || at === target.length - 1) {
-    return `$ref "${target}" is not of the form "module:export" (e.g. "rollout-queue/rewards:lastNumber")`;
+    return `$ref ${quoted(target)} is not of the form "module:export" (e.g. "rollout-queue/rewards:lastNumber")`;
   }
   const exportName = target.slice(at + 1);
   if (!EXPORT_NAME.test(exportName)) {
-    return `$ref "${target}": export "${exportName}" is not a JavaScript identifier; the form is "module:export"`;
+    return `$ref ${quoted(target)}: export ${quoted(exportName)} is not a JavaScript identifier; the form is "module:export"`;
   }
   return { module: target.slice(0, at), exportName };
 }
 
 /** Finds the first problem in a Ref value (shape, target, config), naming its path. */
 export function findRefIssue(value: unknown, path: string, depth = 0): JsonDataIssue | undefined {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+  if (!isPlainObject(value)) {
     return { path, message: 'expected a Ref object { "$ref": "module:export", "config": {...} }' };
   }
   const record = value as Record<string, unknown>;
@@ -59,7 +65,7 @@ export function findRefIssue(value: unknown, path: string, depth = 0): JsonDataI
   if (record.call !== undefined && typeof record.call !== 'boolean') {
     return { path: `${path}.call`, message: `call must be a boolean, got ${typeof record.call}` };
   }
-  const config = record.config ?? {};
+  const config = record.config === undefined ? {} : record.config;
   if (config === null || typeof config !== 'object' || Array.isArray(config)) {
     return { path: `${path}.config`, message: `config must be an object of JSON data, got ${Array.isArray(config) ? 'array' : config === null ? 'null' : typeof config}` };
   }

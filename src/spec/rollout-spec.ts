@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { findJsonDataIssue } from './json-data.js';
 import { LeaseIdSchema, RunIdSchema } from './ids.js';
-import { RefSchema } from './ref-schema.js';
+import { findRefIssue, RefSchema } from './ref-schema.js';
 
 /** Name of an environment variable: what `sandbox.env` lists, never its value. */
 export const EnvNameSchema = z
@@ -103,3 +103,31 @@ export const RolloutSpecSchema = z
 export type RolloutSpec = z.infer<typeof RolloutSpecSchema>;
 /** What a caller may write: defaults may be omitted. */
 export type RolloutSpecInput = z.input<typeof RolloutSpecSchema>;
+
+/**
+ * Parses a rollout spec from raw data (a job's data, a JSON line), the only way specs
+ * should be read. Besides `RolloutSpecSchema` it checks the raw `run`, `reward` and
+ * `task` values first, because zod's records silently drop a `__proto__` key that
+ * `JSON.parse` creates as an own property: such a key must be refused, not ignored.
+ * @returns zod's safe-parse result; issues carry the path of the first bad value.
+ */
+export function parseRolloutSpec(raw: unknown): z.ZodSafeParseResult<RolloutSpec> {
+  if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) {
+    const record = raw as Record<string, unknown>;
+    for (const field of ['run', 'reward'] as const) {
+      const issue = record[field] === undefined ? undefined : findRefIssue(record[field], field);
+      if (issue) return failure(issue.path, issue.message, raw);
+    }
+    if (record.task !== null && typeof record.task === 'object') {
+      const issue = findJsonDataIssue(record.task, 'task', { scalarArraysOnly: false });
+      if (issue) return failure(issue.path, issue.message, raw);
+    }
+  }
+  return RolloutSpecSchema.safeParse(raw);
+}
+
+function failure(path: string, message: string, input: unknown): z.ZodSafeParseResult<RolloutSpec> {
+  const parts = path.split(/\.|\[(\d+)\]/).filter((part) => part !== undefined && part !== '');
+  const error = new z.ZodError([{ code: 'custom', path: parts.map((part) => (/^\d+$/.test(part) ? Number(part) : part)), message, input }]);
+  return { success: false, error } as z.ZodSafeParseResult<RolloutSpec>;
+}
