@@ -62,6 +62,25 @@ describe('codeRunner environment', () => {
     expect(err.message).not.toContain('sk-live-abcdef123456');
     expect(err.message).toContain('calling with [secret API_TOKEN] failed');
   });
+
+  it('a secret holding a NUL byte → InfrastructureError that names it without its value', async () => {
+    const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 10_000 });
+    const err = await rejection(run('console.log(1)', task, fakeContext({ secrets: { API_TOKEN: 'sk-nul\0value' } })));
+    expect(err).toBeInstanceOf(InfrastructureError);
+    expect(err.message).toContain('API_TOKEN');
+    expect(err.message).not.toContain('sk-nul');
+  });
+
+  it('does not leak a piece of a secret that straddles the start of the quoted stderr tail', async () => {
+    const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 10_000 });
+    const secret = 'sk-live-STRADDLE-0123456789';
+    const secrets = { API_TOKEN: secret };
+    // Put the secret so that the last 2048 characters of stderr begin in its middle.
+    const artifact = `process.stderr.write('a'.repeat(5000) + process.env.API_TOKEN + 'b'.repeat(${2048 - 10})); process.exit(1);`;
+    const err = await rejection(run(artifact, task, fakeContext({ secrets })));
+    expect(err.message).not.toContain(secret.slice(-10));
+    expect(err.message).not.toContain('0123456789');
+  });
 });
 
 describe('codeRunner artifact files', () => {

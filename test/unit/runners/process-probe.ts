@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 
 /**
  * State of a pid: "gone" when `process.kill(pid, 0)` throws ESRCH; "zombie" when it has
@@ -18,6 +19,20 @@ export function processState(pid: number): 'gone' | 'zombie' | 'alive' {
     return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z') ? 'zombie' : 'alive';
   } catch {
     return 'gone'; // reaped between the two checks
+  }
+}
+
+/**
+ * Waits until `pid` is no longer running ("gone" or "zombie") or `withinMs` passed, and
+ * returns its state then. A killed process that is not our child gives no event to await
+ * (no pidfd in node), so this polls every 5 ms; it returns at once when the process is dead.
+ */
+export async function stateAfterDeath(pid: number, withinMs: number): Promise<'gone' | 'zombie' | 'alive'> {
+  const deadline = performance.now() + withinMs;
+  for (;;) {
+    const state = processState(pid);
+    if (state !== 'alive' || performance.now() >= deadline) return state;
+    await delay(5);
   }
 }
 

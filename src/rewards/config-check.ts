@@ -1,0 +1,60 @@
+import { CallerError, isPlainObject } from '../spec/index.js';
+
+/**
+ * Checks of a reward factory's config, throwing a {@link CallerError} that names the field,
+ * the bad value and its type, what is allowed, and the fix. Hand-written because built-ins
+ * import only `../spec/index.js` and node builtins (DESIGN.md "Layout").
+ */
+
+/** Short, safe description of a value for an error message: `-5 (number)`, `"abc" (string)`. */
+export function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (value === undefined) return 'undefined';
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  if (typeof value === 'string') {
+    const shown = value.length > 60 ? `${value.slice(0, 57)}...` : value;
+    return `${JSON.stringify(shown)} (string)`;
+  }
+  if (typeof value === 'object') return 'an object';
+  return `${String(value)} (${typeof value})`;
+}
+
+/**
+ * Returns `config` as a record: `undefined` counts as `{}` (every reward option has a
+ * default except `regex.pattern`), anything else must be a plain object whose keys are all
+ * in `allowed` (a typo like `goldkey` must not be silently ignored).
+ */
+export function configRecord(factory: string, config: unknown, allowed: readonly string[]): Record<string, unknown> {
+  if (config === undefined) return {};
+  if (!isPlainObject(config)) {
+    throw new CallerError(
+      `${factory}: config must be an object with the options ${allowed.join(', ')}, got ${describeValue(config)}`,
+    );
+  }
+  for (const key of Object.keys(config)) {
+    if (!allowed.includes(key)) {
+      throw new CallerError(`${factory}: config.${key} is not an option; allowed options are ${allowed.join(', ')} (check the spelling)`);
+    }
+  }
+  return config;
+}
+
+/** An optional non-empty string option, or `fallback`. */
+export function optionalString(factory: string, config: Record<string, unknown>, key: string, fallback: string, example: string): string {
+  const value = config[key];
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new CallerError(`${factory}: config.${key} must be a non-empty string like ${JSON.stringify(example)}, got ${describeValue(value)}; omit it for the default ${JSON.stringify(fallback)}`);
+  }
+  return value;
+}
+
+/** An optional boolean option, or `fallback`. */
+export function optionalBoolean(factory: string, config: Record<string, unknown>, key: string, fallback: boolean): boolean {
+  const value = config[key];
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') {
+    throw new CallerError(`${factory}: config.${key} must be true or false, got ${describeValue(value)}; omit it for the default ${fallback}`);
+  }
+  return value;
+}

@@ -1,0 +1,36 @@
+/** PATH given to the artifact when the worker itself has none. */
+export const FALLBACK_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** Variables the runner sets itself; a secret of the same name does not override them. */
+export const RESERVED_ENV_NAMES: readonly string[] = ['PATH', 'HOME', 'LANG', 'TMPDIR'];
+
+/**
+ * The artifact's whole environment: the named secrets, then `PATH` (the worker's), `HOME`
+ * and `TMPDIR` (both the work directory, so stray files are removed with it) and
+ * `LANG=C.UTF-8`. Nothing else from the worker's environment reaches the artifact.
+ */
+export function childEnv(workDir: string, secrets: Readonly<Record<string, string>>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(secrets)) {
+    if (!RESERVED_ENV_NAMES.includes(name)) env[name] = value;
+  }
+  env.PATH = process.env.PATH ?? FALLBACK_PATH;
+  env.HOME = workDir;
+  env.LANG = 'C.UTF-8';
+  env.TMPDIR = workDir;
+  return env;
+}
+
+/**
+ * Replaces every secret value in `text` with `[secret NAME]`, longest values first (so a
+ * value that contains another is replaced whole). Used on every message that may quote the
+ * artifact's output, so an error never carries a secret.
+ */
+export function redactSecrets(text: string, secrets: Readonly<Record<string, string>>): string {
+  const entries = Object.entries(secrets)
+    .filter(([, value]) => value.length > 0)
+    .sort(([, a], [, b]) => b.length - a.length);
+  let result = text;
+  for (const [name, value] of entries) result = result.split(value).join(`[secret ${name}]`);
+  return result;
+}

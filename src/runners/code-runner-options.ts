@@ -1,0 +1,120 @@
+import { CallerError } from '../spec/index.js';
+import { configRecord, describeValue, optionalInteger } from './config-check.js';
+import { normalizeRelativePath } from './relative-path.js';
+
+/** Default of {@link CodeRunnerOptions.timeoutMs}: 60 000 ms (1 min). */
+export const DEFAULT_CODE_TIMEOUT_MS = 60_000;
+/** Upper bound of {@link CodeRunnerOptions.timeoutMs}: 24 h, the same as a spec's `timeouts.runMs`. */
+export const MAX_CODE_TIMEOUT_MS = 86_400_000;
+/** Default of {@link CodeRunnerOptions.maxOutputBytes}: 1 MiB per stream. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 1_048_576;
+/** Upper bound of {@link CodeRunnerOptions.maxOutputBytes}: 256 MiB per stream (the output is held in memory and sent as JSON). */
+export const MAX_MAX_OUTPUT_BYTES = 268_435_456;
+
+/** Entrypoint extensions run with this worker's own node (`process.execPath`) by default. */
+export const NODE_EXTENSIONS: readonly string[] = ['.js', '.mjs', '.cjs'];
+
+/**
+ * Config of {@link codeRunner} (a Ref's `config`: plain JSON).
+ */
+export interface CodeRunnerOptions {
+  /**
+   * Path of the file to run, relative to the artifact directory (e.g. `"main.js"`,
+   * `"src/solve.py"`). Required. When `rendered` is a string it is written to this path;
+   * when it is `{ files }`, this file must be one of them (else an `InfrastructureError`:
+   * the artifact is missing). No absolute paths, no `..` out of the directory.
+   */
+  readonly entrypoint: string;
+  /**
+   * The artifact's own wall-clock limit in ms, from spawn. Default 60 000, bounds
+   * 1–86 400 000 (24 h). Past it the whole process group is killed (SIGTERM, SIGKILL after
+   * 200 ms) and the run throws `ModelError('RunTimeout')`. `ctx.signal` (which aborts at the
+   * spec's `timeouts.runMs`, on cancellation or shutdown) bounds it too; keep `timeoutMs`
+   * below `runMs` so a slow artifact is judged `model` by this runner.
+   */
+  readonly timeoutMs?: number;
+  /**
+   * Bytes kept of stdout and, separately, of stderr (the first bytes; the rest is read and
+   * dropped, and `stdoutTruncated`/`stderrTruncated` say so). Default 1 048 576 (1 MiB),
+   * bounds 1–268 435 456 (256 MiB).
+   */
+  readonly maxOutputBytes?: number;
+  /**
+   * Program and arguments to run in the artifact directory, e.g. `["python3", "main.py"]`.
+   * The program is looked up on the worker's `PATH`; a path with a `/` is taken relative to
+   * the artifact directory. Default: `[process.execPath, entrypoint]` (this worker's node)
+   * for a `.js`/`.mjs`/`.cjs` entrypoint, else the entrypoint itself, which is written with
+   * mode 0755 and needs a `#!` line.
+   */
+  readonly command?: readonly string[];
+}
+
+/** {@link CodeRunnerOptions} checked and fully defaulted. */
+export interface CompiledCodeRunnerOptions {
+  /** Normalized relative path. */
+  readonly entrypoint: string;
+  readonly timeoutMs: number;
+  readonly maxOutputBytes: number;
+  /** The configured command, or undefined for the default (see {@link CodeRunnerOptions.command}). */
+  readonly command: readonly [string, ...string[]] | undefined;
+}
+
+const FACTORY = 'codeRunner';
+const KEYS = ['entrypoint', 'timeoutMs', 'maxOutputBytes', 'command'] as const;
+
+/**
+ * Checks `config` once, at factory time, into a {@link CompiledCodeRunnerOptions}.
+ * @throws CallerError naming the field, the bad value and the fix.
+ */
+export function compileCodeRunnerOptions(config: unknown): CompiledCodeRunnerOptions {
+  const record = configRecord(FACTORY, config, KEYS);
+  const rawEntrypoint = record.entrypoint;
+  if (typeof rawEntrypoint !== 'string') {
+    throw new CallerError(
+      `${FACTORY}: config.entrypoint must be the artifact's file to run as a relative path string like "main.js", got ${describeValue(rawEntrypoint)}`,
+    );
+  }
+  const entrypoint = normalizeRelativePath(rawEntrypoint);
+  if ('problem' in entrypoint) {
+    throw new CallerError(`${FACTORY}: config.entrypoint ${JSON.stringify(rawEntrypoint)} ${entrypoint.problem}`);
+  }
+  return Object.freeze({
+    entrypoint: entrypoint.path,
+    timeoutMs: optionalInteger(FACTORY, record, 'timeoutMs', {
+      min: 1,
+      max: MAX_CODE_TIMEOUT_MS,
+      fallback: DEFAULT_CODE_TIMEOUT_MS,
+      unit: 'milliseconds',
+    }),
+    maxOutputBytes: optionalInteger(FACTORY, record, 'maxOutputBytes', {
+      min: 1,
+      max: MAX_MAX_OUTPUT_BYTES,
+      fallback: DEFAULT_MAX_OUTPUT_BYTES,
+      unit: 'bytes',
+    }),
+    command: compileCommand(record.command),
+  });
+}
+
+function compileCommand(value: unknown): readonly [string, ...string[]] | undefined {
+  if (value === undefined) return undefined;
+  const fix = 'give the program and its arguments, e.g. ["python3", "main.py"], or omit it for the default';
+  if (!Array.isArray(value) || value.length === 0) {
+    throw new CallerError(`${FACTORY}: config.command must be a non-empty array of strings, got ${describeValue(value)}; ${fix}`);
+  }
+  value.forEach((part: unknown, i) => {
+    if (typeof part !== 'string' || part.includes('\0') || (i === 0 && part.length === 0)) {
+      throw new CallerError(`${FACTORY}: config.command[${i}] must be a string${i === 0 ? ' naming a program' : ''}, got ${describeValue(part)}; ${fix}`);
+    }
+  });
+  const [program, ...args] = value as string[];
+  return Object.freeze([program as string, ...args]) as readonly [string, ...string[]];
+}
+
+/** The argv that runs the entrypoint in `dir` (see {@link CodeRunnerOptions.command}). */
+export function commandFor(options: CompiledCodeRunnerOptions, dir: string): readonly [string, ...string[]] {
+  if (options.command) return options.command;
+  const lower = options.entrypoint.toLowerCase();
+  if (NODE_EXTENSIONS.some((ext) => lower.endsWith(ext))) return [process.execPath, options.entrypoint];
+  return [`${dir}/${options.entrypoint}`];
+}

@@ -1,0 +1,88 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { CallerError, isPlainObject, type Rendered, type RolloutContext } from '../spec/index.js';
+import { normalizeRelativePath } from './relative-path.js';
+
+/** Directory under `os.tmpdir()` that holds every code runner work directory. */
+export const WORK_ROOT_NAME = 'rollout-queue';
+
+/** The artifact's files: normalized relative path → content. */
+export type ArtifactFiles = ReadonlyMap<string, string>;
+
+/**
+ * Turns `rendered` into the files to write. A string becomes the entrypoint's content;
+ * `{ files }` is checked path by path.
+ *
+ * @throws CallerError for a path that is empty, absolute, escapes with `..`, names a
+ *   directory, collides with another path after normalization, or is both a file and a
+ *   parent directory of another file; and for a `rendered` of another shape.
+ */
+export function artifactFiles(rendered: Rendered, entrypoint: string): ArtifactFiles {
+  if (typeof rendered === 'string') return new Map([[entrypoint, rendered]]);
+  const files: unknown = isPlainObject(rendered) ? rendered.files : undefined;
+  if (!isPlainObject(files)) {
+    throw new CallerError('codeRunner: rendered must be a string or { "files": { "<relative path>": "<content>" } }');
+  }
+  const result = new Map<string, string>();
+  for (const [raw, content] of Object.entries(files)) {
+    const checked = normalizeRelativePath(raw);
+    if ('problem' in checked) throw new CallerError(`codeRunner: rendered.files path ${JSON.stringify(raw)} ${checked.problem}`);
+    if (typeof content !== 'string') {
+      throw new CallerError(`codeRunner: rendered.files[${JSON.stringify(raw)}] must be the file's text, got ${typeof content}`);
+    }
+    if (result.has(checked.path)) {
+      throw new CallerError(`codeRunner: rendered.files has two paths for ${JSON.stringify(checked.path)}; keep one`);
+    }
+    result.set(checked.path, content);
+  }
+  for (const file of result.keys()) {
+    for (let dir = path.dirname(file); dir !== '.'; dir = path.dirname(dir)) {
+      if (result.has(dir)) {
+        throw new CallerError(`codeRunner: rendered.files has ${JSON.stringify(dir)} both as a file and as the directory of ${JSON.stringify(file)}`);
+      }
+    }
+  }
+  return result;
+}
+
+/** Replaces characters unsafe in a file name and bounds the length. */
+function namePart(value: string, maxLength: number): string {
+  return value.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, maxLength) || '_';
+}
+
+/**
+ * Creates a fresh, private (mode 0700) work directory
+ * `<os.tmpdir()>/rollout-queue/<leaseId>.<runAttemptId>.a<attempt>-<6 random characters>`
+ * (from `mkdtemp`).
+ * Errors (disk full, no permission) are the caller's to classify.
+ */
+export async function createWorkDir(ctx: Pick<RolloutContext, 'leaseId' | 'runAttemptId' | 'attempt'>): Promise<string> {
+  const root = path.join(os.tmpdir(), WORK_ROOT_NAME);
+  await mkdir(root, { recursive: true });
+  const prefix = `${namePart(ctx.leaseId, 120)}.${namePart(ctx.runAttemptId, 60)}.a${ctx.attempt}`;
+  return mkdtemp(path.join(root, `${prefix}-`));
+}
+
+/**
+ * Writes the artifact's files into `dir`, creating parent directories. The file at
+ * `executable` gets mode 0755 (so a script with a `#!` line can be run directly), the rest
+ * 0644. Files are created exclusively (`wx`), never through an existing entry.
+ */
+export async function writeArtifact(dir: string, files: ArtifactFiles, executable: string): Promise<void> {
+  for (const [relPath, content] of files) {
+    const target = path.join(dir, relPath);
+    await mkdir(path.dirname(target), { recursive: true });
+    await writeFile(target, content, { flag: 'wx', mode: relPath === executable ? 0o755 : 0o644 });
+  }
+}
+
+/** Removes a work directory and everything in it; never throws (returns the error instead). */
+export async function removeWorkDir(dir: string): Promise<Error | undefined> {
+  try {
+    await rm(dir, { recursive: true, force: true, maxRetries: 2 });
+    return undefined;
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  }
+}
