@@ -1,26 +1,28 @@
-import { MAX_ID_LENGTH, RunIdSchema } from '../spec/index.js';
+import { createHash } from 'node:crypto';
+import { MAX_ID_LENGTH, RunIdSchema, SAFE_ID } from '../spec/index.js';
+
+/** The suffix `-<16 hex>` that marks a key as sanitized; a raw key ending like this is hashed too. */
+const DIGEST_SUFFIX = /-[0-9a-f]{16}$/;
 
 /**
  * Turns a task key (task.id, or a line number) into the safe part of a lease id.
- * Characters outside `[A-Za-z0-9._-]` become `_`, and a short hash of the original is
- * appended when anything was replaced or cut, so distinct keys stay distinct.
+ * A key of at most MAX_ID_LENGTH safe characters (`[A-Za-z0-9._-]`) is kept as is. Any other
+ * key becomes its cleaned prefix (unsafe characters as `_`) plus `-` and a 64-bit hash of the
+ * original, so distinct keys stay distinct: the hash tells apart keys that clean to the same
+ * text (all-CJK ids of one length), and a raw key that already ends like a hash is hashed
+ * as well, so no key can pose as the sanitized form of another.
  */
 export function safeTaskKey(taskKey: string | number): string {
   const raw = String(taskKey);
   if (raw.length === 0) throw new Error('task key is empty; give the task an "id" or use its line number');
-  const cleaned = raw.replace(/[^A-Za-z0-9._-]/g, '_');
-  const cut = cleaned.slice(0, MAX_ID_LENGTH - 9);
-  if (cut === raw) return raw;
-  return `${cut}-${fnv1a(raw)}`;
+  if (raw.length <= MAX_ID_LENGTH && SAFE_ID.test(raw) && !DIGEST_SUFFIX.test(raw)) return raw;
+  const cut = raw.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, MAX_ID_LENGTH - 17);
+  return `${cut}-${digest(raw)}`;
 }
 
-function fnv1a(text: string): string {
-  let hash = 0x811c9dc5;
-  for (const char of Buffer.from(text, 'utf8')) {
-    hash ^= char;
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash.toString(16).padStart(8, '0');
+/** 16 hex digits of SHA-256 over the key's UTF-16 code units (UTF-8 would merge lone surrogates into U+FFFD). */
+function digest(text: string): string {
+  return createHash('sha256').update(Buffer.from(text, 'utf16le')).digest('hex').slice(0, 16);
 }
 
 /**

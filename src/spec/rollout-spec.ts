@@ -83,7 +83,9 @@ export const RolloutSpecSchema = z
     task: TaskSchema,
     run: RefSchema.describe('run(rendered, task, ctx) → output'),
     reward: RefSchema.describe('reward(task, output, ctx) → number'),
-    sandbox: SandboxSpecSchema.default({ env: [], memoryMb: 1024 }),
+    // A function, so each parse gets its own `env` array: zod shallow-clones a default value,
+    // and a shared array would carry one spec's names into every later spec's default.
+    sandbox: SandboxSpecSchema.default(() => ({ env: [], memoryMb: 1024 })),
     placement: z
       .record(z.string().max(64), z.string().max(256))
       .default({})
@@ -97,6 +99,12 @@ export const RolloutSpecSchema = z
       .describe('A reward outside [min, max] is a caller error.'),
   })
   .strict()
+  .superRefine((spec, ctx) => {
+    // Producers route events by the lease id's run part and workers count by `runId`: they must agree.
+    if (!spec.leaseId.startsWith(`${spec.runId}.`)) {
+      ctx.addIssue({ code: 'custom', path: ['leaseId'], message: `leaseId must start with runId ${JSON.stringify(spec.runId)} and "."; build it with leaseIdFor(runId, taskKey)` });
+    }
+  })
   .meta({ id: 'RolloutSpec', title: 'RolloutSpec v1' });
 
 /** A parsed, fully defaulted rollout spec. */
@@ -107,8 +115,9 @@ export type RolloutSpecInput = z.input<typeof RolloutSpecSchema>;
 /**
  * Parses a rollout spec from raw data (a job's data, a JSON line), the only way specs
  * should be read. Besides `RolloutSpecSchema` it checks the raw `run`, `reward` and
- * `task` values first, because zod's records silently drop a `__proto__` key that
- * `JSON.parse` creates as an own property: such a key must be refused, not ignored.
+ * `task` values, and the keys of `placement` and `rendered.files`, first, because zod's
+ * records silently drop a `__proto__` key that `JSON.parse` creates as an own property:
+ * such a key must be refused, not ignored.
  * @returns zod's safe-parse result; issues carry the path of the first bad value.
  */
 export function parseRolloutSpec(raw: unknown): z.ZodSafeParseResult<RolloutSpec> {
@@ -121,6 +130,13 @@ export function parseRolloutSpec(raw: unknown): z.ZodSafeParseResult<RolloutSpec
     if (record.task !== null && typeof record.task === 'object') {
       const issue = findJsonDataIssue(record.task, 'task', { scalarArraysOnly: false });
       if (issue) return failure(issue.path, issue.message, raw);
+    }
+    const rendered = record.rendered;
+    const files = rendered !== null && typeof rendered === 'object' ? (rendered as Record<string, unknown>).files : undefined;
+    for (const [path, value] of [['placement', record.placement], ['rendered.files', files]] as const) {
+      if (value !== null && typeof value === 'object' && Object.prototype.hasOwnProperty.call(value, '__proto__')) {
+        return failure(`${path}.__proto__`, 'key "__proto__" is not allowed (prototype pollution); rename it', raw);
+      }
     }
   }
   return RolloutSpecSchema.safeParse(raw);
