@@ -14,15 +14,48 @@ export interface RedisTlsFiles {
   readonly keyFile?: string;
 }
 
-/** The address of a Redis URL without its credentials, safe for logs and errors. */
+/** A Redis URL split by hand: credentials are everything between `//` and the LAST `@`. */
+interface UrlParts {
+  readonly scheme: string;
+  readonly user: string | undefined;
+  readonly password: string | undefined;
+  /** `host:port/db`, credentials removed. */
+  readonly rest: string;
+}
+
+// Split by hand, not with `new URL`: an unencoded password holding "/" or "#" (base64 does)
+// would otherwise be read as a path or fragment and end up in logs and errors.
+function splitUrl(url: string): UrlParts | undefined {
+  const match = /^([a-z][a-z0-9+.-]*:)\/\/(.*)$/is.exec(url);
+  if (!match) return undefined;
+  const scheme = (match[1] as string).toLowerCase();
+  const body = match[2] as string;
+  const at = body.lastIndexOf('@');
+  if (at < 0) return { scheme, user: undefined, password: undefined, rest: body };
+  const credentials = body.slice(0, at);
+  const colon = credentials.indexOf(':');
+  const decode = (text: string): string => {
+    try {
+      return decodeURIComponent(text);
+    } catch {
+      return text;
+    }
+  };
+  return {
+    scheme,
+    user: colon < 0 ? decode(credentials) || undefined : decode(credentials.slice(0, colon)) || undefined,
+    password: colon < 0 ? undefined : decode(credentials.slice(colon + 1)),
+    rest: body.slice(at + 1),
+  };
+}
+
+/** The address of a Redis URL without its credentials, safe for logs and errors (one line). */
 export function redactRedisUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    const user = parsed.username ? `${decodeURIComponent(parsed.username)}:***@` : parsed.password ? ':***@' : '';
-    return `${parsed.protocol}//${user}${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}`;
-  } catch {
-    return '(unparsable REDIS_URL)';
-  }
+  const parts = splitUrl(url);
+  if (!parts) return '(unparsable REDIS_URL)';
+  const user = parts.user ? JSON.stringify(parts.user).slice(1, -1) : '';
+  const credentials = parts.user || parts.password !== undefined ? `${user}:***@` : '';
+  return `${parts.scheme}//${credentials}${parts.rest.replace(/[\r\n\t]/g, ' ')}`;
 }
 
 /**
@@ -35,19 +68,22 @@ export function redactRedisUrl(url: string): string {
  * @throws Error naming `REDIS_URL` (never its password) when the URL cannot be parsed.
  */
 export function redisOptionsFromUrl(url: string, tls: RedisTlsFiles = {}): RedisOptions {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new Error(`REDIS_URL is not a URL; expected redis://[user:password@]host:port[/db] or rediss://…`);
-  }
-  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
+  const parts = splitUrl(url);
+  if (!parts) throw new Error('REDIS_URL is not a URL; expected redis://[user:password@]host:port[/db] or rediss://…');
+  if (parts.scheme !== 'redis:' && parts.scheme !== 'rediss:') {
     throw new Error(`REDIS_URL ${redactRedisUrl(url)} must start with redis:// or rediss://`);
   }
-  const db = parsed.pathname && parsed.pathname !== '/' ? Number(parsed.pathname.slice(1)) : 0;
-  if (!Number.isInteger(db) || db < 0) {
-    throw new Error(`REDIS_URL ${redactRedisUrl(url)}: database "${parsed.pathname.slice(1)}" is not a number`);
+  let parsed: URL;
+  try {
+    parsed = new URL(`${parts.scheme}//${parts.rest}`);
+  } catch {
+    throw new Error(`REDIS_URL ${redactRedisUrl(url)} is not a valid address; expected redis://[user:password@]host:port[/db]`);
   }
+  const dbText = parsed.pathname && parsed.pathname !== '/' ? parsed.pathname.slice(1) : '0';
+  if (!/^\d{1,5}$/.test(dbText)) {
+    throw new Error(`REDIS_URL ${redactRedisUrl(url)}: database "${dbText}" is not a number; use redis://host:port/0`);
+  }
+  const db = Number(dbText);
   const options: RedisOptions = {
     host: parsed.hostname.replace(/^\[|\]$/g, ''),
     port: parsed.port ? Number(parsed.port) : 6379,
@@ -55,9 +91,9 @@ export function redisOptionsFromUrl(url: string, tls: RedisTlsFiles = {}): Redis
     maxRetriesPerRequest: null,
     retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 6), 5000),
   };
-  if (parsed.username) options.username = decodeURIComponent(parsed.username);
-  if (parsed.password) options.password = decodeURIComponent(parsed.password);
-  if (parsed.protocol === 'rediss:') {
+  if (parts.user) options.username = parts.user;
+  if (parts.password) options.password = parts.password;
+  if (parts.scheme === 'rediss:') {
     const caFile = tls.caFile ?? process.env.REDIS_TLS_CA;
     const certFile = tls.certFile ?? process.env.REDIS_TLS_CERT;
     const keyFile = tls.keyFile ?? process.env.REDIS_TLS_KEY;

@@ -1,0 +1,12 @@
+/**
+ * The coordinator side of rollout-queue: enqueue rollout drafts, receive exactly one Result per
+ * lease, durably (see DESIGN.md "Producer").
+ */
+export { RolloutQueue } from './rollout-queue.js';
+export type { MapRolloutsOptions, QueueStatus, RolloutQueueState } from './rollout-queue.js';
+export { RunStoppedError } from './run-stopped-error.js';
+export { AbortError } from './abort-error.js';
+export { ProducerOptionsSchema, compileProducerOptions } from './producer-options.js';
+export type { CompiledProducerOptions, ProducerOptions } from './producer-options.js';
+export type { RolloutDraft } from './rollout-draft.js';
+export type { CancelOutcome } from './cancel-run.js';

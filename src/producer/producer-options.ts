@@ -1,0 +1,110 @@
+import { z } from 'zod';
+import { DEFAULT_PREFIX, DEFAULT_QUEUE, queueKeys } from '../lease/index.js';
+import { createLogger, type Logger } from '../platform/logger.js';
+import { DEFAULT_REDIS_URL } from '../platform/redis-connection.js';
+
+/** 1 MiB in bytes: the default {@link ProducerOptions.maxSpecBytes}. */
+export const ONE_MIB = 1024 * 1024;
+
+const isLogger = (value: unknown): value is Logger =>
+  typeof value === 'object' &&
+  value !== null &&
+  ['info', 'warn', 'error', 'debug', 'child'].every((method) => typeof (value as Record<string, unknown>)[method] === 'function');
+
+/**
+ * Options of `RolloutQueue.create`, one zod schema. Parsing yields a fully defaulted,
+ * readonly {@link CompiledProducerOptions}; code below the boundary never re-checks them.
+ */
+export const ProducerOptionsSchema = z
+  .object({
+    /**
+     * Redis address, `redis://[user:password@]host:port[/db]` or `rediss://…`.
+     * Default: env `REDIS_URL`, else `redis://127.0.0.1:6379`. Logged redacted, never with its password.
+     */
+    redisUrl: z.string().min(1).optional(),
+    /** BullMQ queue name the workers consume. Default `rollouts`. Letters, digits, `_`, `-`, `{}`. */
+    queue: z.string().min(1).default(DEFAULT_QUEUE),
+    /** BullMQ key prefix. Default: env `ROLLOUT_QUEUE_PREFIX`, else `rq`. Must match the workers'. */
+    prefix: z.string().min(1).optional(),
+    /**
+     * Back-pressure on the way in: at most this many of one run's jobs are enqueued and not yet
+     * seen finished (waiting + active) at any time. Default 500, bounds 1–1 000 000. Results are
+     * never held back by it: finished results wait in Redis until the consumer takes them.
+     */
+    maxInFlight: z.number().int().min(1).max(1_000_000).default(500),
+    /**
+     * Period of the reconciliation of a run's outstanding leases against BullMQ job state, in ms.
+     * QueueEvents is only the fast path (its stream is trimmed and missed while nobody listens),
+     * so this bounds how late a result can be. Default 2000, bounds 10–3 600 000.
+     */
+    reconcileMs: z.number().int().min(10).max(3_600_000).default(2000),
+    /**
+     * Stop a run at its first `caller` Result (bad Ref, bad spec, reward out of range): yield it,
+     * remove the run's waiting jobs, enqueue nothing more, throw `RunStoppedError`. Default true.
+     */
+    stopOnCaller: z.boolean().default(true),
+    /**
+     * Largest serialized (JSON, UTF-8) spec accepted, in bytes. A bigger draft is refused as a
+     * `caller` Result (type `InvalidSpec`) and never enqueued. Default 1 MiB, bounds 1 KiB–512 MiB.
+     */
+    maxSpecBytes: z.number().int().min(1024).max(512 * ONE_MIB).default(ONE_MIB),
+    /**
+     * How long `create` waits for the first connection to Redis, in ms, before it throws.
+     * After that first connection the producer reconnects forever (see `RolloutQueue.create`).
+     * Default 10 000, bounds 100–600 000.
+     */
+    connectTimeoutMs: z.number().int().min(100).max(600_000).default(10_000),
+    /**
+     * Listen to BullMQ QueueEvents (one extra, blocking Redis connection) for fast delivery.
+     * `false` relies on reconciliation alone (results arrive within `reconcileMs`). Default true.
+     */
+    queueEvents: z.boolean().default(true),
+    /** pino logger. Default: a JSON logger to stdout with `component: "producer"` and secret redaction. */
+    logger: z.custom<Logger>(isLogger, 'logger must be a pino logger (info/warn/error/debug/child)').optional(),
+  })
+  .strict();
+
+/** What a caller may pass to `RolloutQueue.create`; every field is optional. */
+export type ProducerOptions = z.input<typeof ProducerOptionsSchema>;
+
+/** Fully defaulted producer options. */
+export interface CompiledProducerOptions {
+  readonly redisUrl: string;
+  readonly queue: string;
+  readonly prefix: string;
+  readonly maxInFlight: number;
+  readonly reconcileMs: number;
+  readonly stopOnCaller: boolean;
+  readonly maxSpecBytes: number;
+  readonly connectTimeoutMs: number;
+  readonly queueEvents: boolean;
+  readonly logger: Logger;
+}
+
+/**
+ * Validates and defaults producer options; env is read here and nowhere below.
+ * @throws Error naming the option path, what is allowed, and the fix.
+ */
+export function compileProducerOptions(input: ProducerOptions = {}, env: NodeJS.ProcessEnv = process.env): CompiledProducerOptions {
+  const parsed = ProducerOptionsSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const path = issue?.path.map(String).join('.') || '(options)';
+    throw new Error(`RolloutQueue option ${path}: ${issue?.message ?? 'invalid'}; see ProducerOptions for the allowed values`);
+  }
+  const value = parsed.data;
+  const prefix = value.prefix ?? env.ROLLOUT_QUEUE_PREFIX ?? DEFAULT_PREFIX;
+  queueKeys(prefix, value.queue); // throws a message naming prefix or queue when it would split Redis keys
+  return Object.freeze({
+    redisUrl: value.redisUrl ?? env.REDIS_URL ?? DEFAULT_REDIS_URL,
+    queue: value.queue,
+    prefix,
+    maxInFlight: value.maxInFlight,
+    reconcileMs: value.reconcileMs,
+    stopOnCaller: value.stopOnCaller,
+    maxSpecBytes: value.maxSpecBytes,
+    connectTimeoutMs: value.connectTimeoutMs,
+    queueEvents: value.queueEvents,
+    logger: value.logger ?? createLogger({ component: 'producer' }),
+  });
+}

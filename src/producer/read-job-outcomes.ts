@@ -1,0 +1,126 @@
+import type { Redis } from 'ioredis';
+import type { QueueKeys } from '../lease/index.js';
+
+/** Where one lease's BullMQ job stands, as far as delivering its Result is concerned. */
+export type JobOutcome =
+  | { readonly state: 'unfinished' }
+  /** The job hash is gone (removed by hand, by a stop/cancel, or by removeOn* on a misconfigured worker). */
+  | { readonly state: 'missing' }
+  /** Completed: `returnvalue` is the parsed JSON the worker returned (a Result, by contract). */
+  | { readonly state: 'completed'; readonly returnvalue: unknown }
+  | {
+      readonly state: 'failed';
+      readonly failedReason: string;
+      readonly attemptsStarted: number;
+      readonly stalledCounter: number;
+      /** `redispatched` of `keys.lease(leaseId)`, counted by the worker. */
+      readonly leaseRedispatched: number;
+      readonly timestamp: number | null;
+      readonly processedOn: number | null;
+      readonly finishedOn: number | null;
+      readonly processedBy: string | null;
+      /** `task.id` of the stored spec, when it has one. */
+      readonly taskId: string | null;
+    };
+
+/** BullMQ's own key builder (a `Queue` has it): `toKey(jobId)` is the job hash, `toKey('completed')` the set. */
+export interface BullKeys {
+  toKey(type: string): string;
+}
+
+/** Leases read per MULTI; big enough to amortise the round trip, small enough not to block Redis. */
+export const OUTCOME_BATCH = 500;
+
+// Job hash fields as BullMQ stores them (src/classes/job.ts asJSON, and the moveToFinished script).
+const JOB_FIELDS = ['timestamp', 'returnvalue', 'failedReason', 'ats', 'stc', 'processedOn', 'finishedOn', 'pb'] as const;
+
+const num = (value: string | null | undefined): number | null => {
+  if (value === null || value === undefined || value === '') return null;
+  const n = Number(value);
+  return Number.isFinite(n) ? n : null;
+};
+
+function parseJson(text: string | null | undefined): unknown {
+  if (text === null || text === undefined) return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+function taskIdOf(dataJson: string | null | undefined): string | null {
+  const data = parseJson(dataJson) as { task?: { id?: unknown } } | null;
+  const id = data && typeof data === 'object' ? data.task?.id : undefined;
+  return typeof id === 'string' || typeof id === 'number' ? String(id) : null;
+}
+
+type Row = [Error | null, unknown][];
+
+/**
+ * Reads the outcome of many leases' jobs in batches: one MULTI per {@link OUTCOME_BATCH}
+ * leases (the job hash fields plus membership of BullMQ's `completed` and `failed` sets, read
+ * atomically so a job finishing mid-read is never seen half done), all batches pipelined
+ * together. Failed jobs need a second, small round trip (their spec's task id and the worker's
+ * re-dispatch count). The Result of a completed job is its `returnvalue`; BullMQ keeps it in
+ * the job hash because we never set removeOnComplete.
+ */
+export async function readJobOutcomes(
+  redis: Redis,
+  bull: BullKeys,
+  keys: QueueKeys,
+  leaseIds: readonly string[],
+): Promise<Map<string, JobOutcome>> {
+  const batches: string[][] = [];
+  for (let i = 0; i < leaseIds.length; i += OUTCOME_BATCH) batches.push(leaseIds.slice(i, i + OUTCOME_BATCH));
+  const replies = await Promise.all(
+    batches.map(async (batch) => {
+      const tx = redis.multi();
+      const completedKey = bull.toKey('completed');
+      const failedKey = bull.toKey('failed');
+      for (const leaseId of batch) {
+        tx.hmget(bull.toKey(leaseId), ...JOB_FIELDS)
+          .zscore(completedKey, leaseId)
+          .zscore(failedKey, leaseId);
+      }
+      return { batch, rows: ((await tx.exec()) ?? []) as Row };
+    }),
+  );
+
+  const outcomes = new Map<string, JobOutcome>();
+  const failed: { leaseId: string; fields: (string | null)[] }[] = [];
+  for (const { batch, rows } of replies) {
+    batch.forEach((leaseId, i) => {
+      const [fieldsErr, fieldsReply] = rows[i * 3] ?? [null, null];
+      if (fieldsErr) throw fieldsErr;
+      const fields = (fieldsReply as (string | null)[] | null) ?? [];
+      const inCompleted = rows[i * 3 + 1]?.[1] !== null && rows[i * 3 + 1]?.[1] !== undefined;
+      const inFailed = rows[i * 3 + 2]?.[1] !== null && rows[i * 3 + 2]?.[1] !== undefined;
+      if (fields.every((value) => value === null)) outcomes.set(leaseId, { state: 'missing' });
+      else if (inCompleted) outcomes.set(leaseId, { state: 'completed', returnvalue: parseJson(fields[1]) });
+      else if (inFailed) failed.push({ leaseId, fields });
+      else outcomes.set(leaseId, { state: 'unfinished' });
+    });
+  }
+  if (failed.length === 0) return outcomes;
+
+  const pipe = redis.pipeline();
+  for (const { leaseId } of failed) pipe.hget(bull.toKey(leaseId), 'data').hget(keys.lease(leaseId), 'redispatched');
+  const extra = ((await pipe.exec()) ?? []) as Row;
+  failed.forEach(({ leaseId, fields }, i) => {
+    const [, , failedReason, ats, stc, processedOn, finishedOn, pb] = fields;
+    outcomes.set(leaseId, {
+      state: 'failed',
+      failedReason: failedReason ?? '',
+      attemptsStarted: num(ats) ?? 0,
+      stalledCounter: num(stc) ?? 0,
+      leaseRedispatched: num(extra[i * 2 + 1]?.[1] as string | null) ?? 0,
+      timestamp: num(fields[0]),
+      processedOn: num(processedOn),
+      finishedOn: num(finishedOn),
+      processedBy: pb ?? null,
+      taskId: taskIdOf(extra[i * 2]?.[1] as string | null),
+    });
+  });
+  return outcomes;
+}

@@ -1,0 +1,85 @@
+import { ResultSchema, type Result } from '../spec/index.js';
+import type { JobOutcome } from './read-job-outcomes.js';
+
+/**
+ * BullMQ's failedReason when a job stalled more often than `maxStalledCount` allows
+ * (`src/commands/moveStalledJobsToWait-9.lua`, deferred failure "defa").
+ */
+export const STALL_LIMIT_REASON = 'job stalled more than allowable limit';
+
+type FailedOutcome = Extract<JobOutcome, { state: 'failed' }>;
+
+function plane(leaseId: string, runId: string, taskId: string, type: string, message: string): Result {
+  return {
+    leaseId,
+    runId,
+    taskId,
+    kind: 'infrastructure',
+    output: null,
+    reward: null,
+    error: { type, message: message.slice(0, 8192) },
+    attempts: 0,
+    redispatched: 0,
+    worker: null,
+    queuedMs: null,
+    runMs: null,
+    finishedAt: new Date().toISOString(),
+    cost: [],
+  };
+}
+
+/** The task key part of a lease id `<runId>.<taskKey>`, a stand-in task id when the spec is out of reach. */
+export function taskKeyOf(leaseId: string, runId: string): string {
+  return leaseId.startsWith(`${runId}.`) ? leaseId.slice(runId.length + 1) : leaseId;
+}
+
+/**
+ * The Result of a completed job: its `returnvalue`, checked against `ResultSchema`. A value
+ * that is not a Result of this lease (a worker bug, a foreign writer) becomes an
+ * `infrastructure` Result of type `BadResult` naming the first problem, so the lease still
+ * ends with exactly one Result and the run goes on.
+ */
+export function resultFromReturnValue(leaseId: string, runId: string, returnvalue: unknown): Result {
+  const parsed = ResultSchema.safeParse(returnvalue);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.map(String).join('.') || '(value)';
+    return plane(leaseId, runId, taskKeyOf(leaseId, runId), 'BadResult',
+      `the worker completed lease ${leaseId} with a value that is not a Result (${where}: ${issue?.message ?? 'invalid'}); check that worker and producer share the wire version`);
+  }
+  if (parsed.data.leaseId !== leaseId || parsed.data.runId !== runId) {
+    return plane(leaseId, runId, parsed.data.taskId, 'BadResult',
+      `the worker completed lease ${leaseId} with the Result of lease ${parsed.data.leaseId} (run ${parsed.data.runId}); results are keyed by lease, so this one is refused`);
+  }
+  return parsed.data;
+}
+
+/**
+ * The Result of a job BullMQ failed (the contract: workers complete every lease, so a failed
+ * job means the plane itself gave up): `infrastructure`, error type `WorkerLost` when the
+ * stall limit ended it, else `WorkerError`, with BullMQ's failedReason as message.
+ * `attempts` = BullMQ `attemptsStarted`; `redispatched` = the worker's count for the lease or
+ * BullMQ's `stalledCounter`, whichever is larger (a stall the worker never saw still counts).
+ */
+export function resultFromFailedJob(leaseId: string, runId: string, outcome: FailedOutcome): Result {
+  const stalled = outcome.failedReason === STALL_LIMIT_REASON;
+  const result = plane(leaseId, runId, outcome.taskId ?? taskKeyOf(leaseId, runId), stalled ? 'WorkerLost' : 'WorkerError',
+    outcome.failedReason || 'BullMQ failed the job without a reason');
+  const started = outcome.processedOn;
+  return {
+    ...result,
+    attempts: outcome.attemptsStarted,
+    redispatched: Math.max(outcome.leaseRedispatched, outcome.stalledCounter),
+    worker: outcome.processedBy,
+    queuedMs: started !== null && outcome.timestamp !== null ? Math.max(0, started - outcome.timestamp) : null,
+    runMs: started !== null && outcome.finishedOn !== null ? Math.max(0, outcome.finishedOn - started) : null,
+    finishedAt: outcome.finishedOn !== null ? new Date(outcome.finishedOn).toISOString() : result.finishedAt,
+  };
+}
+
+/** The Result of a lease whose job vanished while its run was still running (nothing else will ever answer it). */
+export function resultForMissingJob(leaseId: string, runId: string, queue: string): Result {
+  return plane(leaseId, runId, taskKeyOf(leaseId, runId), 'JobMissing',
+    `the job of lease ${leaseId} is gone from queue "${queue}" before its Result was delivered ` +
+      '(removed by hand, by obliterate/clean, or by removeOnComplete/removeOnFail on a worker); its result is lost, re-run the spec under a new run id');
+}

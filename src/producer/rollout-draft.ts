@@ -1,0 +1,106 @@
+import { isPlainObject, RolloutSpecSchema, type ErrorInfo, type RolloutSpec, type RolloutSpecInput } from '../spec/index.js';
+import { leaseIdFor } from '../lease/index.js';
+import { findLeakedSecret } from './find-leaked-secret.js';
+
+/**
+ * What a caller hands to `mapRollouts`: a rollout spec without the fields the producer fills
+ * (`v`, `leaseId`, `runId`, `runAttemptId`), plus an optional `taskKey` naming the task within
+ * the run (default `task.id`, else the draft's 0-based position as a string). The lease id is
+ * `<runId>.<taskKey>`, so keep task keys stable to make re-submission after a restart a no-op.
+ */
+export type RolloutDraft = Omit<RolloutSpecInput, 'v' | 'leaseId' | 'runId' | 'runAttemptId'> & {
+  readonly taskKey?: string | number;
+};
+
+/** Fields of a spec that only the producer sets; a draft holding one is refused. */
+const PRODUCER_FIELDS = ['v', 'leaseId', 'runId', 'runAttemptId'] as const;
+
+/** What {@link prepareDraft} needs besides the draft. */
+export interface DraftContext {
+  readonly runId: string;
+  readonly runAttemptId: string;
+  /** 0-based position of the draft in the caller's list. */
+  readonly index: number;
+  readonly maxSpecBytes: number;
+  /** The coordinator's environment, searched for secret values (default `process.env`). */
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+/** A draft turned into a valid spec, or refused with a caller error (never enqueued). */
+export type PreparedDraft =
+  | { readonly ok: true; readonly leaseId: string; readonly taskId: string; readonly spec: RolloutSpec; readonly bytes: number }
+  | { readonly ok: false; readonly leaseId: string; readonly taskId: string; readonly error: ErrorInfo };
+
+function pathText(path: readonly PropertyKey[]): string {
+  let text = '';
+  for (const part of path) text += typeof part === 'number' ? `[${part}]` : text ? `.${String(part)}` : String(part);
+  return text || '(spec)';
+}
+
+function refuse(leaseId: string, taskId: string, type: string, message: string): PreparedDraft {
+  return { ok: false, leaseId, taskId, error: { type, message } };
+}
+
+/**
+ * Fills the producer's fields into a draft, validates it with `RolloutSpecSchema`, and checks
+ * its serialized size and that it carries no secret value. Never throws for a bad draft:
+ * the refusal is data, so it can become the lease's `caller` Result. Messages name the
+ * field path and the fix, never a field's value (values may be secrets).
+ */
+export function prepareDraft(draft: unknown, ctx: DraftContext): PreparedDraft {
+  const fallbackKey = String(ctx.index);
+  const record = isPlainObject(draft) ? draft : undefined;
+  const task = record && isPlainObject(record.task) ? record.task : undefined;
+  const taskIdValue = task?.id;
+  const idKey = typeof taskIdValue === 'string' || typeof taskIdValue === 'number' ? taskIdValue : undefined;
+  const wanted = record?.taskKey ?? idKey ?? fallbackKey;
+  const taskId = String(idKey ?? wanted);
+
+  let leaseId: string;
+  try {
+    if (typeof wanted !== 'string' && typeof wanted !== 'number') throw new Error('taskKey must be a string or a number');
+    leaseId = leaseIdFor(ctx.runId, wanted);
+  } catch (err) {
+    const fallback = leaseIdFor(ctx.runId, fallbackKey);
+    return refuse(fallback, taskId, 'InvalidSpec', `draft #${ctx.index}: ${(err as Error).message}; give the draft a non-empty taskKey or task.id`);
+  }
+  if (!record) {
+    return refuse(leaseId, taskId, 'InvalidSpec', `draft #${ctx.index} is not a plain object; pass { rendered, task, run, reward, ... }`);
+  }
+  for (const field of PRODUCER_FIELDS) {
+    if (field in record) {
+      return refuse(leaseId, taskId, 'InvalidSpec', `draft field "${field}" is set by the producer; remove it from the draft (lease ${leaseId})`);
+    }
+  }
+
+  const { taskKey: _taskKey, ...rest } = record;
+  const parsed = RolloutSpecSchema.safeParse({ ...rest, v: 1, leaseId, runId: ctx.runId, runAttemptId: ctx.runAttemptId });
+  if (!parsed.success) {
+    const issues = parsed.error.issues.slice(0, 3).map((issue) => `spec field "${pathText(issue.path)}": ${issue.message}`);
+    const more = parsed.error.issues.length > 3 ? ` (and ${parsed.error.issues.length - 3} more)` : '';
+    return refuse(leaseId, taskId, 'InvalidSpec', `lease ${leaseId}: ${issues.join('; ')}${more}; fix these fields of the draft (see schema/rollout-spec.json)`);
+  }
+  const spec = parsed.data;
+  const json = JSON.stringify(spec);
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes > ctx.maxSpecBytes) {
+    return refuse(
+      leaseId,
+      taskId,
+      'InvalidSpec',
+      `lease ${leaseId}: the spec is ${bytes} bytes as JSON, over maxSpecBytes ${ctx.maxSpecBytes}; ` +
+        'keep large data out of the spec (store it where the worker can read it and pass its key) or raise maxSpecBytes',
+    );
+  }
+  const leaked = findLeakedSecret(json, spec.sandbox.env, ctx.env);
+  if (leaked) {
+    return refuse(
+      leaseId,
+      taskId,
+      'SecretInSpec',
+      `lease ${leaseId}: the spec contains the value of the coordinator's environment variable ${leaked}; ` +
+        `a spec must never carry a secret value: list "${leaked}" in sandbox.env and let the worker read it from its own environment`,
+    );
+  }
+  return { ok: true, leaseId, taskId, spec, bytes };
+}

@@ -1,0 +1,241 @@
+import { randomUUID } from 'node:crypto';
+import { Queue, QueueEvents } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { queueKeys, readRunRecord, type QueueKeys, type RunRecord } from '../lease/index.js';
+import { redactRedisUrl } from '../platform/redis-connection.js';
+import { RunIdSchema, type Result } from '../spec/index.js';
+import { cancelRun, type CancelOutcome } from './cancel-run.js';
+import { checkEvictionPolicy } from './check-eviction-policy.js';
+import { connectProducerRedis } from './connect-producer-redis.js';
+import { compileProducerOptions, type CompiledProducerOptions, type ProducerOptions } from './producer-options.js';
+import type { RolloutDraft } from './rollout-draft.js';
+import { RunSession } from './run-session.js';
+import { RunStore } from './run-store.js';
+
+/** Lifecycle of a {@link RolloutQueue}; errors print it. */
+export type RolloutQueueState = 'starting' | 'running' | 'closing' | 'closed';
+
+/** Options of {@link RolloutQueue.mapRollouts}. */
+export interface MapRolloutsOptions {
+  /** Names the run; part of every lease id. Letters, digits, `_`, `-`. Re-using it resumes the run. */
+  readonly runId: string;
+  /** Aborting cancels the run (waiting jobs removed, workers told) and the iterator throws `AbortError`. */
+  readonly signal?: AbortSignal;
+  /** Names this submission of the run. Default: a random UUID for a new run; a resumed run keeps its stored one. */
+  readonly runAttemptId?: string;
+  /** Number of drafts, when known and `drafts` is not an array (an array's length is used). Shown by `status`. */
+  readonly specCount?: number;
+}
+
+/** What {@link RolloutQueue.status} reports. */
+export interface QueueStatus {
+  readonly queue: string;
+  readonly prefix: string;
+  /** BullMQ `getJobCounts()`: jobs per state in the whole queue (all runs). */
+  readonly counts: Readonly<Record<string, number>>;
+  /** The run record, when a run id was given (null when there is no such run). */
+  readonly run: RunRecord | null | undefined;
+  /** BullMQ `getWorkers()`: Redis clients of workers on this queue (raw CLIENT LIST fields). */
+  readonly workers: readonly Record<string, string>[];
+}
+
+const runIdOf = (leaseId: string): string => leaseId.slice(0, leaseId.indexOf('.'));
+
+/**
+ * The coordinator's side of rollout-queue: enqueues rollout specs as BullMQ jobs (one per lease,
+ * job id = lease id) and delivers every lease's one Result, durably, across coordinator restarts.
+ * Make one with {@link RolloutQueue.create}; {@link close} it when done.
+ */
+export class RolloutQueue {
+  private stateValue: RolloutQueueState = 'starting';
+  private closing: Promise<void> | undefined;
+  private readonly sessions = new Map<string, RunSession>();
+  private readonly keys: QueueKeys;
+  private readonly store: RunStore;
+  private events: QueueEvents | undefined;
+
+  private constructor(
+    readonly options: CompiledProducerOptions,
+    private readonly redis: Redis,
+    private readonly queue: Queue,
+  ) {
+    this.keys = queueKeys(options.prefix, options.queue);
+    this.store = new RunStore(redis, this.keys);
+  }
+
+  /**
+   * Connects to Redis (see `connectProducerRedis` for why the producer reconnects forever
+   * instead of failing fast), warns when `maxmemory-policy` is not `noeviction`, and opens the
+   * BullMQ `Queue` and (unless `queueEvents: false`) a `QueueEvents` listener.
+   * @throws Error for invalid options (naming the option), or when Redis is unreachable within `connectTimeoutMs`.
+   */
+  static async create(input: ProducerOptions = {}): Promise<RolloutQueue> {
+    const options = compileProducerOptions(input);
+    const logger = options.logger;
+    const address = redactRedisUrl(options.redisUrl);
+    const redis = await connectProducerRedis(options.redisUrl, options.connectTimeoutMs, logger);
+    const queue = new Queue(options.queue, { prefix: options.prefix, connection: redis });
+    queue.on('error', (err: Error) => logger.warn({ err: err.message }, 'BullMQ queue error'));
+    const rq = new RolloutQueue(options, redis, queue);
+    try {
+      await checkEvictionPolicy(redis, logger);
+      await queue.waitUntilReady();
+      if (options.queueEvents) await rq.listen();
+    } catch (err) {
+      await rq.close();
+      throw err;
+    }
+    rq.stateValue = 'running';
+    logger.info({ redis: address, queue: options.queue, prefix: options.prefix, maxInFlight: options.maxInFlight }, 'rollout queue ready');
+    return rq;
+  }
+
+  /** `starting | running | closing | closed`. */
+  get state(): RolloutQueueState {
+    return this.stateValue;
+  }
+
+  /**
+   * Runs every draft as one rollout and yields each lease's Result once, in completion order
+   * (DESIGN.md "Producer"):
+   * - a draft that fails validation, is over `maxSpecBytes` or holds a secret value is never
+   *   enqueued: it yields a `caller` Result (`InvalidSpec`, `SecretInSpec`);
+   * - a `caller` Result stops the run (with `stopOnCaller`): it is yielded, the run's waiting
+   *   jobs are removed, nothing more is enqueued, then {@link RunStoppedError} is thrown;
+   * - `model` and `infrastructure` Results are yielded like `ok` ones, never thrown;
+   * - each Result is acknowledged in Redis when the consumer asks for the next one or breaks,
+   *   so a coordinator killed mid-run and called again with the same runId enqueues nothing
+   *   twice and yields exactly the Results not yet acknowledged;
+   * - aborting `signal` cancels the run and throws {@link AbortError};
+   * - a run stopped or cancelled earlier enqueues nothing: its undelivered Results are yielded,
+   *   then {@link RunStoppedError} says so.
+   * An empty array returns at once with no Results. One live iterator per run per RolloutQueue;
+   * two coordinators iterating the same run at once would both receive its Results.
+   * @throws (from the iterator) RunStoppedError, AbortError, the closed-queue error after
+   * `close()`, or an error from the draft source or from enqueuing (the run stays resumable).
+   * @throws Error synchronously when the queue is closed or `runId` is invalid.
+   */
+  mapRollouts(drafts: Iterable<RolloutDraft> | AsyncIterable<RolloutDraft>, options: MapRolloutsOptions): AsyncGenerator<Result, void, undefined> {
+    this.assertOpen();
+    const runId = this.checkRunId(options.runId);
+    if (Array.isArray(drafts) && drafts.length === 0) return (async function* empty() {})();
+    const specCount = Array.isArray(drafts) ? drafts.length : options.specCount;
+    return this.session({ runId, drafts, signal: options.signal, runAttemptId: options.runAttemptId ?? randomUUID(), specCount, stopOnCaller: this.options.stopOnCaller });
+  }
+
+  /**
+   * Yields every Result of an existing run not yet acknowledged (a new coordinator taking over
+   * after a crash), waiting for unfinished leases. Enqueues nothing.
+   * @throws Error at the end when the run's record counts specs that were never enqueued
+   * (re-run `mapRollouts` with the specs), `RunStoppedError` for a stopped/cancelled run,
+   * and synchronously when the queue is closed or the run id is invalid.
+   */
+  attach(runId: string, options: { readonly signal?: AbortSignal } = {}): AsyncGenerator<Result, void, undefined> {
+    this.assertOpen();
+    return this.session({ runId: this.checkRunId(runId), drafts: undefined, signal: options.signal, runAttemptId: randomUUID(), specCount: undefined, stopOnCaller: this.options.stopOnCaller });
+  }
+
+  /**
+   * Runs one draft as a one-spec run and returns its Result; a `caller` Result is returned, not
+   * thrown. `runId` defaults to `single-<uuid>`.
+   * @throws Error when the queue is closed, or when the lease was already delivered (a reused runId).
+   */
+  async rollout(draft: RolloutDraft, options: { readonly runId?: string; readonly signal?: AbortSignal } = {}): Promise<Result> {
+    this.assertOpen();
+    const runId = this.checkRunId(options.runId ?? `single-${randomUUID()}`);
+    const results = this.session({ runId, drafts: [draft], signal: options.signal, runAttemptId: randomUUID(), specCount: 1, stopOnCaller: false });
+    for await (const result of results) return result;
+    throw new Error(`run "${runId}" has no undelivered Result: its lease was delivered before; use a new runId`);
+  }
+
+  /**
+   * Cancels a run without a live iterator (the CLI's `cancel`): status `cancelled`, workers
+   * told to abort its active rollouts, its waiting jobs removed. A live iterator of the run in
+   * this process throws `AbortError`; in another process it does so at its next reconciliation.
+   * @throws Error when the queue is closed or no such run exists.
+   */
+  async cancel(runId: string, reason = 'cancelled by RolloutQueue.cancel'): Promise<CancelOutcome> {
+    this.assertOpen();
+    this.checkRunId(runId);
+    const outcome = await cancelRun(this.redis, this.queue, this.store, this.options.logger, runId, reason);
+    if (!outcome.found) throw new Error(`no run "${runId}" on queue "${this.options.queue}" (prefix "${this.options.prefix}"); nothing to cancel`);
+    this.sessions.get(runId)?.cancelledElsewhere(reason);
+    return outcome;
+  }
+
+  /** Job counts of the queue, the run record (when `runId` is given) and the queue's workers. */
+  async status(runId?: string): Promise<QueueStatus> {
+    this.assertOpen();
+    const [counts, run, workers] = await Promise.all([
+      this.queue.getJobCounts(),
+      runId === undefined ? Promise.resolve(undefined) : readRunRecord(this.redis, this.keys, this.checkRunId(runId)).then((r) => r ?? null),
+      this.queue.getWorkers(),
+    ]);
+    return { queue: this.options.queue, prefix: this.options.prefix, counts, run, workers };
+  }
+
+  /**
+   * Ends every live iterator (they throw the closed error; nothing more is acknowledged, so
+   * the Result a consumer holds is delivered again after a restart) and closes QueueEvents,
+   * the Queue and the Redis connection. Idempotent.
+   */
+  async close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.stateValue = 'closing';
+      // The consumer gets the error when it next asks, so it names the state at that time.
+      for (const session of this.sessions.values()) session.abandon(() => this.closedError());
+      await this.events?.close().catch(() => undefined);
+      await this.queue.close().catch(() => undefined);
+      if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis.disconnect());
+      else this.redis.disconnect();
+      this.stateValue = 'closed';
+    })();
+    return this.closing;
+  }
+
+  private session(plan: ConstructorParameters<typeof RunSession>[1]): AsyncGenerator<Result, void, undefined> {
+    const session = new RunSession({
+      redis: this.redis, queue: this.queue, keys: this.keys, store: this.store, logger: this.options.logger,
+      maxInFlight: this.options.maxInFlight, maxSpecBytes: this.options.maxSpecBytes, reconcileMs: this.options.reconcileMs,
+      register: (s) => {
+        this.assertOpen();
+        if (this.sessions.has(s.runId)) throw new Error(`run "${s.runId}" already has a live iterator on this RolloutQueue; consume that one (one iterator per run)`);
+        this.sessions.set(s.runId, s);
+      },
+      unregister: (s) => {
+        if (this.sessions.get(s.runId) === s) this.sessions.delete(s.runId);
+      },
+    }, plan);
+    return session.results();
+  }
+
+  /**
+   * Starts QueueEvents at the stream's current last id rather than `$`, so nothing emitted
+   * between now and its first blocking XREAD is missed (bullmq#2874). It duplicates our
+   * connection (a blocking XREAD must not stall commands) and closes the duplicate itself.
+   */
+  private async listen(): Promise<void> {
+    const last = await this.redis.xrevrange(this.queue.toKey('events'), '+', '-', 'COUNT', 1);
+    const lastEventId = last[0]?.[0] ?? '0-0';
+    const events = new QueueEvents(this.options.queue, { prefix: this.options.prefix, connection: this.redis, lastEventId });
+    this.events = events;
+    events.on('error', (err: Error) => this.options.logger.warn({ err: err.message }, 'BullMQ QueueEvents error'));
+    events.on('completed', ({ jobId, returnvalue }) => this.sessions.get(runIdOf(jobId))?.onCompleted(jobId, returnvalue));
+    events.on('failed', ({ jobId }) => this.sessions.get(runIdOf(jobId))?.onFailed(jobId));
+    await events.waitUntilReady();
+  }
+
+  private checkRunId(runId: string): string {
+    const parsed = RunIdSchema.safeParse(runId);
+    if (!parsed.success) throw new Error(`runId ${JSON.stringify(runId)}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    return parsed.data;
+  }
+
+  private closedError(): Error {
+    return new Error(`RolloutQueue is closed (state: ${this.stateValue}); create a new one`);
+  }
+
+  private assertOpen(): void {
+    if (this.stateValue === 'closing' || this.stateValue === 'closed') throw this.closedError();
+  }
+}

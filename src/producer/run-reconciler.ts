@@ -1,0 +1,83 @@
+import type { Redis } from 'ioredis';
+import type { QueueKeys } from '../lease/index.js';
+import type { Logger } from '../platform/logger.js';
+import type { LeaseTracker } from './lease-tracker.js';
+import { readJobOutcomes, type BullKeys, type JobOutcome } from './read-job-outcomes.js';
+import type { RunHead, RunStore } from './run-store.js';
+
+/** What the reconciler needs from its session. */
+export interface ReconcilerDeps {
+  readonly runId: string;
+  readonly redis: Redis;
+  readonly bull: BullKeys;
+  readonly keys: QueueKeys;
+  readonly store: RunStore;
+  readonly tracker: LeaseTracker;
+  readonly logger: Logger;
+  readonly reconcileMs: number;
+  /** Sees the run record first, once per pass (status changes made by other processes). */
+  readonly onHead: (head: RunHead | undefined) => void;
+  /** Settles one lease from its job's state. */
+  readonly onOutcome: (leaseId: string, outcome: JobOutcome, head: RunHead | undefined) => Promise<void>;
+}
+
+/**
+ * The source of truth of delivery: every `reconcileMs`, reads the run record and the job state
+ * of all the run's outstanding leases in one batched round trip ({@link readJobOutcomes}) and
+ * settles each finished one. QueueEvents is only the fast path: its stream is trimmed
+ * (`maxLenEvents`, default 10 000), events emitted while nobody listens are gone, and a
+ * listener starting at `$` misses what happened before its first XREAD (bullmq#2874).
+ *
+ * Passes never overlap; a failed pass (Redis trouble) is logged and retried on the next tick.
+ */
+export class RunReconciler {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(private readonly deps: ReconcilerDeps) {}
+
+  /** Runs a pass now, then one every `reconcileMs` until {@link stop}. */
+  start(): void {
+    void this.pass();
+  }
+
+  /** No more passes; a pass in progress finishes (its results are dropped by the tracker if late). */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Settles the given leases now (a QueueEvents `failed` needs the job's fields). */
+  async check(leaseIds: readonly string[]): Promise<void> {
+    const { redis, bull, keys, store, runId } = this.deps;
+    const [head, outcomes] = await Promise.all([store.readHead(runId), readJobOutcomes(redis, bull, keys, leaseIds)]);
+    for (const [leaseId, outcome] of outcomes) await this.deps.onOutcome(leaseId, outcome, head);
+  }
+
+  private pass(): Promise<void> {
+    if (this.running || this.stopped) return this.running ?? Promise.resolve();
+    this.running = (async () => {
+      const { store, runId, tracker, logger } = this.deps;
+      try {
+        const ids = tracker.outstanding();
+        const head = await store.readHead(runId);
+        this.deps.onHead(head);
+        if (ids.length > 0 && !this.stopped) {
+          const outcomes = await readJobOutcomes(this.deps.redis, this.deps.bull, this.deps.keys, ids);
+          for (const [leaseId, outcome] of outcomes) await this.deps.onOutcome(leaseId, outcome, head);
+        }
+      } catch (err) {
+        if (!this.stopped) logger.warn({ runId, err: (err as Error).message }, 'reconciliation pass failed; retrying on the next tick');
+      } finally {
+        this.running = undefined;
+        if (!this.stopped) {
+          this.timer = setTimeout(() => void this.pass(), this.deps.reconcileMs);
+          this.timer.unref();
+        }
+      }
+    })();
+    return this.running;
+  }
+}

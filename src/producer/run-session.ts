@@ -1,0 +1,252 @@
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { QueueKeys } from '../lease/index.js';
+import type { Logger } from '../platform/logger.js';
+import type { Result } from '../spec/index.js';
+import { DraftEnqueuer } from './draft-enqueuer.js';
+import { LeaseTracker } from './lease-tracker.js';
+import type { JobOutcome } from './read-job-outcomes.js';
+import { removeWaitingJobs } from './remove-waiting-jobs.js';
+import { resultForMissingJob, resultFromFailedJob, resultFromReturnValue } from './result-from-job.js';
+import { RunEnding, type Ending } from './run-ending.js';
+import { RunReconciler } from './run-reconciler.js';
+import { RunStoppedError } from './run-stopped-error.js';
+import type { RunHead, RunStore } from './run-store.js';
+
+/** Connections and settings a session shares with its `RolloutQueue`. */
+export interface SessionDeps {
+  readonly redis: Redis;
+  readonly queue: Queue;
+  readonly keys: QueueKeys;
+  readonly store: RunStore;
+  readonly logger: Logger;
+  readonly maxInFlight: number;
+  readonly maxSpecBytes: number;
+  readonly reconcileMs: number;
+  /** Routes QueueEvents of the run here; throws when the run already has a live session. */
+  readonly register: (session: RunSession) => void;
+  readonly unregister: (session: RunSession) => void;
+}
+
+/** One call of `mapRollouts` (with drafts) or `attach` (without). */
+export interface SessionPlan {
+  readonly runId: string;
+  readonly drafts: Iterable<unknown> | AsyncIterable<unknown> | undefined;
+  readonly signal: AbortSignal | undefined;
+  readonly runAttemptId: string;
+  readonly specCount: number | undefined;
+  readonly stopOnCaller: boolean;
+}
+
+/**
+ * The engine behind one `mapRollouts` / `attach` iteration: enqueues drafts (back-pressured),
+ * collects Results from QueueEvents and reconciliation, yields them in completion order, and
+ * acknowledges each one only when the consumer comes back for the next (or breaks): at least
+ * once towards the consumer, counted exactly once in Redis. Stops on a caller Result, cancels
+ * on abort, and can be abandoned by `close()` (then nothing more is acknowledged).
+ */
+export class RunSession {
+  readonly runId: string;
+  private readonly tracker = new LeaseTracker();
+  private readonly reconciler: RunReconciler;
+  private enqueuer: DraftEnqueuer | undefined;
+  private enqueueDone = false;
+  private failure: Error | undefined;
+  private readonly ending: RunEnding;
+  /** Set when the run was stopped or cancelled before this session began. */
+  private earlier: RunHead | undefined;
+  private abandoned = false;
+  private closedError: (() => Error) | undefined;
+  private readonly onAbort = (): void => this.ending.abortBy(this.plan.signal?.reason);
+
+  constructor(private readonly deps: SessionDeps, private readonly plan: SessionPlan) {
+    this.runId = plan.runId;
+    this.reconciler = new RunReconciler({
+      runId: plan.runId, redis: deps.redis, bull: deps.queue, keys: deps.keys, store: deps.store, tracker: this.tracker,
+      logger: deps.logger, reconcileMs: deps.reconcileMs,
+      onHead: (head) => this.noticeHead(head),
+      onOutcome: (leaseId, outcome, head) => this.settle(leaseId, outcome, head),
+    });
+    this.ending = new RunEnding({
+      runId: plan.runId, redis: deps.redis, queue: deps.queue, store: deps.store, logger: deps.logger, tracker: this.tracker,
+      halt: () => this.enqueuer?.halt(),
+      settled: () => this.enqueuer?.settled() ?? Promise.resolve(),
+    });
+  }
+
+  /** The Results, in completion order; see `RolloutQueue.mapRollouts` for what ends it. */
+  async *results(): AsyncGenerator<Result, void, undefined> {
+    let unacknowledged: Result | undefined;
+    try {
+      await this.start();
+      for (;;) {
+        if (this.closedError) throw this.closedError();
+        const { stop, abort } = this.ending;
+        if (abort) throw await this.ended(abort);
+        if (this.failure) throw this.failure;
+        const result = this.tracker.takeReady();
+        if (result) {
+          unacknowledged = result;
+          yield result;
+          unacknowledged = undefined;
+          await this.acknowledge(result);
+          if (stop && stop.result === result) throw await this.ended(stop);
+          continue;
+        }
+        if (stop && stop.result === null) throw await this.ended(stop);
+        if (this.enqueueDone && this.tracker.unfinishedCount === 0) return await this.finish();
+        await this.tracker.changed();
+      }
+    } catch (err) {
+      // After close() a Redis call may fail with "Connection is closed": say what really happened.
+      throw this.closedError ? this.closedError() : err;
+    } finally {
+      // The consumer broke out (or threw) holding this Result: it was delivered. If it was the
+      // last one (`rollout()` always returns that way), the run is complete.
+      if (unacknowledged && !this.abandoned) {
+        await this.acknowledge(unacknowledged).catch((err: Error) => this.deps.logger.warn({ err: err.message }, 'acknowledge failed'));
+        const last = this.enqueueDone && this.tracker.unfinishedCount === 0 && this.tracker.readyCount === 0 && !this.ending.begun;
+        if (last) await this.finish().catch(() => undefined);
+      }
+      await this.teardown();
+    }
+  }
+
+  /** QueueEvents `completed` of one of this run's jobs (fast path). */
+  onCompleted(leaseId: string, returnvalue: unknown): void {
+    if (this.tracker.awaits(leaseId)) this.accept(resultFromReturnValue(leaseId, this.runId, returnvalue));
+  }
+
+  /** QueueEvents `failed` of one of this run's jobs: read the job's fields, then settle. */
+  onFailed(leaseId: string): void {
+    if (!this.tracker.awaits(leaseId)) return;
+    this.reconciler.check([leaseId]).catch((err: Error) => this.deps.logger.warn({ leaseId, err: err.message }, 'reading a failed job; reconciliation will retry'));
+  }
+
+  /** The run was cancelled by `RolloutQueue.cancel` in this process. */
+  cancelledElsewhere(reason: string): void {
+    if (!this.earlier) this.ending.cancelledElsewhere(reason);
+  }
+
+  /** `close()` of the queue: end at once, acknowledge nothing more; `error()` is what the consumer gets. */
+  abandon(error: () => Error): void {
+    this.abandoned = true;
+    this.closedError = error;
+    this.enqueuer?.halt();
+    this.reconciler.stop();
+    this.tracker.notify();
+  }
+
+  private async start(): Promise<void> {
+    const { store, logger } = this.deps;
+    this.deps.register(this);
+    const { signal } = this.plan;
+    if (signal?.aborted) return this.ending.abortBy(signal.reason);
+    signal?.addEventListener('abort', this.onAbort, { once: true });
+    const head = await store.readHead(this.runId);
+    if (!head && !this.plan.drafts) {
+      throw new Error(`no run "${this.runId}" on queue "${this.deps.keys.queue}" (prefix "${this.deps.keys.prefix}"); check the run id, queue and prefix`);
+    }
+    if (head) {
+      for (const leaseId of await store.undeliveredLeases(this.runId)) this.tracker.track(leaseId, 'outstanding');
+      if (head.status === 'stopped' || head.status === 'cancelled') {
+        this.earlier = head;
+        // Finish what a coordinator killed mid-stop left: no waiting job of a stopped run may start.
+        for (const leaseId of await removeWaitingJobs(this.deps.redis, this.deps.queue, this.runId)) this.tracker.forget(leaseId);
+      } else if (head.status === 'completed' && this.plan.drafts) {
+        await store.setStatus(this.runId, 'running', ['completed']);
+      }
+      logger.info({ runId: this.runId, status: head.status, undelivered: this.tracker.unfinishedCount }, 'resuming run');
+    }
+    this.reconciler.start();
+    if (!this.plan.drafts || this.earlier) {
+      this.enqueueDone = true;
+      return;
+    }
+    const enqueuer = new DraftEnqueuer({
+      runId: this.runId, queue: this.deps.queue, store, tracker: this.tracker, logger,
+      maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes,
+      prepareRun: () => store.ensureRun(this.runId, this.plan.runAttemptId, this.plan.specCount),
+      onRefused: (result) => {
+        this.tracker.pushReady(result);
+        if (this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
+      },
+    });
+    this.enqueuer = enqueuer;
+    enqueuer.run(this.plan.drafts).then(async (exhausted) => {
+      // specCount becomes the number of distinct leases, which attach compares with what it finds.
+      if (exhausted && enqueuer.prepared && !this.abandoned) await store.setSpecCount(this.runId, enqueuer.distinctLeases);
+      this.enqueueDone ||= exhausted;
+      this.tracker.notify();
+    }).catch((err: Error) => {
+      if (!this.abandoned) this.failure ??= new Error(`run "${this.runId}": enqueuing failed: ${err.message}; the run is resumable: call mapRollouts again with the same runId`, { cause: err });
+      this.tracker.notify();
+    });
+  }
+
+  private accept(result: Result): void {
+    if (!this.tracker.finish(result)) return;
+    this.deps.logger.debug({ runId: this.runId, leaseId: result.leaseId, kind: result.kind }, 'result ready');
+    if (result.kind === 'caller' && this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
+  }
+
+  private async settle(leaseId: string, outcome: JobOutcome, head: RunHead | undefined): Promise<void> {
+    if (!this.tracker.awaits(leaseId)) return;
+    if (outcome.state === 'completed') return this.accept(resultFromReturnValue(leaseId, this.runId, outcome.returnvalue));
+    if (outcome.state === 'failed') {
+      const result = resultFromFailedJob(leaseId, this.runId, outcome);
+      if (result.error?.type === 'WorkerLost') {
+        await this.deps.store.quarantine(this.runId, leaseId, { reason: outcome.failedReason, exitCode: null, signal: null, stderrTail: '' });
+      }
+      return this.accept(result);
+    }
+    if (outcome.state === 'missing') {
+      // A stopped or cancelled run's waiting jobs were removed on purpose: nothing will answer them.
+      const ending = this.ending.begun || this.earlier || (head && head.status !== 'running' && head.status !== 'completed');
+      if (ending) this.tracker.forget(leaseId);
+      else this.accept(resultForMissingJob(leaseId, this.runId, this.deps.keys.queue));
+    }
+  }
+
+  /** A status change made by another process (the CLI's cancel, another coordinator's stop). */
+  private noticeHead(head: RunHead | undefined): void {
+    if (!head || this.ending.begun || this.earlier || this.abandoned) return;
+    if (head.status === 'cancelled') this.ending.cancelledElsewhere(head.stopReason ?? 'cancelled by another process');
+    else if (head.status === 'stopped') this.ending.stoppedElsewhere(head.stopReason ?? 'no reason recorded');
+  }
+
+  private async ended(ending: Ending): Promise<Error> {
+    const error = await this.ending.errorOf(ending);
+    return this.closedError ? this.closedError() : error;
+  }
+
+  private async acknowledge(result: Result): Promise<void> {
+    if (!this.abandoned) await this.deps.store.acknowledge(result);
+  }
+
+  /** Every lease answered and acknowledged: record the end, or say what is missing. */
+  private async finish(): Promise<void> {
+    const { store } = this.deps;
+    if (this.earlier) {
+      throw new RunStoppedError(this.runId, null, `run "${this.runId}" was ${this.earlier.status} earlier (${this.earlier.stopReason ?? 'no reason recorded'}); ` +
+        'its remaining Results were delivered and nothing new was enqueued; start a new run id to run its specs again');
+    }
+    if (!this.plan.drafts) {
+      const [head, known] = await Promise.all([store.readHead(this.runId), store.knownLeases(this.runId)]);
+      if (head?.status === 'running' && (head.specCount === null || head.specCount > known)) {
+        const missing = head.specCount === null ? 'an unknown number of' : String(head.specCount - known);
+        throw new Error(`run "${this.runId}": ${missing} specs were never enqueued (the coordinator stopped while enqueuing); ` +
+          'every Result of the enqueued ones was delivered; call mapRollouts again with the same runId and the specs to run the rest');
+      }
+    }
+    await store.setStatus(this.runId, 'completed', ['running']);
+  }
+
+  private async teardown(): Promise<void> {
+    this.reconciler.stop();
+    this.enqueuer?.halt();
+    this.plan.signal?.removeEventListener('abort', this.onAbort);
+    await this.ending.settled();
+    this.deps.unregister(this);
+  }
+}

@@ -1,0 +1,35 @@
+import type { Result } from '../spec/index.js';
+
+/**
+ * Thrown by `mapRollouts` / `attach` after a run stopped early: at its first `caller` Result
+ * (with `stopOnCaller`, the default), or when re-attaching to a run that was stopped or
+ * cancelled before. The message says which lease and why, and how to go on.
+ *
+ * `leaseId` and `result` name the lease whose caller Result stopped the run; both are null
+ * when the run had already been stopped by an earlier coordinator (its reason is in the message).
+ */
+export class RunStoppedError extends Error {
+  readonly runId: string;
+  readonly leaseId: string | null;
+  readonly result: Result | null;
+
+  constructor(runId: string, result: Result | null, message: string) {
+    super(message);
+    this.name = 'RunStoppedError';
+    this.runId = runId;
+    this.leaseId = result?.leaseId ?? null;
+    this.result = result;
+  }
+
+  /** The error for a run stopped by this caller Result, in words a caller can act on. */
+  static fromResult(result: Result): RunStoppedError {
+    const why = result.error ? `${result.error.type}: ${result.error.message}` : 'caller error';
+    return new RunStoppedError(
+      result.runId,
+      result,
+      `run "${result.runId}" stopped at lease ${result.leaseId}, a caller error (${why}). ` +
+        'No further specs were enqueued and its waiting jobs were removed; fix the spec or Ref and start a new run, ' +
+        'or pass stopOnCaller: false to keep going past caller errors.',
+    );
+  }
+}

@@ -1,0 +1,184 @@
+import type { Redis } from 'ioredis';
+import { incrementRunCounter, RUN_FIELDS, type QueueKeys, type RunStatus } from '../lease/index.js';
+import type { Result } from '../spec/index.js';
+
+/** The parts of a run record the producer steers by. */
+export interface RunHead {
+  readonly status: RunStatus;
+  readonly stopReason: string | null;
+  readonly runAttemptId: string | null;
+  readonly specCount: number | null;
+  readonly enqueued: number;
+}
+
+/** Quarantine record of a lease ended by the stall limit (same shape the worker writes). */
+export interface QuarantineRecord {
+  readonly reason: string;
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly stderrTail: string;
+}
+
+// ZADD NX then count, atomically: a lease is counted in `enqueued` exactly once however often
+// it is re-submitted. KEYS: runLeases, run. ARGV: score, leaseId, enqueued field.
+const RECORD_LEASE = `
+if redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[2]) == 1 then
+  redis.call('HINCRBY', KEYS[2], ARGV[3], 1)
+  return 1
+end
+return 0`;
+
+// SADD delivered, and count the kind only when the lease was not delivered before: the
+// consumer may see a Result twice (at-least-once), the counters count it once.
+// KEYS: runDelivered, run. ARGV: leaseId, kind field.
+const ACKNOWLEDGE = `
+if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
+  return 1
+end
+return 0`;
+
+// HSET status only when the run exists and its status is one of ARGV[3..]; never creates a
+// half record, never turns a cancelled run back into a completed one.
+// KEYS: run. ARGV: status field, new status, stopReason field, stopReason ('' = leave), allowed...
+const SET_STATUS = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+for i = 5, #ARGV do
+  if current == ARGV[i] then
+    redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+    if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], ARGV[3], ARGV[4]) end
+    return 1
+  end
+end
+return 0`;
+
+const int = (value: string | null | undefined): number | null => (value ? Number.parseInt(value, 10) : null);
+
+/**
+ * The producer's reads and writes of its own run bookkeeping (`keys.run`, `runLeases`,
+ * `runDelivered`, `runQuarantined`, `runs`, the cancel channel). Every multi-step change is one
+ * Lua script or MULTI, so a coordinator killed at any point leaves a consistent record.
+ */
+export class RunStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: QueueKeys,
+  ) {}
+
+  /** The run's status and counts, or undefined when no such run exists on this queue. */
+  async readHead(runId: string): Promise<RunHead | undefined> {
+    const f = RUN_FIELDS;
+    const [status, stopReason, runAttemptId, specCount, enqueued] = await this.redis.hmget(
+      this.keys.run(runId), f.status, f.stopReason, f.runAttemptId, f.specCount, f.enqueued,
+    );
+    if ([status, stopReason, runAttemptId, specCount, enqueued].every((value) => value === null)) return undefined;
+    return {
+      status: (status as RunStatus | null) ?? 'running',
+      stopReason: stopReason ?? null,
+      runAttemptId: runAttemptId ?? null,
+      specCount: int(specCount),
+      enqueued: int(enqueued) ?? 0,
+    };
+  }
+
+  /**
+   * Creates the run record with HSETNX semantics (an existing run keeps its fields) and lists
+   * the run in `keys.runs()`. Returns the stored `runAttemptId` (the existing one on resume).
+   */
+  async ensureRun(runId: string, runAttemptId: string, specCount: number | undefined): Promise<string> {
+    const key = this.keys.run(runId);
+    const f = RUN_FIELDS;
+    const tx = this.redis
+      .multi()
+      .hsetnx(key, f.createdAt, new Date().toISOString())
+      .hsetnx(key, f.status, 'running')
+      .hsetnx(key, f.runAttemptId, runAttemptId);
+    if (specCount !== undefined) tx.hsetnx(key, f.specCount, String(specCount));
+    tx.sadd(this.keys.runs(), runId).hget(key, f.runAttemptId);
+    const replies = (await tx.exec()) ?? [];
+    const stored = replies[replies.length - 1]?.[1];
+    return typeof stored === 'string' ? stored : runAttemptId;
+  }
+
+  /** Lease ids enqueued for the run and not yet acknowledged, in submission order. */
+  async undeliveredLeases(runId: string): Promise<string[]> {
+    const replies = (await this.redis
+      .multi()
+      .zrange(this.keys.runLeases(runId), 0, -1)
+      .smembers(this.keys.runDelivered(runId))
+      .exec()) ?? [];
+    const leases = (replies[0]?.[1] as string[] | undefined) ?? [];
+    const delivered = new Set((replies[1]?.[1] as string[] | undefined) ?? []);
+    return leases.filter((leaseId) => !delivered.has(leaseId));
+  }
+
+  /**
+   * Distinct leases the run has answered or enqueued: `runLeases ∪ runDelivered` (a refused
+   * draft is delivered without ever being enqueued). Compared with `specCount` by `attach`.
+   */
+  async knownLeases(runId: string): Promise<number> {
+    const replies = (await this.redis
+      .multi()
+      .zrange(this.keys.runLeases(runId), 0, -1)
+      .smembers(this.keys.runDelivered(runId))
+      .exec()) ?? [];
+    const known = new Set((replies[0]?.[1] as string[] | undefined) ?? []);
+    for (const leaseId of (replies[1]?.[1] as string[] | undefined) ?? []) known.add(leaseId);
+    return known.size;
+  }
+
+  /** True when the lease is in the run's enqueued set (a re-submission must not add it again). */
+  async isEnqueued(runId: string, leaseId: string): Promise<boolean> {
+    return (await this.redis.zscore(this.keys.runLeases(runId), leaseId)) !== null;
+  }
+
+  /** True when the lease's Result was acknowledged before. */
+  async isDelivered(runId: string, leaseId: string): Promise<boolean> {
+    return (await this.redis.sismember(this.keys.runDelivered(runId), leaseId)) === 1;
+  }
+
+  /** Records an enqueued lease (score = submission index); true when it was new. */
+  async recordLease(runId: string, leaseId: string, index: number): Promise<boolean> {
+    const added = await this.redis.eval(RECORD_LEASE, 2, this.keys.runLeases(runId), this.keys.run(runId), index, leaseId, RUN_FIELDS.enqueued);
+    return added === 1;
+  }
+
+  /** Marks a Result delivered and counts its kind, once per lease. True when it was new. */
+  async acknowledge(result: Result): Promise<boolean> {
+    const added = await this.redis.eval(
+      ACKNOWLEDGE, 2, this.keys.runDelivered(result.runId), this.keys.run(result.runId), result.leaseId, RUN_FIELDS.kind(result.kind),
+    );
+    return added === 1;
+  }
+
+  /**
+   * Sets the run's status (and stopReason) when the run exists and its current status is one of
+   * `from`. Returns false when the run does not exist or was in another status.
+   */
+  async setStatus(runId: string, status: RunStatus, from: readonly RunStatus[], stopReason = ''): Promise<boolean> {
+    const f = RUN_FIELDS;
+    const changed = await this.redis.eval(SET_STATUS, 1, this.keys.run(runId), f.status, status, f.stopReason, stopReason, ...from);
+    return changed === 1;
+  }
+
+  /** Sets the run's final spec count (known once a streamed draft list is exhausted). */
+  async setSpecCount(runId: string, specCount: number): Promise<void> {
+    await this.redis.hset(this.keys.run(runId), RUN_FIELDS.specCount, String(specCount));
+  }
+
+  /** Adds one to the run's `alreadyEnqueued` counter. */
+  async countAlreadyEnqueued(runId: string): Promise<void> {
+    await incrementRunCounter(this.redis, this.keys, runId, 'alreadyEnqueued');
+  }
+
+  /** Lists a lease as quarantined unless the worker already did (its record is richer). */
+  async quarantine(runId: string, leaseId: string, record: QuarantineRecord): Promise<void> {
+    await this.redis.hsetnx(this.keys.runQuarantined(runId), leaseId, JSON.stringify(record));
+  }
+
+  /** Tells every worker to abort the run's active rollouts (contract: PUBLISH runId on the cancel channel). */
+  async publishCancel(runId: string): Promise<number> {
+    return this.redis.publish(this.keys.cancelChannel(), runId);
+  }
+}

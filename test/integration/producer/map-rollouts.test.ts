@@ -1,0 +1,173 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { queueKeys } from '../../../src/lease/index.js';
+import { createLogger } from '../../../src/platform/logger.js';
+import { RolloutQueue } from '../../../src/producer/index.js';
+import type { Result } from '../../../src/spec/index.js';
+import { ProducerFixture, TEST_PREFIX, collect } from '../../helpers/producer-fixture.js';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { draft, drafts } from '../../helpers/rollout-drafts.js';
+
+let redis: TestRedis;
+let fx: ProducerFixture;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  fx = new ProducerFixture(redis.url);
+});
+afterEach(async () => fx.cleanup());
+afterAll(async () => {
+  await fx.end();
+  await redis.stop();
+});
+
+describe('mapRollouts', () => {
+  it('yields Results in completion order: a slow first spec is not first', async () => {
+    const queue = fx.queueName();
+    const rq = await fx.open(queue);
+    await fx.worker(queue, { concurrency: 3 });
+    const runId = fx.runId();
+    const list = [draft({ id: 'slow', delayMs: 400 }), draft({ id: 'fast1' }), draft({ id: 'fast2' })];
+    const { items, error } = await collect(rq.mapRollouts(list, { runId }));
+    expect(error).toBeUndefined();
+    expect(items.map((r) => r.leaseId)).toHaveLength(3);
+    expect(items[0]?.leaseId).not.toBe(`${runId}.slow`);
+    expect(items[2]?.leaseId).toBe(`${runId}.slow`);
+    expect(items.every((r) => r.kind === 'ok' && r.runId === runId)).toBe(true);
+
+    const status = await rq.status(runId);
+    expect(status.run).toMatchObject({ status: 'completed', specCount: 3, enqueued: 3, delivered: 3, kinds: { ok: 3 } });
+    expect(status.workers.length).toBeGreaterThan(0);
+  });
+
+  it('holds at most maxInFlight of the run\'s jobs waiting+active (back-pressure on the way in)', async () => {
+    const queue = fx.queueName();
+    const rq = await fx.open(queue, { maxInFlight: 5 });
+    const inspect = fx.inspect(queue);
+    let peak = 0;
+    const sample = async (): Promise<void> => {
+      const counts = await inspect.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+      peak = Math.max(peak, (counts.waiting ?? 0) + (counts.active ?? 0) + (counts.delayed ?? 0) + (counts.prioritized ?? 0));
+    };
+    await fx.worker(queue, { concurrency: 3, onStart: sample });
+    const { items, error } = await collect(rq.mapRollouts(drafts(30, { delayMs: 15 }), { runId: fx.runId() }), sample);
+    expect(error).toBeUndefined();
+    expect(new Set(items.map((r) => r.leaseId)).size).toBe(30);
+    expect(peak).toBeLessThanOrEqual(5);
+    expect(peak).toBeGreaterThanOrEqual(3); // the window was actually used, not one job at a time
+  });
+
+  it('returns at once with no Results for an empty list, without creating a run', async () => {
+    const queue = fx.queueName();
+    const rq = await fx.open(queue);
+    const runId = fx.runId();
+    expect((await collect(rq.mapRollouts([], { runId }))).items).toEqual([]);
+    async function* none(): AsyncGenerator<never> {}
+    expect(await collect(rq.mapRollouts(none(), { runId }))).toEqual({ items: [], error: undefined });
+    expect((await rq.status(runId)).run).toBeNull();
+  });
+
+  it('throws a clear error for every method of a closed queue; close is idempotent', async () => {
+    const rq = await fx.open(fx.queueName());
+    await rq.close();
+    await rq.close();
+    expect(rq.state).toBe('closed');
+    const message = 'RolloutQueue is closed (state: closed); create a new one';
+    expect(() => rq.mapRollouts([draft({ id: 'a' })], { runId: 'r1' })).toThrow(message);
+    expect(() => rq.attach('r1')).toThrow(message);
+    await expect(rq.rollout(draft({ id: 'a' }))).rejects.toThrow(message);
+    await expect(rq.cancel('r1')).rejects.toThrow(message);
+    await expect(rq.status()).rejects.toThrow(message);
+  });
+
+  it('refuses a bad runId synchronously, naming the allowed form', async () => {
+    const rq = await fx.open(fx.queueName());
+    expect(() => rq.mapRollouts([draft({ id: 'a' })], { runId: 'a.b' })).toThrow(/runId "a\.b".*letters, digits/);
+  });
+
+  it('yields model and infrastructure Results like ok ones, never throwing', async () => {
+    const queue = fx.queueName();
+    const rq = await fx.open(queue);
+    await fx.worker(queue);
+    const list = [draft({ id: 'm', kind: 'model' }), draft({ id: 'i', kind: 'infrastructure' }), draft({ id: 'o' })];
+    const { items, error } = await collect(rq.mapRollouts(list, { runId: fx.runId() }));
+    expect(error).toBeUndefined();
+    expect(items.map((r) => r.kind).sort()).toEqual(['infrastructure', 'model', 'ok']);
+  });
+
+  it('turns a failed job into an infrastructure Result (WorkerError; WorkerLost at the stall limit, quarantined)', async () => {
+    const queue = fx.queueName();
+    const keys = queueKeys(TEST_PREFIX, queue);
+    const rq = await fx.open(queue);
+    await fx.worker(queue, {
+      // The real worker counts re-dispatches per lease; pretend it saw two.
+      onStart: async (job) => void (job.data.task.id === 'lost' && (await fx.redis.hset(keys.lease(String(job.id)), 'redispatched', '2'))),
+    });
+    const runId = fx.runId();
+    const list = [
+      draft({ id: 'err', fail: true, failMessage: 'worker blew up' }),
+      draft({ id: 'lost', fail: true, failMessage: 'job stalled more than allowable limit' }),
+    ];
+    const { items, error } = await collect(rq.mapRollouts(list, { runId }));
+    expect(error).toBeUndefined();
+    const byTask = Object.fromEntries(items.map((r) => [r.taskId, r])) as Record<string, Result>;
+    expect(byTask.err).toMatchObject({ kind: 'infrastructure', error: { type: 'WorkerError', message: 'worker blew up' }, attempts: 1, redispatched: 0 });
+    expect(byTask.lost).toMatchObject({ kind: 'infrastructure', error: { type: 'WorkerLost', message: 'job stalled more than allowable limit' }, redispatched: 2 });
+    const record = (await rq.status(runId)).run;
+    expect(record?.quarantined).toEqual({ [`${runId}.lost`]: { reason: 'job stalled more than allowable limit', exitCode: null, signal: null, stderrTail: '' } });
+    expect(record).toMatchObject({ status: 'completed', kinds: { infrastructure: 2 } });
+  });
+
+  it('rollout(draft) returns exactly the one Result; a caller Result is returned, not thrown', async () => {
+    const queue = fx.queueName();
+    const rq = await fx.open(queue);
+    await fx.worker(queue);
+    const ok = await rq.rollout(draft({ id: 'one', reward: 0.5 }));
+    expect(ok).toMatchObject({ kind: 'ok', reward: 0.5, taskId: 'one' });
+    expect(ok.runId).toMatch(/^single-/);
+    expect((await rq.status(ok.runId)).run).toMatchObject({ status: 'completed', specCount: 1, enqueued: 1, delivered: 1 });
+    const caller = await rq.rollout(draft({ id: 'bad', kind: 'caller' }), { runId: fx.runId('single') });
+    expect(caller.kind).toBe('caller');
+    const invalid = await rq.rollout({ ...draft({ id: 'x' }), run: { $ref: 'no-colon', config: {} } });
+    expect(invalid).toMatchObject({ kind: 'caller', error: { type: 'InvalidSpec' } });
+    expect(invalid.error?.message).toContain('run.$ref');
+  });
+
+  it('warns when Redis maxmemory-policy is not noeviction', async () => {
+    await fx.redis.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    try {
+      await fx.open(fx.queueName());
+    } finally {
+      await fx.redis.config('SET', 'maxmemory-policy', 'noeviction');
+    }
+    expect(fx.logs.join('\n')).toMatch(/maxmemory-policy is \\"allkeys-lru\\".*noeviction/);
+  });
+
+  it('fails create() after connectTimeoutMs naming the redacted address, never the password', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({}, { write: (l: string) => void lines.push(l) });
+    const error = await RolloutQueue.create({ redisUrl: 'redis://:hunter2-pw@127.0.0.1:1', connectTimeoutMs: 300, logger }).catch((err: Error) => err);
+    expect((error as Error).message).toContain('redis://:***@127.0.0.1:1');
+    expect(`${(error as Error).message}${lines.join('')}`).not.toContain('hunter2-pw');
+  });
+
+  it('allows one live iterator per run on a RolloutQueue', async () => {
+    const queue = fx.queueName();
+    const rq = await fx.open(queue);
+    const runId = fx.runId();
+    const first = rq.mapRollouts(drafts(2, { delayMs: 50 }), { runId });
+    const pending = first.next();
+    await expect(rq.attach(runId).next()).rejects.toThrow(/already has a live iterator/);
+    await fx.worker(queue);
+    expect((await pending).value).toMatchObject({ kind: 'ok' });
+    await first.return();
+  });
+
+  it('delivers by reconciliation alone when QueueEvents is off', async () => {
+    const queue = fx.queueName();
+    const rq: RolloutQueue = await fx.open(queue, { queueEvents: false, reconcileMs: 50 });
+    await fx.worker(queue);
+    const { items, error } = await collect(rq.mapRollouts(drafts(6), { runId: fx.runId() }));
+    expect(error).toBeUndefined();
+    expect(items).toHaveLength(6);
+  });
+});

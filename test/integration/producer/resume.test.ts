@@ -1,0 +1,161 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { queueKeys } from '../../../src/lease/index.js';
+import type { Result } from '../../../src/spec/index.js';
+import { ProducerFixture, TEST_PREFIX, collect } from '../../helpers/producer-fixture.js';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { draft, drafts } from '../../helpers/rollout-drafts.js';
+import { waitFor } from '../../helpers/wait-for.js';
+
+let redis: TestRedis;
+let fx: ProducerFixture;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  fx = new ProducerFixture(redis.url);
+});
+afterEach(async () => fx.cleanup());
+afterAll(async () => {
+  await fx.end();
+  await redis.stop();
+});
+
+const leaseIds = (results: readonly Result[]): string[] => results.map((r) => r.leaseId).sort();
+
+describe('re-submission', () => {
+  it('the same spec twice in one call gets one job, one Result, and counts alreadyEnqueued', async () => {
+    const queue = fx.queueName();
+    const rq = await fx.open(queue);
+    const inspect = fx.inspect(queue);
+    await fx.worker(queue);
+    const runId = fx.runId();
+    const { items, error } = await collect(rq.mapRollouts([draft({ id: 'same' }), draft({ id: 'same' }), draft({ id: 'other' })], { runId }));
+    expect(error).toBeUndefined();
+    expect(leaseIds(items)).toEqual([`${runId}.other`, `${runId}.same`]);
+    expect((await inspect.getJobCounts('completed')).completed).toBe(2);
+    expect((await rq.status(runId)).run).toMatchObject({ enqueued: 2, alreadyEnqueued: 1, delivered: 2, status: 'completed' });
+    expect(fx.logs.join('')).toMatch(/repeats a lease id/);
+  });
+
+  it('re-submitting a finished run enqueues nothing, yields nothing again, keeps the stored spec', async () => {
+    const queue = fx.queueName();
+    const rq = await fx.open(queue);
+    const inspect = fx.inspect(queue);
+    await fx.worker(queue);
+    const runId = fx.runId();
+    expect((await collect(rq.mapRollouts([draft({ id: 't0', x: 1 })], { runId }))).items).toHaveLength(1);
+    const again = await collect(rq.mapRollouts([draft({ id: 't0', x: 2 })], { runId }));
+    expect(again).toEqual({ items: [], error: undefined });
+    expect((await inspect.getJob(`${runId}.t0`))?.data.task.x).toBe(1);
+    expect((await rq.status(runId)).run).toMatchObject({ enqueued: 1, alreadyEnqueued: 1, delivered: 1, status: 'completed', kinds: { ok: 1 } });
+  });
+});
+
+describe('resume after the coordinator went away', () => {
+  it('break after half, close, resume with the same runId: every lease delivered exactly once', async () => {
+    const queue = fx.queueName();
+    await fx.worker(queue, { concurrency: 2 });
+    const runId = fx.runId();
+    const list = drafts(10, { delayMs: 20 });
+    const first = await fx.open(queue, { maxInFlight: 3 });
+    const got: Result[] = [];
+    for await (const result of first.mapRollouts(list, { runId })) {
+      got.push(result);
+      if (got.length === 5) break;
+    }
+    await first.close();
+
+    const second = await fx.open(queue);
+    const rest = await collect(second.mapRollouts(list, { runId }));
+    expect(rest.error).toBeUndefined();
+    expect(rest.items).toHaveLength(5);
+    expect(leaseIds([...got, ...rest.items])).toEqual(list.map((d) => `${runId}.${String(d.task.id)}`).sort());
+    const record = (await second.status(runId)).run;
+    expect(record).toMatchObject({ status: 'completed', enqueued: 10, delivered: 10, kinds: { ok: 10 } });
+    expect(record?.alreadyEnqueued).toBeGreaterThanOrEqual(3);
+  });
+
+  it('close() while the consumer holds a Result: that one is delivered again, counted once', async () => {
+    const queue = fx.queueName();
+    await fx.worker(queue, { concurrency: 2 });
+    const runId = fx.runId();
+    const list = drafts(8, { delayMs: 10 });
+    const first = await fx.open(queue);
+    const iterator = first.mapRollouts(list, { runId });
+    const got: Result[] = [];
+    for (let i = 0; i < 4; i++) got.push((await iterator.next()).value as Result);
+    await first.close(); // the 4th was yielded but the consumer never came back for the 5th
+    await expect(iterator.next()).rejects.toThrow('RolloutQueue is closed (state: closed); create a new one');
+
+    const second = await fx.open(queue);
+    const rest = await collect(second.mapRollouts(list, { runId }));
+    expect(rest.error).toBeUndefined();
+    expect(rest.items).toHaveLength(5);
+    expect(rest.items.map((r) => r.leaseId)).toContain(got[3]?.leaseId);
+    expect(new Set([...got, ...rest.items].map((r) => r.leaseId)).size).toBe(8);
+    expect((await second.status(runId)).run).toMatchObject({ delivered: 8, kinds: { ok: 8 }, status: 'completed' });
+  });
+
+  it('attach(runId) delivers Results that completed while no coordinator listened (reconciliation, not events)', async () => {
+    const queue = fx.queueName();
+    const inspect = fx.inspect(queue);
+    const runId = fx.runId();
+    const first = await fx.open(queue);
+    // Handle the rejection at once: close() rejects it before any later await could.
+    const pending = first.mapRollouts(drafts(6), { runId }).next().catch((err: unknown) => err);
+    await waitFor(async () => (await inspect.getJobCounts('waiting')).waiting === 6, '6 waiting jobs');
+    await first.close();
+    expect(String(await pending)).toMatch(/RolloutQueue is closed \(state: clos(ing|ed)\); create a new one/);
+
+    await fx.worker(queue);
+    await waitFor(async () => (await inspect.getJobCounts('completed')).completed === 6, '6 completed jobs');
+    await fx.redis.xtrim(inspect.toKey('events'), 'MAXLEN', 0); // and the event stream forgot them
+
+    const second = await fx.open(queue, { queueEvents: false, reconcileMs: 60_000 }); // only the first pass can deliver
+    const { items, error } = await collect(second.attach(runId));
+    expect(error).toBeUndefined();
+    expect(items).toHaveLength(6);
+    expect((await second.status(runId)).run).toMatchObject({ status: 'completed', delivered: 6 });
+    expect((await collect(second.attach(runId))).items).toEqual([]);
+  });
+
+  it('attach ends with an error naming how many specs were never enqueued', async () => {
+    const queue = fx.queueName();
+    const inspect = fx.inspect(queue);
+    const runId = fx.runId();
+    async function* stream(): AsyncGenerator<ReturnType<typeof draft>> {
+      for (let i = 0; i < 10; i++) yield draft({ id: `s${i}` });
+    }
+    const first = await fx.open(queue, { maxInFlight: 2 });
+    const pending = first.mapRollouts(stream(), { runId, specCount: 10 }).next().catch(() => undefined);
+    await waitFor(async () => (await inspect.getJobCounts('waiting')).waiting === 2, '2 waiting jobs');
+    await first.close();
+    await pending;
+
+    await fx.worker(queue);
+    const second = await fx.open(queue);
+    const { items, error } = await collect(second.attach(runId));
+    expect(items).toHaveLength(2);
+    expect((error as Error).message).toMatch(/8 specs were never enqueued.*mapRollouts again with the same runId/);
+    await expect(async () => {
+      for await (const _ of second.attach('never-ran')) void _;
+    }).rejects.toThrow(/no run "never-ran"/);
+  });
+
+  it('a failed job of a resumed run is still turned into its infrastructure Result', async () => {
+    const queue = fx.queueName();
+    const keys = queueKeys(TEST_PREFIX, queue);
+    const runId = fx.runId();
+    const inspect = fx.inspect(queue);
+    const first = await fx.open(queue);
+    const pending = first.mapRollouts([draft({ id: 'f', fail: true })], { runId }).next().catch(() => undefined);
+    await waitFor(async () => (await inspect.getJobCounts('waiting')).waiting === 1, 'the job');
+    await first.close();
+    await pending;
+    await fx.worker(queue);
+    await waitFor(async () => (await inspect.getJobCounts('failed')).failed === 1, 'the failure');
+    const second = await fx.open(queue);
+    const { items } = await collect(second.attach(runId));
+    expect(items).toMatchObject([{ kind: 'infrastructure', error: { type: 'WorkerError' }, taskId: 'f' }]);
+    expect(await fx.redis.hlen(keys.runQuarantined(runId))).toBe(0);
+  });
+});

@@ -1,0 +1,188 @@
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { queueKeys } from '../../../src/lease/index.js';
+import { AbortError, RunStoppedError } from '../../../src/producer/index.js';
+import type { Result } from '../../../src/spec/index.js';
+import { ProducerFixture, TEST_PREFIX, collect } from '../../helpers/producer-fixture.js';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { draft, drafts } from '../../helpers/rollout-drafts.js';
+import { waitFor } from '../../helpers/wait-for.js';
+
+let redis: TestRedis;
+let fx: ProducerFixture;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  fx = new ProducerFixture(redis.url);
+});
+afterEach(async () => fx.cleanup());
+afterAll(async () => {
+  await fx.end();
+  await redis.stop();
+});
+
+/** Resolves once `count` calls were made to the returned hook. */
+function countdown(count: number): { hook: () => void; reached: Promise<void> } {
+  let resolve!: () => void;
+  const reached = new Promise<void>((r) => (resolve = r));
+  let seen = 0;
+  return { hook: () => void (++seen === count && resolve()), reached };
+}
+
+describe('stop on a caller Result', () => {
+  it('refuses an invalid draft: caller Result, RunStoppedError, nothing after it enqueued', async () => {
+    const queue = fx.queueName();
+    const rq = await fx.open(queue);
+    const inspect = fx.inspect(queue);
+    await fx.worker(queue);
+    const runId = fx.runId();
+    const list = [draft({ id: 't0' }), { ...draft({ id: 't1' }), run: { $ref: 'no-colon-here', config: {} } }, ...drafts(5).slice(2)];
+    const { items, error } = await collect(rq.mapRollouts(list, { runId }));
+
+    expect(error).toBeInstanceOf(RunStoppedError);
+    const stopped = error as RunStoppedError;
+    expect(stopped.name).toBe('RunStoppedError');
+    expect(stopped.leaseId).toBe(`${runId}.t1`);
+    expect(stopped.message).toContain(`${runId}.t1`);
+    expect(stopped.message).toContain('InvalidSpec');
+    const refused = items.find((r) => r.leaseId === `${runId}.t1`);
+    expect(refused).toMatchObject({ kind: 'caller', error: { type: 'InvalidSpec' }, attempts: 0 });
+    expect(refused?.error?.message).toMatch(/spec field "run\.\$ref".*module:export/);
+    expect(stopped.result).toEqual(refused);
+
+    for (const id of ['t1', 't2', 't3', 't4']) expect(await inspect.getJob(`${runId}.${id}`)).toBeUndefined();
+    const record = (await rq.status(runId)).run;
+    expect(record).toMatchObject({ status: 'stopped', enqueued: 1, kinds: { caller: 1 } });
+    expect(record?.stopReason).toContain(`${runId}.t1`);
+  });
+
+  it('names the field and the limit for a bad field or an oversized spec, without values', async () => {
+    const rq = await fx.open(fx.queueName(), { stopOnCaller: false, maxSpecBytes: 2048 });
+    const list = [
+      draft({ id: 'big' }, { rendered: 'x'.repeat(4096) }),
+      draft({ id: 'field' }, { placement: { gpu: 12345 as unknown as string } }),
+      { ...draft({ id: 'env' }), sandbox: { env: ['lower-case-value'] } },
+    ];
+    const { items } = await collect(rq.mapRollouts(list, { runId: fx.runId() }));
+    const byTask = Object.fromEntries(items.map((r) => [r.taskId, r.error?.message ?? ''])) as Record<string, string>;
+    expect(byTask.big).toMatch(/over maxSpecBytes 2048/);
+    expect(byTask.field).toMatch(/spec field "placement\.gpu"/);
+    expect(byTask.field).not.toContain('12345');
+    expect(byTask.env).toMatch(/spec field "sandbox\.env\[0\]".*NAMES/);
+    expect(byTask.env).not.toContain('lower-case-value');
+  });
+
+  it('stops at a caller Result from a worker: waiting jobs removed, nothing more enqueued', async () => {
+    const queue = fx.queueName();
+    const rq = await fx.open(queue, { maxInFlight: 3 });
+    const inspect = fx.inspect(queue);
+    await fx.worker(queue, { concurrency: 1 });
+    const runId = fx.runId();
+    const list = [draft({ id: 't0', kind: 'caller', errorType: 'RefNotAllowed' }), ...drafts(10, { delayMs: 300 }).slice(1)];
+    const { items, error } = await collect(rq.mapRollouts(list, { runId }));
+
+    expect(error).toBeInstanceOf(RunStoppedError);
+    expect((error as RunStoppedError).leaseId).toBe(`${runId}.t0`);
+    expect((error as RunStoppedError).result?.error?.type).toBe('RefNotAllowed');
+    expect(items.at(-1)?.leaseId).toBe(`${runId}.t0`);
+    const counts = await inspect.getJobCounts('waiting', 'active', 'completed');
+    expect(counts.waiting).toBe(0);
+    expect((counts.active ?? 0) + (counts.completed ?? 0)).toBeLessThanOrEqual(3);
+    expect(await inspect.getJob(`${runId}.t9`)).toBeUndefined();
+    expect((await rq.status(runId)).run?.status).toBe('stopped');
+  });
+});
+
+describe('secrets', () => {
+  it('refuses a spec holding the value of a secret-looking or sandbox.env variable, naming only the variable', async () => {
+    const secret = 's3cr3t-value-123';
+    const url = 'https://user:hunter22@svc.internal:9000';
+    process.env.TEST_API_KEY = secret;
+    process.env.TEST_SERVICE_URL = url;
+    try {
+      const queue = fx.queueName();
+      const rq = await fx.open(queue, { stopOnCaller: false });
+      const inspect = fx.inspect(queue);
+      const runId = fx.runId();
+      const list = [
+        draft({ id: 'key', prompt: `use ${secret} please` }),
+        draft({ id: 'named', endpoint: url }, { sandbox: { env: ['TEST_SERVICE_URL'] } }),
+        draft({ id: 'nested' }, { run: { $ref: 'rollout-queue/runners:codeRunner', config: { headers: { auth: secret } } } }),
+      ];
+      const { items, error } = await collect(rq.mapRollouts(list, { runId }));
+      expect(error).toBeUndefined();
+      const byTask = Object.fromEntries(items.map((r) => [r.taskId, r])) as Record<string, Result>;
+      expect(byTask.key).toMatchObject({ kind: 'caller', error: { type: 'SecretInSpec' } });
+      expect(byTask.key?.error?.message).toContain('TEST_API_KEY');
+      expect(byTask.named?.error?.message).toContain('TEST_SERVICE_URL');
+      expect(byTask.nested?.error?.message).toContain('TEST_API_KEY');
+      const everything = JSON.stringify(items) + fx.logs.join('') + JSON.stringify(await rq.status(runId));
+      expect(everything).not.toContain(secret);
+      expect(everything).not.toContain('hunter22');
+      expect((await inspect.getJobCounts()).waiting).toBe(0);
+    } finally {
+      delete process.env.TEST_API_KEY;
+      delete process.env.TEST_SERVICE_URL;
+    }
+  });
+});
+
+describe('cancellation', () => {
+  it('aborting the signal throws AbortError, removes waiting jobs, publishes the cancel, stops active rollouts', async () => {
+    const queue = fx.queueName();
+    const keys = queueKeys(TEST_PREFIX, queue);
+    const rq = await fx.open(queue, { maxInFlight: 6 });
+    const inspect = fx.inspect(queue);
+    const twoStarted = countdown(2);
+    const worker = await fx.worker(queue, { concurrency: 2, onStart: twoStarted.hook });
+    const subscriber = new Redis(redis.url);
+    try {
+      const heard = new Promise<string>((resolve) => subscriber.on('message', (_channel: string, message: string) => resolve(message)));
+      await subscriber.subscribe(keys.cancelChannel());
+      const runId = fx.runId();
+      const controller = new AbortController();
+      const run = collect(rq.mapRollouts(drafts(10, { delayMs: 30_000 }), { runId, signal: controller.signal }));
+      await twoStarted.reached;
+      controller.abort(new Error('operator pressed ^C'));
+      const { items, error } = await run;
+
+      expect(items).toEqual([]);
+      expect(error).toBeInstanceOf(AbortError);
+      expect((error as Error).name).toBe('AbortError');
+      expect((error as Error).message).toContain('operator pressed ^C');
+      expect(await heard).toBe(runId);
+      expect((await inspect.getJobCounts('waiting')).waiting).toBe(0);
+      expect((await rq.status(runId)).run?.status).toBe('cancelled');
+
+      // The two active rollouts end with caller "Cancelled" Results, still deliverable to attach.
+      const later = await collect(rq.attach(runId));
+      expect(later.items.map((r) => r.error?.type)).toEqual(['Cancelled', 'Cancelled']);
+      expect(later.error).toBeInstanceOf(RunStoppedError);
+      expect((later.error as Error).message).toMatch(/was cancelled earlier/);
+      expect(worker.cancelled).toHaveLength(2);
+    } finally {
+      await subscriber.quit();
+    }
+  });
+
+  it('cancel(runId) from another RolloutQueue ends a live iterator with AbortError', async () => {
+    const queue = fx.queueName();
+    const rq = await fx.open(queue, { reconcileMs: 100 });
+    const cli = await fx.open(queue);
+    const started = countdown(1);
+    await fx.worker(queue, { concurrency: 1, onStart: started.hook });
+    const runId = fx.runId();
+    const inspect = fx.inspect(queue);
+    const run = collect(rq.mapRollouts(drafts(4, { delayMs: 30_000 }), { runId }));
+    await started.reached;
+    await waitFor(async () => (await inspect.getJobCounts('waiting')).waiting === 3);
+    const outcome = await cli.cancel(runId, 'cancelled from the CLI');
+    expect(outcome.removed).toHaveLength(3);
+    expect(outcome.workersNotified).toBeGreaterThanOrEqual(1);
+    const { error } = await run;
+    expect(error).toBeInstanceOf(AbortError);
+    expect((error as Error).message).toContain('cancelled from the CLI');
+    expect((await inspect.getJobCounts('waiting')).waiting).toBe(0);
+    await expect(cli.cancel('no-such-run')).rejects.toThrow(/no run "no-such-run"/);
+  });
+});
