@@ -47,9 +47,10 @@ describe('redactRedisUrl', () => {
     expect(redactRedisUrl('redis://default:p@ss:w0rd@host:6379')).toBe('redis://default:***@host:6379');
   });
 
-  it('says the URL is unparsable instead of echoing it', () => {
+  it('redacts credentials even when the rest is not a valid address, and refuses a URL without a scheme', () => {
     const url = 'redis://user:hunter2-secret@exa mple.com:6379';
-    expect(redactRedisUrl(url)).toBe('(unparsable REDIS_URL)');
+    expect(redactRedisUrl(url)).toBe('redis://user:***@exa mple.com:6379');
+    expect(() => redisOptionsFromUrl(url)).toThrow(/not a valid address/);
     expect(redactRedisUrl('not a url with hunter2-secret')).not.toContain('hunter2-secret');
   });
 });
@@ -125,5 +126,21 @@ describe('redisOptionsFromUrl', () => {
     expect(messageOf(() => redisOptionsFromUrl('localhost:6379'))).toMatch(/redis:\/\/.*rediss:\/\//);
     expect(messageOf(() => redisOptionsFromUrl('http://localhost:6379'))).toMatch(/must start with redis:\/\/ or rediss:\/\//);
     expect(messageOf(() => redisOptionsFromUrl('redis://localhost/abc'))).toMatch(/database "abc" is not a number/);
+  });
+});
+
+describe('unencoded passwords holding "/" (regression: they leaked as a path)', () => {
+  it.each([
+    ['redis://u:/secret@host:6379', '/secret'],
+    ['redis://u:12345/x@host', '12345/x'],
+    ['redis://:ab#cd/ef@host:6380/2', 'ab#cd/ef'],
+  ])('%s keeps the password out of the redacted address and parses it whole', (url, password) => {
+    expect(redactRedisUrl(url)).not.toContain(password);
+    expect(redisOptionsFromUrl(url).password).toBe(password);
+  });
+
+  it('rejects a non-decimal database without echoing the password', () => {
+    expect(() => redisOptionsFromUrl('redis://u:pw-0x@h/0x10')).toThrow(/database "0x10" is not a number/);
+    expect(() => redisOptionsFromUrl('redis://u:pw-0x@h/0x10')).not.toThrow(/pw-0x/);
   });
 });
