@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { queueKeys, type QueueKeys } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import { redactRedisUrl, redisOptionsFromUrl } from '../platform/redis-connection.js';
-import { warnUnlessNoEviction } from '../platform/redis-checks.js';
+import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { ChildPool } from './child-pool.js';
 import { LeaseLedger } from './lease-ledger.js';
 import { isLostOwnership, RolloutProcessor } from './rollout-processor.js';
@@ -141,7 +141,7 @@ export class RolloutWorker {
       const count = this.processor.abort({ runId }, 'cancelled');
       if (count > 0) logger.info({ runId, count }, 'run cancelled; aborting its active rollouts');
     });
-    await warnUnlessNoEviction(this.redis, logger);
+    await checkEvictionPolicy(this.redis, logger);
     if (options.metricsPort !== undefined) {
       const served = await this.metrics.serve(options.metricsPort, options.metricsHost, () => this.health());
       this.metricsServer = served.server;

@@ -1,4 +1,4 @@
-import { isPlainObject, RolloutSpecSchema, type ErrorInfo, type RolloutSpec, type RolloutSpecInput } from '../spec/index.js';
+import { isPlainObject, parseRolloutSpec, type ErrorInfo, type RolloutSpec, type RolloutSpecInput } from '../spec/index.js';
 import { leaseIdFor } from '../lease/index.js';
 import { findLeakedSecret } from './find-leaked-secret.js';
 
@@ -74,7 +74,7 @@ export function prepareDraft(draft: unknown, ctx: DraftContext): PreparedDraft {
   }
 
   const { taskKey: _taskKey, ...rest } = record;
-  const parsed = RolloutSpecSchema.safeParse({ ...rest, v: 1, leaseId, runId: ctx.runId, runAttemptId: ctx.runAttemptId });
+  const parsed = parseRolloutSpec({ ...rest, v: 1, leaseId, runId: ctx.runId, runAttemptId: ctx.runAttemptId });
   if (!parsed.success) {
     const issues = parsed.error.issues.slice(0, 3).map((issue) => `spec field "${pathText(issue.path)}": ${issue.message}`);
     const more = parsed.error.issues.length > 3 ? ` (and ${parsed.error.issues.length - 3} more)` : '';

@@ -5,7 +5,7 @@ import { queueKeys, readRunRecord, type QueueKeys, type RunRecord } from '../lea
 import { redactRedisUrl } from '../platform/redis-connection.js';
 import { RunIdSchema, type Result } from '../spec/index.js';
 import { cancelRun, type CancelOutcome } from './cancel-run.js';
-import { checkEvictionPolicy } from './check-eviction-policy.js';
+import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { connectProducerRedis } from './connect-producer-redis.js';
 import { compileProducerOptions, type CompiledProducerOptions, type ProducerOptions } from './producer-options.js';
 import type { RolloutDraft } from './rollout-draft.js';

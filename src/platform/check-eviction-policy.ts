@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Logger } from '../platform/logger.js';
+import type { Logger } from './logger.js';
 
 /**
  * Reads Redis' `maxmemory-policy` and warns unless it is `noeviction`: under any other policy

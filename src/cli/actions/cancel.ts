@@ -1,0 +1,21 @@
+import { cliEnvironment } from '../environment.js';
+import { CliError, EXIT, type ExitCode } from '../errors.js';
+import { MSG } from '../messages.js';
+import { coordinatorLogger, openQueue, readStatus } from '../plane.js';
+import { requireRedis } from '../redis-preflight.js';
+
+/** `rollout-queue cancel RUN_ID`: remove the run's waiting rollouts and stop its active ones. */
+export async function cancelAction(runId: string, options: { queue: string }): Promise<ExitCode> {
+  const env = cliEnvironment();
+  await requireRedis(env);
+  const queue = await openQueue(env, options.queue, coordinatorLogger('cancel'));
+  try {
+    const status = await readStatus(queue, runId);
+    if (!status.run) throw new CliError(MSG.runNotFound(runId, options.queue, env.prefix));
+    const outcome = await queue.cancel(runId, MSG.cancelReason);
+    process.stdout.write(`${MSG.runCancelled(runId, outcome.removed.length, outcome.workersNotified)}\n`);
+    return EXIT.ok;
+  } finally {
+    await queue.close();
+  }
+}

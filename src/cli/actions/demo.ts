@@ -1,0 +1,97 @@
+import path from 'node:path';
+import { startDashboard, type Dashboard } from '../../dashboard/server.js';
+import { loadDemoDrafts } from '../demo-inputs.js';
+import { provideDemoRedis, type DemoRedis } from '../demo-redis.js';
+import { spawnDemoWorkers, type DemoWorkers } from '../demo-workers.js';
+import { cliEnvironment } from '../environment.js';
+import { CliError, EXIT, type ExitCode } from '../errors.js';
+import { executeRun } from '../execute-run.js';
+import { MSG } from '../messages.js';
+import { coordinatorLogger, openQueue } from '../plane.js';
+import { requireRedis } from '../redis-preflight.js';
+import { defaultOutFile, generateRunId } from '../run-id.js';
+import { onStopSignals } from '../signals.js';
+
+/** Parsed options of `demo`. */
+export interface DemoOptions {
+  workers: number;
+  tasks: number;
+  concurrency: number;
+  keep?: boolean;
+  out?: string;
+}
+
+/** How long the demo waits for its workers to connect before running anyway, ms. */
+const READY_TIMEOUT_MS = 30_000;
+
+/**
+ * `rollout-queue demo`: the main job end to end on one machine. Redis (REDIS_URL, else a
+ * private redis-server, else a testcontainers Redis), `--workers` real worker processes on a
+ * fresh queue, the dashboard, then `examples/arithmetic` through the same code path as
+ * `run`, with progress and summary. Stops everything afterwards unless `--keep`.
+ */
+export async function demoAction(options: DemoOptions): Promise<ExitCode> {
+  const drafts = await loadDemoDrafts(options.tasks);
+  const interrupt = new AbortController();
+  let redis: DemoRedis | undefined;
+  let workers: DemoWorkers | undefined;
+  let dashboard: Dashboard | undefined;
+  const dispose = onStopSignals(
+    (signal) => interrupt.abort(signal),
+    () => {
+      workers?.kill();
+      redis?.kill();
+      process.exit(EXIT.interrupted);
+    },
+  );
+  const say = (line: string): void => void process.stderr.write(`${line}\n`);
+  try {
+    redis = await provideDemoRedis();
+    const env = cliEnvironment({ ...process.env, REDIS_URL: redis.url });
+    say(MSG.demoRedis(redis.source, env.address));
+    await requireRedis(env);
+    const queue = generateRunId().replace(/^run-/, 'demo-');
+    workers = spawnDemoWorkers({
+      count: options.workers,
+      queue,
+      redisUrl: redis.url,
+      prefix: env.prefix,
+      concurrency: options.concurrency,
+      logDir: path.resolve('.rollout-queue', queue),
+    });
+    say(MSG.demoWorkers(options.workers, queue, workers.logDir));
+    dashboard = await startDashboard({ redisUrl: redis.url, prefix: env.prefix, queues: [queue], port: 0 });
+    say(MSG.dashboardUrl(dashboard.url));
+    const probe = await openQueue(env, queue, coordinatorLogger('demo'));
+    try {
+      const ready = await workers.waitReady(probe, READY_TIMEOUT_MS);
+      if (ready < options.workers) say(MSG.demoWorkersNotReady(ready, options.workers, READY_TIMEOUT_MS / 1000, workers.logDir));
+    } finally {
+      await probe.close();
+    }
+    if (interrupt.signal.aborted) return EXIT.interrupted;
+    const runId = generateRunId();
+    const code = await executeRun({
+      env,
+      queue,
+      runId,
+      out: options.out ?? defaultOutFile(runId),
+      source: { kind: 'map', drafts },
+      interrupt: interrupt.signal,
+    });
+    if (options.keep && !interrupt.signal.aborted) {
+      say(MSG.demoKeep);
+      await new Promise((resolve) => interrupt.signal.addEventListener('abort', resolve, { once: true }));
+    }
+    return code;
+  } catch (err) {
+    if (interrupt.signal.aborted && !(err instanceof CliError)) return EXIT.interrupted;
+    throw err;
+  } finally {
+    if (workers || dashboard || (redis && redis.source !== 'REDIS_URL')) say(MSG.demoStopping);
+    await workers?.stop();
+    await dashboard?.close();
+    await redis?.stop();
+    dispose();
+  }
+}

@@ -1,0 +1,65 @@
+import { loadArtifact } from '../artifact.js';
+import { buildDrafts, buildRef, parseConfigOption, withDefaultEntrypoint } from '../build-drafts.js';
+import { cliEnvironment } from '../environment.js';
+import { EXIT, type ExitCode } from '../errors.js';
+import { executeRun } from '../execute-run.js';
+import { MSG } from '../messages.js';
+import { requireRedis } from '../redis-preflight.js';
+import { defaultOutFile, generateRunId } from '../run-id.js';
+import { interruptSignal } from '../signals.js';
+import { readTasksFile } from '../tasks-file.js';
+
+/** Parsed options of `run`. */
+export interface RunOptions {
+  tasks: string;
+  artifact: string;
+  run: string;
+  runConfig?: string;
+  reward: string;
+  rewardConfig?: string;
+  runId?: string;
+  out?: string;
+  queue: string;
+  maxInFlight?: number;
+  env?: string[];
+  runMs?: number;
+  hangMs?: number;
+  memoryMb?: number;
+}
+
+/**
+ * `rollout-queue run`: every input is checked before Redis is touched, so a usage error
+ * (exit 2) never enqueues anything; then the shared run path (progress, results file, summary).
+ */
+export async function runAction(options: RunOptions): Promise<ExitCode> {
+  const env = cliEnvironment();
+  const tasks = await readTasksFile(options.tasks);
+  const artifact = await loadArtifact(options.artifact);
+  const run = withDefaultEntrypoint(buildRef('--run', options.run, parseConfigOption('--run-config', options.runConfig)), artifact.entrypoint);
+  const reward = buildRef('--reward', options.reward, parseConfigOption('--reward-config', options.rewardConfig));
+  const drafts = buildDrafts(tasks, {
+    rendered: artifact.rendered,
+    run,
+    reward,
+    ...(options.env ? { env: options.env } : {}),
+    ...(options.runMs !== undefined ? { runMs: options.runMs } : {}),
+    ...(options.hangMs !== undefined ? { hangMs: options.hangMs } : {}),
+    ...(options.memoryMb !== undefined ? { memoryMb: options.memoryMb } : {}),
+  });
+  const runId = options.runId ?? generateRunId();
+  if (!options.runId) process.stderr.write(`${MSG.runIdGenerated(runId)}\n`);
+  await requireRedis(env);
+  const interrupt = interruptSignal(EXIT.interrupted);
+  try {
+    return await executeRun({
+      env,
+      queue: options.queue,
+      runId,
+      out: options.out ?? defaultOutFile(runId),
+      source: { kind: 'map', drafts, ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}) },
+      interrupt: interrupt.signal,
+    });
+  } finally {
+    interrupt.dispose();
+  }
+}

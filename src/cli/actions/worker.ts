@@ -1,0 +1,82 @@
+import { createLogger } from '../../platform/logger.js';
+import { cliEnvironment } from '../environment.js';
+import { EXIT, UsageError } from '../errors.js';
+import { MSG } from '../messages.js';
+import { RolloutWorker } from '../plane.js';
+import { waitForRedis } from '../redis-preflight.js';
+import { onStopSignals } from '../signals.js';
+
+/** Parsed options of `worker`. */
+export interface WorkerOptions {
+  queue: string;
+  concurrency?: number;
+  allow?: string[];
+  name?: string;
+  metricsPort?: number;
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
+  shutdownGraceMs?: number;
+}
+
+/** How long a second signal waits for the hand-back before exiting anyway, ms. */
+const HARD_EXIT_MS = 15_000;
+
+/**
+ * `rollout-queue worker`: serve one queue until SIGTERM/SIGINT. The first signal closes the
+ * worker gracefully (no new rollouts, active ones finish within the grace period, the rest
+ * are handed back); a second signal hands everything back at once and exits. While Redis is
+ * unreachable at start it waits with capped backoff, logging the redacted address, instead of
+ * crash-looping; wrong credentials fail at once (exit 1), bad options exit 2.
+ */
+export async function workerAction(options: WorkerOptions): Promise<void> {
+  const env = cliEnvironment();
+  const logger = createLogger({ component: 'worker', queue: options.queue });
+  const stop = new AbortController();
+  let worker: RolloutWorker | undefined;
+  const dispose = onStopSignals(
+    (signal) => {
+      logger.info({ signal }, MSG.workerStopping(options.shutdownGraceMs));
+      stop.abort(signal);
+    },
+    (signal) => {
+      logger.warn({ signal }, MSG.workerStoppingNow);
+      setTimeout(() => process.exit(EXIT.ok), HARD_EXIT_MS).unref();
+      void (worker ? worker.close({ graceMs: 0 }) : Promise.resolve()).finally(() => process.exit(EXIT.ok));
+    },
+  );
+  try {
+    const ready = await waitForRedis(env, (problem, retryMs) => logger.warn({ address: env.address, retryMs }, MSG.redisRetrying(problem, retryMs)), stop.signal);
+    if (!ready) return;
+    worker = await createWorker({
+      redisUrl: env.redisUrl,
+      queue: options.queue,
+      prefix: env.prefix,
+      ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
+      ...(options.allow ? { allow: options.allow } : {}),
+      ...(options.name !== undefined ? { name: options.name } : {}),
+      ...(options.metricsPort !== undefined ? { metricsPort: options.metricsPort } : {}),
+      ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
+      ...(options.stalledIntervalMs !== undefined ? { stalledIntervalMs: options.stalledIntervalMs } : {}),
+      ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),
+      logger,
+    });
+    if (!stop.signal.aborted) await new Promise((resolve) => stop.signal.addEventListener('abort', resolve, { once: true }));
+    await worker.close();
+  } finally {
+    dispose();
+  }
+}
+
+/**
+ * Creates the worker; an option the consumer refuses (out of range, malformed allowlist
+ * pattern) is a usage error (exit 2), naming the option.
+ */
+async function createWorker(options: Parameters<typeof RolloutWorker.create>[0]): Promise<RolloutWorker> {
+  try {
+    return await RolloutWorker.create(options);
+  } catch (err) {
+    const error = err as Error;
+    if (error.message.startsWith('worker option') || error.name === 'AllowlistError') throw new UsageError(MSG.badWorkerOption(error.message));
+    throw err;
+  }
+}

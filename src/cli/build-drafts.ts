@@ -1,0 +1,89 @@
+import type { RolloutDraft } from '../producer/index.js';
+import { parseRefTarget, RefSchema, type Ref, type Rendered } from '../spec/index.js';
+import { UsageError } from './errors.js';
+import { MSG, typeName } from './messages.js';
+import type { TaskLine } from './tasks-file.js';
+
+export type { RolloutDraft };
+
+/** What every draft of a run shares (from the command line or `run.json`). */
+export interface DraftTemplate {
+  readonly rendered: Rendered;
+  readonly run: Ref;
+  readonly reward: Ref;
+  /** Environment variable names the worker passes on (never values). */
+  readonly env?: readonly string[];
+  readonly runMs?: number;
+  readonly hangMs?: number;
+  readonly memoryMb?: number;
+}
+
+/**
+ * Parses a JSON option value into a config object.
+ * @throws UsageError naming the option when it is not JSON or not an object.
+ */
+export function parseConfigOption(option: string, text: string | undefined): Record<string, unknown> {
+  if (text === undefined) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new UsageError(MSG.badJsonOption(option, (err as Error).message));
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new UsageError(MSG.jsonOptionNotObject(option, typeName(value)));
+  }
+  return value as Record<string, unknown>;
+}
+
+/**
+ * Builds a Ref from `--run`/`--reward` and its config, checked by the wire schema.
+ * @param option how the pair is named in messages, e.g. `--run`.
+ * @throws UsageError naming the option and the path of the first bad value.
+ */
+export function buildRef(option: string, target: string, config: Record<string, unknown>): Ref {
+  const parsedTarget = parseRefTarget(target);
+  if (typeof parsedTarget === 'string') throw new UsageError(MSG.badRefTarget(option, parsedTarget));
+  const parsed = RefSchema.safeParse({ $ref: target, config });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new UsageError(MSG.badRefConfig(`${option}-config`, issue?.path.join('.') ?? '', issue?.message ?? 'invalid'));
+  }
+  return parsed.data as Ref;
+}
+
+/**
+ * Gives the built-in code runner the artifact file's name as `entrypoint` when the config
+ * does not name one, so `--artifact solve.py --run rollout-queue/runners:codeRunner` works.
+ * Other run factories get their config untouched.
+ */
+export function withDefaultEntrypoint(run: Ref, entrypoint: string | undefined): Ref {
+  const target = parseRefTarget(run.$ref);
+  if (entrypoint === undefined || typeof target === 'string' || target.exportName !== 'codeRunner') return run;
+  if (run.config.entrypoint !== undefined) return run;
+  return { ...run, config: { ...run.config, entrypoint } };
+}
+
+/** One draft per task, all sharing the template. */
+export function buildDrafts(tasks: readonly TaskLine[], template: DraftTemplate): RolloutDraft[] {
+  if (template.runMs !== undefined && template.hangMs !== undefined && template.hangMs <= template.runMs) {
+    throw new UsageError(MSG.hangBelowRun(template.hangMs, template.runMs));
+  }
+  const timeouts = {
+    ...(template.runMs !== undefined ? { runMs: template.runMs } : {}),
+    ...(template.hangMs !== undefined ? { hangMs: template.hangMs } : {}),
+  };
+  const sandbox = {
+    env: [...(template.env ?? [])],
+    ...(template.memoryMb !== undefined ? { memoryMb: template.memoryMb } : {}),
+  };
+  return tasks.map(({ taskKey, task }) => ({
+    taskKey,
+    rendered: template.rendered,
+    task,
+    run: template.run,
+    reward: template.reward,
+    sandbox,
+    ...(Object.keys(timeouts).length > 0 ? { timeouts } : {}),
+  }));
+}

@@ -1,0 +1,54 @@
+import type { Result } from '../spec/index.js';
+import { isAbort, runStoppedBy, type RunStop } from './plane.js';
+import type { Progress } from './progress.js';
+import type { ResultsFile } from './results-file.js';
+
+/** How collecting a run's results ended. */
+export type CollectOutcome =
+  | { readonly kind: 'completed' }
+  | ({ readonly kind: 'stopped' } & RunStop)
+  | { readonly kind: 'interrupted' }
+  | { readonly kind: 'cancelled'; readonly reason: string }
+  | { readonly kind: 'failed'; readonly error: Error };
+
+/**
+ * Pulls results and writes each one to the file **before** pulling the next: the producer
+ * acknowledges a result when its iterator resumes, so every acknowledged result is already
+ * on disk. A lease already in the file (a re-attached run) is not written again.
+ *
+ * `interrupt` ends the wait at once without resuming the iterator, so the result in hand,
+ * if any, stays unacknowledged in Redis and comes back on the next attach. Any other error of
+ * the producer ends collection as `failed`, so the caller can still summarise what arrived.
+ */
+export async function collectResults(
+  results: AsyncIterable<Result>,
+  file: ResultsFile,
+  progress: Progress,
+  interrupt?: AbortSignal,
+): Promise<CollectOutcome> {
+  const iterator = results[Symbol.asyncIterator]();
+  const interrupted = new Promise<'interrupted'>((resolve) => {
+    if (interrupt?.aborted) resolve('interrupted');
+    interrupt?.addEventListener('abort', () => resolve('interrupted'), { once: true });
+  });
+  for (;;) {
+    let next: IteratorResult<Result> | 'interrupted';
+    try {
+      next = await Promise.race([iterator.next(), interrupted]);
+    } catch (err) {
+      const stop = runStoppedBy(err);
+      if (stop) {
+        if (stop.result) file.append(stop.result);
+        progress.update(file.count);
+        return { kind: 'stopped', ...stop };
+      }
+      // No signal is passed to the producer, so an AbortError means `cancel` from elsewhere.
+      if (isAbort(err)) return { kind: 'cancelled', reason: (err as Error).message };
+      return { kind: 'failed', error: err instanceof Error ? err : new Error(String(err)) };
+    }
+    if (next === 'interrupted') return { kind: 'interrupted' };
+    if (next.done) return { kind: 'completed' };
+    file.append(next.value);
+    progress.update(file.count);
+  }
+}

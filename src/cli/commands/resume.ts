@@ -1,0 +1,18 @@
+import { Command } from 'commander';
+import type { ResumeOptions } from '../actions/resume.js';
+import { queueOption, type CommandContext } from '../command-context.js';
+import { HELP } from '../messages.js';
+import { runId } from '../option-parsers.js';
+
+/** `rollout-queue resume RUN_ID [--out FILE]`: re-attach to a run after its coordinator died. */
+export function resumeCommand(ctx: CommandContext): Command {
+  return new Command('resume')
+    .description(HELP.resume.description)
+    .argument('<runId>', 'run id', runId)
+    .option('--out <file>', HELP.resume.out)
+    .addOption(queueOption())
+    .action(async (id: string, options: ResumeOptions) => {
+      const { resumeAction } = await import('../actions/resume.js');
+      ctx.exitCode = await resumeAction(id, options);
+    });
+}

@@ -1,0 +1,33 @@
+import { Command, Option } from 'commander';
+import type { RunOptions } from '../actions/run.js';
+import { queueOption, type CommandContext } from '../command-context.js';
+import { HELP } from '../messages.js';
+import { envNameList, positiveInteger, runId } from '../option-parsers.js';
+
+/**
+ * `rollout-queue run`: one rollout per task line, results to `--out`, a summary. Running it
+ * again with the same `--run-id` re-attaches (nothing is enqueued twice, the results file ends
+ * with every lease once). The action is loaded only when the command runs.
+ */
+export function runCommand(ctx: CommandContext): Command {
+  return new Command('run')
+    .description(HELP.run.description)
+    .requiredOption('--tasks <file>', HELP.run.tasks)
+    .requiredOption('--artifact <path>', HELP.run.artifact)
+    .requiredOption('--run <target>', HELP.run.run)
+    .option('--run-config <json>', HELP.run.runConfig)
+    .requiredOption('--reward <target>', HELP.run.reward)
+    .option('--reward-config <json>', HELP.run.rewardConfig)
+    .addOption(new Option('--run-id <id>', HELP.run.runId).argParser(runId))
+    .option('--out <file>', HELP.run.out)
+    .addOption(queueOption())
+    .addOption(new Option('--max-in-flight <n>', HELP.run.maxInFlight).argParser(positiveInteger))
+    .addOption(new Option('--env <name...>', HELP.run.env).argParser(envNameList))
+    .addOption(new Option('--run-ms <ms>', HELP.run.runMs).argParser(positiveInteger))
+    .addOption(new Option('--hang-ms <ms>', HELP.run.hangMs).argParser(positiveInteger))
+    .addOption(new Option('--memory-mb <mib>', HELP.run.memoryMb).argParser(positiveInteger))
+    .action(async (options: RunOptions) => {
+      const { runAction } = await import('../actions/run.js');
+      ctx.exitCode = await runAction(options);
+    });
+}

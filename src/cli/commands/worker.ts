@@ -1,0 +1,28 @@
+import { Command, Option } from 'commander';
+import type { WorkerOptions } from '../actions/worker.js';
+import { queueOption, type CommandContext } from '../command-context.js';
+import { EXIT } from '../errors.js';
+import { HELP } from '../messages.js';
+import { port, positiveInteger, stringList } from '../option-parsers.js';
+
+/**
+ * `rollout-queue worker [--queue rollouts] [--concurrency N] [--allow PATTERN ...] …`: serve a
+ * queue until SIGTERM/SIGINT (graceful, exit 0); a second signal hands rollouts back at once.
+ */
+export function workerCommand(ctx: CommandContext): Command {
+  return new Command('worker')
+    .description(HELP.worker.description)
+    .addOption(queueOption())
+    .addOption(new Option('--concurrency <n>', HELP.worker.concurrency).argParser(positiveInteger))
+    .addOption(new Option('--allow <pattern...>', HELP.worker.allow).argParser(stringList))
+    .option('--name <name>', HELP.worker.name)
+    .addOption(new Option('--metrics-port <port>', HELP.worker.metricsPort).argParser(port))
+    .addOption(new Option('--lock-duration-ms <ms>', HELP.worker.lockDurationMs).argParser(positiveInteger))
+    .addOption(new Option('--stalled-interval-ms <ms>', HELP.worker.stalledIntervalMs).argParser(positiveInteger))
+    .addOption(new Option('--shutdown-grace-ms <ms>', HELP.worker.shutdownGraceMs).argParser(positiveInteger))
+    .action(async (options: WorkerOptions) => {
+      const { workerAction } = await import('../actions/worker.js');
+      await workerAction(options);
+      ctx.exitCode = EXIT.ok;
+    });
+}

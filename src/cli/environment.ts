@@ -1,0 +1,35 @@
+import { DEFAULT_PREFIX, DEFAULT_QUEUE, queueKeys } from '../lease/index.js';
+import { DEFAULT_REDIS_URL, redactRedisUrl, redisOptionsFromUrl } from '../platform/redis-connection.js';
+import { UsageError } from './errors.js';
+import { MSG } from './messages.js';
+
+/** Where the CLI connects: from `REDIS_URL` and `ROLLOUT_QUEUE_PREFIX`. */
+export interface CliEnvironment {
+  /** The full URL, credentials included: pass it on, never print it. */
+  readonly redisUrl: string;
+  /** `redisUrl` without its password, for every message. */
+  readonly address: string;
+  /** Key prefix of every queue (default `rq`). */
+  readonly prefix: string;
+}
+
+/**
+ * Reads the connection settings from the environment.
+ * @throws UsageError when `REDIS_URL` is not a redis:// or rediss:// URL, or the prefix holds
+ *   characters that would split Redis keys.
+ */
+export function cliEnvironment(env: NodeJS.ProcessEnv = process.env): CliEnvironment {
+  const redisUrl = env.REDIS_URL && env.REDIS_URL.trim() !== '' ? env.REDIS_URL.trim() : DEFAULT_REDIS_URL;
+  try {
+    redisOptionsFromUrl(redisUrl);
+  } catch (err) {
+    throw new UsageError(MSG.badRedisUrl((err as Error).message));
+  }
+  const prefix = env.ROLLOUT_QUEUE_PREFIX && env.ROLLOUT_QUEUE_PREFIX !== '' ? env.ROLLOUT_QUEUE_PREFIX : DEFAULT_PREFIX;
+  try {
+    queueKeys(prefix, DEFAULT_QUEUE);
+  } catch (err) {
+    throw new UsageError(MSG.badPrefix((err as Error).message));
+  }
+  return { redisUrl, address: redactRedisUrl(redisUrl), prefix };
+}

@@ -1,0 +1,125 @@
+import type { Logger } from '../platform/logger.js';
+import type { RolloutDraft } from './build-drafts.js';
+import { collectResults, type CollectOutcome } from './collect-results.js';
+import type { CliEnvironment } from './environment.js';
+import { CliError, EXIT, type ExitCode } from './errors.js';
+import { MSG } from './messages.js';
+import { coordinatorLogger, openQueue, readStatus, type RolloutQueue } from './plane.js';
+import { createProgress } from './progress.js';
+import { ResultsFile } from './results-file.js';
+import { formatSummary, type RunEnd } from './summary.js';
+
+/** Where a run's results come from: new drafts (also a restart of the same run id) or an attach. */
+export type RunSource =
+  | { readonly kind: 'map'; readonly drafts: readonly RolloutDraft[]; readonly maxInFlight?: number }
+  | { readonly kind: 'attach' };
+
+/** Options of {@link executeRun}. */
+export interface ExecuteRunOptions {
+  readonly env: CliEnvironment;
+  readonly queue: string;
+  readonly runId: string;
+  /** Results file path. */
+  readonly out: string;
+  readonly source: RunSource;
+  /** Aborted on Ctrl-C: stop collecting, print the summary so far and how to resume. */
+  readonly interrupt?: AbortSignal;
+  /** Where the summary goes (default stdout); progress and notes go to stderr. */
+  readonly stdout?: NodeJS.WritableStream;
+  readonly stderr?: NodeJS.WriteStream;
+  readonly logger?: Logger;
+}
+
+/** Longest wait for closing the queue or reading counters after an interrupt, ms. */
+const WIND_DOWN_MS = 3000;
+
+/** `promise`'s value, or undefined when it fails or takes longer than `ms`. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  const late = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ms).unref());
+  return Promise.race([promise.catch(() => undefined), late]);
+}
+
+/**
+ * The one code path of `run`, `resume` and `demo`: open the queue, open (or re-open) the
+ * results file, collect results with a progress display, print the summary.
+ * @returns 0 when every spec has its line, 3 when stopped on a caller result, 130 when
+ *   interrupted, 1 when the run ended with results missing.
+ * @throws CliError when `resume` names a run that does not exist.
+ */
+export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> {
+  const { env, queue, runId, source } = options;
+  const stdout = options.stdout ?? process.stdout;
+  const stderr = options.stderr ?? process.stderr;
+  const logger = options.logger ?? coordinatorLogger('coordinator');
+  const q = await openQueue(env, queue, logger, source.kind === 'map' ? source.maxInFlight : undefined);
+  let file: ResultsFile | undefined;
+  let outcome: CollectOutcome | undefined;
+  try {
+    const total = source.kind === 'map' ? source.drafts.length : await attachTotal(q, options);
+    file = ResultsFile.open(options.out, runId);
+    if (file.reopened.count > 0 || file.reopened.droppedPartial) {
+      stderr.write(`${MSG.resultsReopened(file.path, file.reopened.count, file.reopened.droppedPartial)}\n`);
+    }
+    stderr.write(`${source.kind === 'map' ? MSG.runStarting(runId, total ?? 0, queue, env.address) : MSG.runResuming(runId, queue, env.address)}\n`);
+    const progress = createProgress({ total, initial: file.count, stream: stderr });
+    const results = source.kind === 'map'
+      ? q.mapRollouts(source.drafts, { runId, specCount: source.drafts.length })
+      : q.attach(runId, {});
+    try {
+      outcome = await collectResults(results, file, progress, options.interrupt);
+    } finally {
+      progress.stop();
+    }
+    const status = await within(readStatus(q, runId), WIND_DOWN_MS);
+    const run = status?.run;
+    const end = runEnd(outcome, file.count, total);
+    stdout.write(`${formatSummary({
+      runId,
+      total,
+      end,
+      tally: file.tally,
+      counters: run ? { redispatched: run.redispatched, duplicatesDropped: run.duplicatesDropped } : undefined,
+      file: file.path,
+    })}\n`);
+    if (outcome.kind === 'stopped') {
+      const error = outcome.result?.error;
+      stderr.write(`${outcome.leaseId && error ? MSG.runStopped(outcome.leaseId, error.type, error.message) : MSG.runStoppedEarlier(outcome.message)}\n`);
+      return EXIT.stopped;
+    }
+    if (outcome.kind === 'interrupted') {
+      stderr.write(`${MSG.runInterrupted(runId, file.path)}\n`);
+      return EXIT.interrupted;
+    }
+    if (outcome.kind === 'cancelled') throw new CliError(MSG.runWasCancelled(runId, outcome.reason));
+    if (outcome.kind === 'failed') throw failure(outcome.error, options);
+    if (end === 'completed') return EXIT.ok;
+    stderr.write(`${MSG.runIncomplete(file.count, total ?? 0)}\n`);
+    return EXIT.failure;
+  } finally {
+    file?.close();
+    if (outcome?.kind === 'interrupted') await within(q.close(), WIND_DOWN_MS);
+    else await q.close();
+  }
+}
+
+async function attachTotal(q: RolloutQueue, options: ExecuteRunOptions): Promise<number | null> {
+  const status = await readStatus(q, options.runId);
+  if (!status.run) throw new CliError(MSG.runNotFound(options.runId, options.queue, options.env.prefix));
+  return status.run.specCount;
+}
+
+/** The CLI error for a producer failure after the summary was printed. */
+function failure(error: Error, options: ExecuteRunOptions): CliError {
+  // The producer's attach ends with a plain Error when specs were never enqueued (see
+  // RolloutQueue.attach); only re-running `run` with the specs can finish such a run.
+  if (/never enqueued/.test(error.message)) return new CliError(MSG.resumeNeedsSpecs(options.runId, error.message));
+  return new CliError(MSG.runFailed(options.runId, error.message));
+}
+
+function runEnd(outcome: CollectOutcome, count: number, total: number | null): RunEnd {
+  if (outcome.kind === 'stopped') return 'stopped on a caller result';
+  if (outcome.kind === 'interrupted') return 'interrupted';
+  if (outcome.kind === 'cancelled') return 'cancelled';
+  if (outcome.kind === 'failed') return 'failed';
+  return total === null || count >= total ? 'completed' : 'incomplete';
+}

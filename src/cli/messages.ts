@@ -1,0 +1,212 @@
+/**
+ * Every user-facing text of the `rollout-queue` command in one place (the habit of
+ * lint-staged `lib/messages.js`): help, errors, progress, summaries. Errors name the option
+ * or file:line, what was wrong, and the fix. Redis addresses are always passed in already
+ * redacted (see `redactRedisUrl`); nothing here ever receives a password.
+ */
+
+/** Help texts of commands and options. */
+export const HELP = {
+  program: 'A durable Redis/BullMQ execution plane for ML rollouts: specs in, exactly one typed Result out per rollout.',
+  envHelp: [
+    '',
+    'Environment:',
+    '  REDIS_URL             redis://[user:password@]host:port[/db] or rediss://… (default redis://127.0.0.1:6379)',
+    '  ROLLOUT_QUEUE_PREFIX  key prefix of every queue (default rq)',
+    '  LOG_LEVEL             pino log level (worker default info; other commands default warn)',
+    '',
+    'Exit codes: 0 every spec got a result, 3 stopped on a caller result, 2 usage error, 130 interrupted, 1 anything else.',
+  ].join('\n'),
+  queue: 'queue name',
+  worker: {
+    description: 'Run a worker: take rollouts from a queue and run each in a child process.',
+    concurrency: 'rollouts run at once, one child process each (default 2)',
+    allow: 'module patterns Refs may import, e.g. "@acme/rollouts/*" (widens the default "rollout-queue/*"; whoever can write to the queue can run any allowed code)',
+    name: 'worker name shown in results and status (default: host-pid)',
+    metricsPort: 'serve Prometheus metrics on this port',
+    lockDurationMs: 'BullMQ lockDuration: a worker that stops renewing its lock this long is presumed dead (default 10000)',
+    stalledIntervalMs: 'BullMQ stalledInterval: how often lost leases are looked for (default 5000)',
+    shutdownGraceMs: 'on SIGTERM, how long active rollouts may finish before they are handed back (default 30000)',
+  },
+  run: {
+    description: 'Enqueue one rollout per task line, write one Result per line to --out, print a summary.',
+    tasks: 'tasks, one JSON object per line (task.id names the lease, else the line number)',
+    artifact: 'the artifact under test: a file (sent as a string) or a directory (all its files)',
+    run: 'run factory as module:export, e.g. rollout-queue/runners:codeRunner',
+    runConfig: 'JSON object passed to the run factory',
+    reward: 'reward factory as module:export, e.g. rollout-queue/rewards:lastNumber',
+    rewardConfig: 'JSON object passed to the reward factory',
+    runId: 'run id; the same id again re-attaches to that run (default: generated)',
+    out: 'results file, JSONL (default results-<runId>.jsonl)',
+    maxInFlight: "at most this many of the run's rollouts waiting or active at once (default 500)",
+    env: 'names of environment variables the worker passes to the rollout (names only, never values)',
+    runMs: "the rollout's own time limit, ms; past it: a model result (default 600000)",
+    hangMs: "the plane's limit, ms; past it the child is killed and the lease re-dispatched (default 900000)",
+    memoryMb: "heap limit of the rollout's child process, MiB (default 1024)",
+  },
+  resume: {
+    description: 'Re-attach to a run and write the results not yet delivered (after the coordinator died).',
+    out: 'results file (default results-<runId>.jsonl); leases already in it are not written again',
+  },
+  status: {
+    description: 'Show jobs by state, connected workers and, for a run, results by kind, counters and quarantined leases.',
+    json: 'print JSON',
+  },
+  cancel: { description: "Cancel a run: remove its waiting rollouts and tell workers to stop its active ones." },
+  dashboard: {
+    description: 'Serve the bull-board dashboard over the queues (read-only unless --writable).',
+    port: 'port to listen on (0 picks a free one)',
+    host: 'address to listen on (bull-board has no login: keep it on loopback or put a proxy in front)',
+    queue: 'a queue to show; repeat for more (default: rollouts plus every queue found under the prefix)',
+    writable: 'allow retry/remove/clean/pause from the dashboard',
+  },
+  demo: {
+    description: 'Run examples/arithmetic end to end: Redis, worker processes, dashboard, a run with a summary.',
+    workers: 'worker processes to start',
+    tasks: 'tasks to run from examples/arithmetic/tasks.jsonl',
+    concurrency: 'rollouts at once per worker',
+    keep: 'keep Redis, workers and dashboard up after the run until Ctrl-C',
+    out: 'results file (default results-<runId>.jsonl)',
+  },
+} as const;
+
+/** Short type name of a value for error messages ("array", "null", "string"). */
+export function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
+}
+
+/** One `label  value` row of the summary, labels in one column. */
+function summaryRow(label: string, value: string): string {
+  return `  ${label.padEnd(20)}${value}`;
+}
+
+/** Error and status texts. */
+export const MSG = {
+  // ── options ──────────────────────────────────────────────────────────────
+  notAnInteger: (value: string, min: number) => `must be a whole number >= ${min}, got "${value}"`,
+  notAQueueName: (value: string) => `must hold only letters, digits, "_", "-" and "{}", got "${value}"`,
+  notAnEnvName: (value: string) => `"${value}" is not a variable NAME (A-Z, 0-9, "_", not starting with a digit); pass names, never values`,
+  notARunId: (value: string, why: string) => `"${value}": ${why}`,
+  badJsonOption: (option: string, why: string) => `${option} is not valid JSON (${why}); pass an object like '{"timeoutMs": 10000}'`,
+  jsonOptionNotObject: (option: string, got: string) => `${option} must be a JSON object, got ${got}`,
+  badRefTarget: (option: string, why: string) => `${option}: ${why}`,
+  badRefConfig: (option: string, path: string, why: string) => `${option}${path ? ` at ${path}` : ''}: ${why}`,
+  badPrefix: (why: string) => `ROLLOUT_QUEUE_PREFIX: ${why}`,
+  badRedisUrl: (why: string) => `${why}. Set REDIS_URL, e.g. REDIS_URL=redis://127.0.0.1:6379`,
+
+  hangBelowRun: (hangMs: number, runMs: number) =>
+    `--hang-ms (${hangMs}) must be above --run-ms (${runMs}): a slow rollout is judged (model) before it is presumed wedged (re-dispatch)`,
+  badWorkerOption: (why: string) => `${why}; see rollout-queue worker --help`,
+
+  // ── input files ──────────────────────────────────────────────────────────
+  tasksUnreadable: (file: string, why: string) => `cannot read --tasks ${file}: ${why}`,
+  tasksEmpty: (file: string) => `--tasks ${file} holds no tasks (only blank lines); nothing to run`,
+  taskNotJson: (file: string, line: number, why: string) => `${file}:${line}: not valid JSON (${why}); each line must be one JSON object. Nothing was enqueued.`,
+  taskNotObject: (file: string, line: number, got: string) => `${file}:${line}: expected a JSON object, got ${got}. Nothing was enqueued.`,
+  taskInvalid: (file: string, line: number, why: string) => `${file}:${line}: ${why}. Nothing was enqueued.`,
+  taskDuplicate: (file: string, line: number, key: string, first: number) =>
+    `${file}:${line}: task id "${key}" repeats line ${first}; task ids name leases and must be unique within a run. Nothing was enqueued.`,
+  artifactMissing: (file: string, why: string) => `cannot read --artifact ${file}: ${why}`,
+  artifactEmpty: (dir: string) => `--artifact ${dir} is a directory without files (node_modules and .git are skipped)`,
+  exampleMissing: (file: string) => `${file} is missing; the demo runs from a clone of rollout-queue (examples/ is not in the npm package)`,
+  exampleInvalid: (file: string, why: string) => `${file}: ${why}`,
+
+  // ── results file ─────────────────────────────────────────────────────────
+  resultsCorrupt: (file: string, line: number) => `${file}:${line} is not a result line; move the file away or pass another --out`,
+  resultsOtherRun: (file: string, found: string, runId: string) =>
+    `${file} holds results of run "${found}", not "${runId}"; pass another --out`,
+  resultsReopened: (file: string, count: number, dropped: boolean) =>
+    `${file} already holds ${count} result(s)${dropped ? ' (a partial last line was dropped)' : ''}; they are kept and not written again`,
+
+  // ── Redis ────────────────────────────────────────────────────────────────
+  redisUnreachable: (address: string, why: string) =>
+    `could not connect to Redis at ${address} (${why}). Start Redis (redis-server, or docker compose up redis) or point REDIS_URL at one.`,
+  redisAuthFailed: (address: string) =>
+    `Redis at ${address} refused the credentials (WRONGPASS). Check the user and password in REDIS_URL (redis://user:password@host:port).`,
+  redisNeedsAuth: (address: string) =>
+    `Redis at ${address} requires a password (NOAUTH). Put it in REDIS_URL: redis://[user]:password@host:port.`,
+  redisNoPasswordSet: (address: string) =>
+    `Redis at ${address} has no password set, but REDIS_URL gives one. Remove it from REDIS_URL or set requirepass on the server.`,
+  redisOther: (address: string, why: string) => `Redis at ${address} answered with an error: ${why}`,
+  redisRetrying: (problem: string, retryMs: number) => `${problem} Retrying in ${Math.round(retryMs / 1000)} s.`,
+
+  // ── runs ─────────────────────────────────────────────────────────────────
+  runIdGenerated: (runId: string) => `run id: ${runId} (run the same command with --run-id ${runId} to re-attach)`,
+  runStarting: (runId: string, count: number, queue: string, address: string) =>
+    `run ${runId}: ${count} rollout(s) on queue "${queue}" at ${address}`,
+  runResuming: (runId: string, queue: string, address: string) => `re-attaching to run ${runId} on queue "${queue}" at ${address}`,
+  runNotFound: (runId: string, queue: string, prefix: string) =>
+    `no run "${runId}" on queue "${queue}" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (rollout-queue status lists the runs)`,
+  runStopped: (leaseId: string, type: string, message: string) =>
+    `run stopped on a caller result for lease ${leaseId}: ${type}: ${message}\nFix the caller contract (Ref, config, spec) and run again; the other rollouts were not enqueued.`,
+  runStoppedEarlier: (why: string) => `the run was stopped before: ${why}`,
+  runIncomplete: (count: number, total: number) =>
+    `the producer ended the run with ${count} of ${total} results in the file; nothing more will come. rollout-queue status <runId> shows the run record.`,
+  resumeNeedsSpecs: (runId: string, why: string) =>
+    `${why}\nTo finish run ${runId}, run the same \`rollout-queue run\` command again with --run-id ${runId}: it enqueues only what is missing.`,
+  runFailed: (runId: string, why: string) =>
+    `run ${runId} could not be followed to its end: ${why}\nNothing delivered is lost: rollout-queue resume ${runId} (or the same run command with --run-id ${runId}) picks it up again.`,
+  runWasCancelled: (runId: string, why: string) => (why.includes(runId) ? why : `run ${runId} was cancelled: ${why}`),
+  cancelReason: 'cancelled with `rollout-queue cancel`',
+  runInterrupted: (runId: string, out: string) =>
+    `interrupted: run ${runId} goes on in Redis. Collect the rest with\n  rollout-queue resume ${runId} --out ${out}\nor stop it with\n  rollout-queue cancel ${runId}`,
+  runCancelled: (runId: string, removed: number, workers: number) =>
+    `cancelled run ${runId}: ${removed} waiting rollout(s) removed, ${workers} worker(s) told to stop its active ones`,
+  progressLine: (done: number, total: number | null) =>
+    total ? `progress: ${done}/${total} results (${Math.floor((done / total) * 100)}%)` : `progress: ${done} results`,
+
+  // ── summary ──────────────────────────────────────────────────────────────
+  summaryTitle: (runId: string, delivered: number, total: number | null, state: string) =>
+    `Run ${runId}: ${delivered}${total === null ? '' : ` of ${total}`} result(s), ${state}`,
+  summaryKind: (kind: string, count: number, extra: string) => summaryRow(kind, `${String(count).padStart(6)}${extra ? `   ${extra}` : ''}`),
+  summaryRewards: (mean: string, spread: string) => `mean reward ${mean} over ok${spread ? ` (${spread})` : ''}`,
+  summaryRunMs: (p50: string, p95: string) => summaryRow('run time', `p50 ${p50}, p95 ${p95}`),
+  summaryWorkers: (spread: string) => summaryRow('results per worker', spread),
+  summaryCounter: (label: string, value: number | string) => summaryRow(label, String(value).padStart(6)),
+  summaryFile: (file: string) => summaryRow('results file', file),
+
+  // ── status / cancel ──────────────────────────────────────────────────────
+  statusQueue: (queue: string, prefix: string, address: string) => `Queue "${queue}" (prefix "${prefix}") at ${address}`,
+  statusJobs: 'Jobs by state:',
+  statusWorkers: (count: number) => `Workers connected: ${count}`,
+  statusNoWorkers: '  none: start one with `rollout-queue worker`',
+  statusRun: (runId: string, status: string, created: string | null) => `Run ${runId}: ${status}${created ? ` (created ${created})` : ''}`,
+  statusStopReason: (reason: string) => `  stop reason     ${reason}`,
+  statusRuns: (runs: string) => `Runs: ${runs}`,
+  statusQuarantined: (count: number) => `Quarantined leases (ended by the re-dispatch limit): ${count}`,
+  statusQuarantineLine: (leaseId: string, exitCode: string, signal: string, reason: string) =>
+    `  ${leaseId}  exit code ${exitCode}, signal ${signal}${reason ? `: ${reason}` : ''}`,
+  statusStderr: (tail: string) => `    stderr tail: ${tail}`,
+
+  // ── worker ───────────────────────────────────────────────────────────────
+  workerStopping: (graceMs: number | undefined) =>
+    `stopping: no new rollouts; active ones may finish within ${graceMs === undefined ? 'the shutdown grace' : `${graceMs} ms`}; signal again to hand them back now`,
+  workerStoppingNow: 'stopping now: active rollouts are handed back to the queue',
+
+  // ── dashboard ────────────────────────────────────────────────────────────
+  dashboardUrl: (url: string) => `dashboard: ${url}`,
+  dashboardFailed: (why: string) => `dashboard: ${why}`,
+  dashboardQueues: (queues: readonly string[], readOnly: boolean) =>
+    `showing queue(s) ${queues.join(', ')}${readOnly ? ' (read-only; --writable enables retry/remove/clean)' : ' (WRITABLE)'}`,
+  dashboardStop: 'press Ctrl-C to stop',
+
+  // ── demo ─────────────────────────────────────────────────────────────────
+  demoNoRedis: [
+    'the demo needs Redis, and none was found:',
+    '  - REDIS_URL is not set,',
+    '  - there is no redis-server on PATH (install one: `sudo apt-get install redis-server` or `brew install redis`),',
+    '  - no Docker engine answers (with Docker: `docker compose up -d redis`, then REDIS_URL=redis://127.0.0.1:6379).',
+  ].join('\n'),
+  demoRedis: (source: string, address: string) => `redis: ${address} (${source})`,
+  demoContainerFailed: (why: string) => `could not start a Redis container through testcontainers: ${why}`,
+  demoWorkers: (count: number, queue: string, logDir: string) => `workers: ${count} process(es) on queue "${queue}" (logs in ${logDir})`,
+  demoWorkerExited: (name: string, how: string, log: string, tail: string) =>
+    `worker ${name} exited early (${how}); its log is ${log}${tail ? `:\n${tail}` : ''}`,
+  demoWorkersNotReady: (ready: number, wanted: number, seconds: number, logDir: string) =>
+    `only ${ready} of ${wanted} worker(s) connected within ${seconds} s; see the logs in ${logDir}`,
+  demoKeep: 'everything stays up (--keep): press Ctrl-C to stop the workers, the dashboard and Redis',
+  demoStopping: 'stopping workers, dashboard and Redis…',
+  localRedisFailed: (why: string) => `could not start redis-server: ${why}`,
+} as const;

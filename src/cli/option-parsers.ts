@@ -1,0 +1,58 @@
+/**
+ * Parsers for option values. Each throws commander's `InvalidArgumentError`, so commander
+ * prints `error: option '--x <n>' argument 'v' is invalid. <why>` (naming the option) and
+ * `main.ts` exits 2. Values that need more than one option to check (Refs) are checked in
+ * `build-drafts.ts` with {@link UsageError}s instead.
+ */
+import { InvalidArgumentError } from 'commander';
+import { EnvNameSchema, RunIdSchema } from '../spec/index.js';
+import { MSG } from './messages.js';
+
+/** A whole number >= `min` (default 1), as commander's argParser. */
+export function integerAtLeast(min: number): (value: string) => number {
+  return (value) => {
+    const trimmed = value.trim();
+    const parsed = /^\d+$/.test(trimmed) ? Number(trimmed) : Number.NaN;
+    if (!Number.isSafeInteger(parsed) || parsed < min) throw new InvalidArgumentError(MSG.notAnInteger(value, min));
+    return parsed;
+  };
+}
+
+/** A positive whole number (counts, ms, MiB). */
+export const positiveInteger = integerAtLeast(1);
+
+/** A port, 0–65535 (0: pick a free one). */
+export function port(value: string): number {
+  const parsed = integerAtLeast(0)(value);
+  if (parsed > 65_535) throw new InvalidArgumentError(MSG.notAnInteger(value, 0) + ' and <= 65535');
+  return parsed;
+}
+
+/** A queue name: the characters BullMQ and our key layout allow. */
+export function queueName(value: string): string {
+  if (!/^[A-Za-z0-9_{}-]+$/.test(value)) throw new InvalidArgumentError(MSG.notAQueueName(value));
+  return value;
+}
+
+/** Collects a repeated queue name option into a list. */
+export function queueNameList(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), queueName(value)];
+}
+
+/** A run id (letters, digits, `_`, `-`). */
+export function runId(value: string): string {
+  const parsed = RunIdSchema.safeParse(value);
+  if (!parsed.success) throw new InvalidArgumentError(MSG.notARunId(value, parsed.error.issues[0]?.message ?? 'invalid'));
+  return value;
+}
+
+/** Collects environment variable names (variadic `--env A B` or repeated `--env A --env B`). */
+export function envNameList(value: string, previous: string[] | undefined): string[] {
+  if (!EnvNameSchema.safeParse(value).success) throw new InvalidArgumentError(MSG.notAnEnvName(value));
+  return [...(previous ?? []), value];
+}
+
+/** Collects repeated string values (variadic or repeated option). */
+export function stringList(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}

@@ -1,0 +1,95 @@
+/**
+ * The one place the CLI meets the producer and the consumer. Commands import from here, so a
+ * change in either library API is absorbed in this file.
+ */
+import { pino } from 'pino';
+import { RolloutWorker } from '../consumer/index.js';
+import type { RunRecord } from '../lease/index.js';
+import { createLogger, type Logger } from '../platform/logger.js';
+import { RolloutQueue } from '../producer/index.js';
+import type { Result } from '../spec/index.js';
+import type { CliEnvironment } from './environment.js';
+
+export { RolloutQueue, RolloutWorker };
+
+/** A coordinator-side logger: pino JSON on stderr (stdout is for the summary), level `LOG_LEVEL` or `warn`. */
+export function coordinatorLogger(component: string): Logger {
+  const logger = createLogger({ component }, pino.destination({ fd: 2, sync: true }));
+  logger.level = process.env.LOG_LEVEL ?? 'warn';
+  return logger;
+}
+
+/**
+ * Opens the coordinator side of one queue.
+ * @param maxInFlight undefined: the producer's default.
+ */
+export async function openQueue(env: CliEnvironment, queue: string, logger: Logger, maxInFlight?: number): Promise<RolloutQueue> {
+  return RolloutQueue.create({
+    redisUrl: env.redisUrl,
+    queue,
+    prefix: env.prefix,
+    ...(maxInFlight !== undefined ? { maxInFlight } : {}),
+    logger,
+  });
+}
+
+/**
+ * What a run stopped on, when `err` is the producer's RunStoppedError: the lease and its caller
+ * result, or nulls when an earlier coordinator had already stopped the run (the message says why).
+ */
+export interface RunStop {
+  readonly leaseId: string | null;
+  readonly result: Result | null;
+  readonly message: string;
+}
+
+/** The {@link RunStop} of a RunStoppedError, else undefined. */
+export function runStoppedBy(err: unknown): RunStop | undefined {
+  if (!(err instanceof Error) || err.name !== 'RunStoppedError') return undefined;
+  const { leaseId, result } = err as Error & { leaseId?: unknown; result?: unknown };
+  return {
+    leaseId: typeof leaseId === 'string' ? leaseId : null,
+    result: result && typeof result === 'object' ? (result as Result) : null,
+    message: err.message,
+  };
+}
+
+/** Whether `err` is an abort (the producer throws an error named `AbortError`). */
+export function isAbort(err: unknown): boolean {
+  return err instanceof Error && err.name === 'AbortError';
+}
+
+/** A connected worker as `status` shows it: its name and a few CLIENT LIST fields. */
+export interface WorkerView {
+  readonly name: string;
+  readonly details: Readonly<Record<string, string>>;
+}
+
+/** What `status` shows for a queue and, optionally, one run. */
+export interface StatusView {
+  /** Jobs by BullMQ state (waiting, active, completed, failed, delayed, …). */
+  readonly counts: Readonly<Record<string, number>>;
+  readonly run: RunRecord | undefined;
+  readonly workers: readonly WorkerView[];
+}
+
+/** CLIENT LIST fields worth showing per worker connection: address, age and idle seconds. */
+const WORKER_FIELDS = ['addr', 'age', 'idle'] as const;
+
+/**
+ * A worker from BullMQ `getWorkers()`: BullMQ names worker connections
+ * `<prefix>:<base64 queue>:w:<worker name>` (`rawname`), and reports `name` as the queue.
+ */
+function workerView(client: Readonly<Record<string, string>>): WorkerView {
+  const raw = client.rawname ?? '';
+  const at = raw.indexOf(':w:');
+  const details: Record<string, string> = {};
+  for (const field of WORKER_FIELDS) if (client[field] !== undefined) details[field] = client[field];
+  return { name: at >= 0 ? raw.slice(at + 3) : (client.name ?? '?'), details };
+}
+
+/** Reads the status of the queue (and of `runId` when given) through the producer. */
+export async function readStatus(queue: RolloutQueue, runId?: string): Promise<StatusView> {
+  const status = await queue.status(runId);
+  return { counts: status.counts, run: status.run ?? undefined, workers: status.workers.map(workerView) };
+}

@@ -1,0 +1,93 @@
+import { Redis } from 'ioredis';
+import { redisOptionsFromUrl } from '../platform/redis-connection.js';
+import { CliError } from './errors.js';
+import type { CliEnvironment } from './environment.js';
+import { MSG } from './messages.js';
+
+/** Why a Redis could not be used: `unreachable` may pass by itself, the others will not. */
+export type RedisProblem = { readonly kind: 'unreachable' | 'auth' | 'other'; readonly message: string };
+
+/** How long one connection attempt may take, ms. */
+const CONNECT_TIMEOUT_MS = 3000;
+
+/**
+ * Connects once (no retries), sends PING and disconnects.
+ * @returns undefined when Redis answered, else the problem as a one-line message that names
+ *   the redacted address and the fix (never the password).
+ */
+export async function probeRedis(env: CliEnvironment): Promise<RedisProblem | undefined> {
+  const options = redisOptionsFromUrl(env.redisUrl);
+  const client = new Redis({
+    ...options,
+    lazyConnect: true,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+  });
+  // ioredis rejects connect() with "Connection is closed."; the cause (ECONNREFUSED, …) comes as an event.
+  let cause: unknown;
+  client.on('error', (err) => void (cause ??= err));
+  try {
+    await client.connect();
+    await client.ping();
+    return undefined;
+  } catch (err) {
+    return classify(cause ?? err, env, options.password);
+  } finally {
+    client.disconnect();
+  }
+}
+
+function classify(err: unknown, env: CliEnvironment, password: string | undefined): RedisProblem {
+  const raw = err instanceof Error ? err.message : String(err);
+  const text = password ? raw.split(password).join('***') : raw;
+  const code = (err as { code?: unknown }).code;
+  if (/WRONGPASS|invalid (username-)?password/i.test(text)) return { kind: 'auth', message: MSG.redisAuthFailed(env.address) };
+  if (/NOAUTH/i.test(text)) return { kind: 'auth', message: MSG.redisNeedsAuth(env.address) };
+  if (/without any password configured/i.test(text)) return { kind: 'auth', message: MSG.redisNoPasswordSet(env.address) };
+  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return { kind: 'unreachable', message: MSG.redisUnreachable(env.address, code) };
+  if (/connect|timeout|closed|ECONN|EHOST|ENOTFOUND|EAI_AGAIN/i.test(text)) {
+    return { kind: 'unreachable', message: MSG.redisUnreachable(env.address, text.split('\n')[0] ?? text) };
+  }
+  return { kind: 'other', message: MSG.redisOther(env.address, text.split('\n')[0] ?? text) };
+}
+
+/**
+ * Fails fast when Redis cannot be used, with a one-line message (exit code 1). Commands that
+ * talk to Redis once (`run`, `status`, `cancel`, …) call this first, so a wrong address or
+ * password is one clear line instead of a stream of reconnect errors.
+ * @throws CliError naming the redacted address and the fix.
+ */
+export async function requireRedis(env: CliEnvironment): Promise<void> {
+  const problem = await probeRedis(env);
+  if (problem) throw new CliError(problem.message);
+}
+
+/**
+ * Waits until Redis answers, for long-running services (`worker`): an unreachable Redis is
+ * logged once per attempt with capped backoff (1 s doubling to 30 s), never a crash loop nor
+ * a busy loop. Wrong credentials do not pass by themselves, so they fail at once.
+ * @param onWait called before each pause with the message and the pause in ms.
+ * @param signal stops waiting (resolves false).
+ * @returns true once Redis answers, false when `signal` aborted first.
+ * @throws CliError for credential or other non-transient problems.
+ */
+export async function waitForRedis(
+  env: CliEnvironment,
+  onWait: (message: string, retryMs: number) => void,
+  signal?: AbortSignal,
+): Promise<boolean> {
+  for (let attempt = 0; !signal?.aborted; attempt += 1) {
+    const problem = await probeRedis(env);
+    if (!problem) return true;
+    if (problem.kind !== 'unreachable') throw new CliError(problem.message);
+    const retryMs = Math.min(1000 * 2 ** attempt, 30_000);
+    onWait(problem.message, retryMs);
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, retryMs);
+      signal?.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
+    });
+  }
+  return false;
+}

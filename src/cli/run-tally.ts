@@ -1,0 +1,46 @@
+import { RESULT_LINE_FIELDS, type Result, type ResultKind } from '../spec/index.js';
+
+/** A Result as written to a results file: exactly {@link RESULT_LINE_FIELDS}, in that order. */
+export type ResultLine = { [K in (typeof RESULT_LINE_FIELDS)[number]]: Result[K] };
+
+/** The ordered line object of a Result (missing fields become null, extra fields are dropped). */
+export function toResultLine(result: Result): ResultLine {
+  const line: Record<string, unknown> = {};
+  for (const field of RESULT_LINE_FIELDS) line[field] = result[field] ?? null;
+  return line as ResultLine;
+}
+
+/** Running totals of the results of one run, for the summary. One pass, no second read of the file. */
+export class RunTally {
+  /** Results by kind. */
+  readonly kinds: Record<ResultKind, number> = { ok: 0, model: 0, infrastructure: 0, caller: 0 };
+  /** Rewards of `ok` results. */
+  readonly okRewards: number[] = [];
+  /** `runMs` of every result that has one. */
+  readonly runMs: number[] = [];
+  /** Results per worker name (`(none)` when a result names no worker). */
+  readonly workers = new Map<string, number>();
+  /** Sum of the per-result `redispatched` counts. */
+  redispatched = 0;
+  /** Results counted. */
+  total = 0;
+
+  /** Counts one result line. */
+  add(line: Pick<ResultLine, 'kind' | 'reward' | 'runMs' | 'worker' | 'redispatched'>): void {
+    this.total += 1;
+    if (line.kind in this.kinds) this.kinds[line.kind] += 1;
+    if (line.kind === 'ok' && typeof line.reward === 'number') this.okRewards.push(line.reward);
+    if (typeof line.runMs === 'number') this.runMs.push(line.runMs);
+    const worker = line.worker ?? '(none)';
+    this.workers.set(worker, (this.workers.get(worker) ?? 0) + 1);
+    if (typeof line.redispatched === 'number') this.redispatched += line.redispatched;
+  }
+}
+
+/** Nearest-rank percentile (`p` in 0–100) of unsorted values; undefined when empty. */
+export function percentile(values: readonly number[], p: number): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[Math.min(rank, sorted.length) - 1];
+}

@@ -1,0 +1,64 @@
+import type { ResultKind } from '../spec/index.js';
+import { MSG } from './messages.js';
+import type { StatusView } from './plane.js';
+
+/** Where the status was read, for its heading. */
+export interface StatusPlace {
+  readonly queue: string;
+  readonly prefix: string;
+  readonly address: string;
+  /** Run ids known on the queue (newest last). */
+  readonly runs: readonly string[];
+}
+
+const KINDS: readonly ResultKind[] = ['ok', 'model', 'infrastructure', 'caller'];
+const row = (label: string, value: unknown): string => `  ${label.padEnd(20)}${String(value)}`;
+const text = (value: unknown): string => (value === undefined || value === null || value === '' ? '-' : String(value));
+
+/** The status as JSON data (`status --json`). */
+export function statusJson(view: StatusView, place: StatusPlace): Record<string, unknown> {
+  return {
+    queue: place.queue,
+    prefix: place.prefix,
+    address: place.address,
+    counts: view.counts,
+    workers: view.workers.map((worker) => ({ name: worker.name, ...worker.details })),
+    runs: place.runs,
+    run: view.run ?? null,
+  };
+}
+
+/**
+ * The status as text: jobs by state and connected workers of the queue; for a run, its state,
+ * results by kind, counters and quarantined leases (exit code, signal, stderr tail).
+ */
+export function formatStatus(view: StatusView, place: StatusPlace): string {
+  const lines = [MSG.statusQueue(place.queue, place.prefix, place.address), MSG.statusJobs];
+  const states = Object.entries(view.counts);
+  for (const [state, count] of states) lines.push(row(state, count));
+  if (states.length === 0) lines.push(row('(none)', 0));
+  lines.push(MSG.statusWorkers(view.workers.length));
+  if (view.workers.length === 0) lines.push(MSG.statusNoWorkers);
+  for (const worker of view.workers) {
+    const details = Object.entries(worker.details).map(([key, value]) => `${key}=${value}`);
+    lines.push(`  ${worker.name}${details.length > 0 ? `  ${details.join(' ')}` : ''}`);
+  }
+  const { run } = view;
+  if (!run) {
+    if (place.runs.length > 0) lines.push(MSG.statusRuns(place.runs.slice(-20).join(', ')));
+    return lines.join('\n');
+  }
+  lines.push(MSG.statusRun(run.runId, run.status, run.createdAt));
+  if (run.stopReason) lines.push(MSG.statusStopReason(run.stopReason));
+  lines.push(row('specs', text(run.specCount)), row('enqueued', run.enqueued), row('delivered', run.delivered));
+  for (const kind of KINDS) lines.push(row(kind, run.kinds[kind]));
+  lines.push(row('redispatched', run.redispatched), row('duplicates dropped', run.duplicatesDropped), row('already enqueued', run.alreadyEnqueued));
+  const quarantined = Object.entries(run.quarantined);
+  lines.push(MSG.statusQuarantined(quarantined.length));
+  for (const [leaseId, info] of quarantined) {
+    const record = (info && typeof info === 'object' ? info : { reason: info }) as Record<string, unknown>;
+    lines.push(MSG.statusQuarantineLine(leaseId, text(record.exitCode), text(record.signal), record.reason ? String(record.reason) : ''));
+    if (record.stderrTail) lines.push(MSG.statusStderr(String(record.stderrTail).trim().split('\n').slice(-5).join('\n                 ')));
+  }
+  return lines.join('\n');
+}

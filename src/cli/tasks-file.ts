@@ -1,0 +1,74 @@
+import { readFile } from 'node:fs/promises';
+import { TaskSchema, type Task } from '../spec/index.js';
+import { UsageError } from './errors.js';
+import { MSG, typeName } from './messages.js';
+
+/** One task of a tasks file and what names its lease. */
+export interface TaskLine {
+  /** `task.id` when present, else the 1-based line number. */
+  readonly taskKey: string | number;
+  readonly task: Task;
+  /** 1-based line number in the file, for messages. */
+  readonly line: number;
+}
+
+/** Options of {@link readTasksFile}. */
+export interface ReadTasksOptions {
+  /** Keep only the first `limit` tasks (the demo's `--tasks N`). */
+  readonly limit?: number;
+  /** How the file is named in messages (default: the path as given). */
+  readonly label?: string;
+}
+
+/**
+ * Reads a JSONL tasks file: one JSON object per line, blank lines skipped.
+ * Everything is checked before anything is enqueued.
+ * @throws UsageError naming `file:line` for a line that is not JSON, not an object, not valid
+ *   task data, or whose key repeats an earlier line; or when the file holds no task at all.
+ */
+export async function readTasksFile(file: string, options: ReadTasksOptions = {}): Promise<TaskLine[]> {
+  const label = options.label ?? file;
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(MSG.tasksUnreadable(label, (err as NodeJS.ErrnoException).code ?? (err as Error).message));
+  }
+  const tasks: TaskLine[] = [];
+  const firstLineOf = new Map<string, number>();
+  const lines = text.split('\n');
+  for (let index = 0; index < lines.length; index += 1) {
+    if (options.limit !== undefined && tasks.length >= options.limit) break;
+    const raw = (lines[index] ?? '').trim();
+    if (raw === '') continue;
+    const line = index + 1;
+    const task = parseTask(raw, label, line);
+    const taskKey = typeof task.id === 'string' || typeof task.id === 'number' ? task.id : line;
+    const key = String(taskKey);
+    const first = firstLineOf.get(key);
+    if (first !== undefined) throw new UsageError(MSG.taskDuplicate(label, line, key, first));
+    firstLineOf.set(key, line);
+    tasks.push({ taskKey, task, line });
+  }
+  if (tasks.length === 0) throw new UsageError(MSG.tasksEmpty(label));
+  return tasks;
+}
+
+function parseTask(raw: string, label: string, line: number): Task {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw) as unknown;
+  } catch (err) {
+    throw new UsageError(MSG.taskNotJson(label, line, (err as Error).message));
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new UsageError(MSG.taskNotObject(label, line, typeName(value)));
+  }
+  const parsed = TaskSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue && issue.path.length > 0 ? `task.${issue.path.join('.')}: ` : '';
+    throw new UsageError(MSG.taskInvalid(label, line, `${where}${issue?.message ?? 'invalid task'}`));
+  }
+  return parsed.data;
+}

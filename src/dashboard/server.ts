@@ -1,0 +1,110 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { ExpressAdapter } from '@bull-board/express';
+import { Queue } from 'bullmq';
+import express from 'express';
+import { Redis } from 'ioredis';
+import { DEFAULT_PREFIX, queueKeys } from '../lease/index.js';
+import { redisOptionsFromUrl } from '../platform/redis-connection.js';
+import { discoverQueues } from './discover-queues.js';
+import { shortValue, summarizeJobData } from './job-data-summary.js';
+
+/** Options of {@link startDashboard}. */
+export interface DashboardOptions {
+  /** Redis URL, credentials included (never shown). */
+  readonly redisUrl: string;
+  /** Key prefix of the queues (default `rq`). */
+  readonly prefix?: string;
+  /** Queues to show; empty or undefined: `rollouts` plus every queue found under the prefix. */
+  readonly queues?: readonly string[];
+  /** Port, default 3000; 0 picks a free one (see `url`). */
+  readonly port?: number;
+  /** Listen address, default `127.0.0.1`. bull-board has no login: keep it on loopback or behind a proxy. */
+  readonly host?: string;
+  /**
+   * bull-board's `readOnlyMode` (default true): every write endpoint answers HTTP 405 and its
+   * button is hidden (retry, remove, clean, pause, …). Writing from the dashboard bypasses
+   * the run's bookkeeping, so keep it read-only unless you know why.
+   */
+  readonly readOnly?: boolean;
+}
+
+/** A running dashboard. */
+export interface Dashboard {
+  /** Where it answers, e.g. `http://127.0.0.1:3000/`. */
+  readonly url: string;
+  /** The queues it shows. */
+  readonly queues: readonly string[];
+  /** Stops the HTTP server and closes the Redis connection (idempotent). */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves bull-board (express adapter) over the given queues. Job data is shown through
+ * {@link summarizeJobData}: task and rendered artifact as summaries, env names only.
+ * @throws Error when the port cannot be bound or a queue name is invalid.
+ */
+export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
+  const host = options.host ?? '127.0.0.1';
+  const readOnlyMode = options.readOnly ?? true;
+  const connection = new Redis(redisOptionsFromUrl(options.redisUrl));
+  connection.on('error', () => {});
+  const names = options.queues && options.queues.length > 0 ? [...options.queues] : await discoverQueues(connection, prefix);
+  for (const name of names) queueKeys(prefix, name);
+  const queues = names.map((name) => new Queue(name, { connection, prefix }));
+  for (const queue of queues) queue.on('error', () => {});
+  const serverAdapter = new ExpressAdapter();
+  serverAdapter.setBasePath('/');
+  createBullBoard({
+    queues: queues.map((queue) => {
+      const adapter = new BullMQAdapter(queue, { readOnlyMode });
+      adapter.setFormatter('data', summarizeJobData);
+      adapter.setFormatter('returnValue', (value: unknown) => shortValue(value));
+      return adapter;
+    }),
+    // @bull-board/express 9.10.1 pins its own @bull-board/api 9.10.1, whose types differ from
+    // api 9.10.2 only by private fields; at run time the adapter does not load the api package.
+    serverAdapter: serverAdapter as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'],
+    options: { uiConfig: { boardTitle: 'rollout-queue' } },
+  });
+  const app = express();
+  app.disable('x-powered-by');
+  app.use('/', serverAdapter.getRouter());
+  let server: Server;
+  try {
+    server = await listen(app, options.port ?? 3000, host);
+  } catch (err) {
+    await Promise.all(queues.map((queue) => queue.close()));
+    connection.disconnect();
+    throw err;
+  }
+  const { port } = server.address() as AddressInfo;
+  const shownHost = host.includes(':') ? `[${host}]` : host;
+  let closed: Promise<void> | undefined;
+  return {
+    url: `http://${shownHost}:${port}/`,
+    queues: names,
+    close() {
+      closed ??= (async () => {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
+        await Promise.all(queues.map((queue) => queue.close()));
+        await connection.quit().catch(() => connection.disconnect());
+      })();
+      return closed;
+    },
+  };
+}
+
+function listen(app: express.Express, port: number, host: string): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(port, host);
+    server.once('listening', () => resolve(server));
+    server.once('error', reject);
+  });
+}

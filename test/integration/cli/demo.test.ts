@@ -1,0 +1,68 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { killLeftovers, runCli, uniquePrefix } from './cli-process.js';
+import { readResults, resultProblems } from './results-file.js';
+
+// The main job, as `npm run demo` runs it, against this test's Redis.
+let redis: TestRedis;
+let cwd: string;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  cwd = await mkdtemp(path.join(os.tmpdir(), 'rq-cli-demo-'));
+});
+
+afterAll(async () => {
+  await rm(cwd, { recursive: true, force: true });
+  await redis?.stop();
+});
+
+afterEach(async () => {
+  expect(await killLeftovers()).toEqual([]);
+});
+
+describe('rollout-queue demo', () => {
+  it('runs 24 arithmetic tasks over two worker processes and leaves a correct results file', async () => {
+    const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('demo') };
+    const outcome = await runCli(['demo', '--tasks', '24', '--workers', '2'], { env, cwd });
+    expect(outcome.code, outcome.stdout + outcome.stderr).toBe(0);
+
+    const runId = /^Run (\S+): 24 of 24 result\(s\), completed$/m.exec(outcome.stdout)?.[1];
+    expect(runId, outcome.stdout).toBeDefined();
+    expect(outcome.stdout).toMatch(/ok\s+\d+\s+mean reward [\d.]+ over ok \(reward 1: \d+, reward 0: \d+\)/);
+    expect(outcome.stdout).toMatch(/model\s+[1-9]/);
+    expect(outcome.stdout).toMatch(/results per worker\s+demo-worker-1: [1-9]\d*, demo-worker-2: [1-9]\d*/);
+    expect(outcome.stderr).toMatch(/dashboard: http:\/\/127\.0\.0\.1:\d+\//);
+
+    const file = /results file\s+(\S+)/.exec(outcome.stdout)?.[1] as string;
+    expect(path.dirname(file)).toBe(cwd);
+    const lines = readResults(file);
+    const expected = lines.map((line) => String(line.leaseId));
+    expect(lines).toHaveLength(24);
+    expect(resultProblems(lines, expected)).toEqual([]);
+    expect(new Set(expected).size).toBe(24);
+    expect(expected.every((lease) => lease.startsWith(`${runId}.`))).toBe(true);
+    const kinds = new Set(lines.map((line) => line.kind));
+    expect(kinds.has('ok')).toBe(true);
+    expect(kinds.has('model')).toBe(true);
+    expect(new Set(lines.map((line) => line.worker))).toEqual(new Set(['demo-worker-1', 'demo-worker-2']));
+
+    // The demo stopped its workers: nobody is connected to its queue any more.
+    const queue = /on queue "(demo-[^"]+)"/.exec(outcome.stderr)?.[1] as string;
+    const status = await runCli(['status', '--queue', queue, '--json'], { env });
+    expect(status.code, status.stderr).toBe(0);
+    expect((JSON.parse(status.stdout) as { workers: unknown[] }).workers).toEqual([]);
+  });
+
+  it('without REDIS_URL, redis-server or Docker it exits 2 saying how to get Redis', async () => {
+    // PATH holds no redis-server and no docker; the CLI itself is started with process.execPath.
+    const outcome = await runCli(['demo', '--tasks', '2'], { env: { PATH: cwd, DOCKER_HOST: 'unix:///nonexistent.sock' }, cwd });
+    expect(outcome.code, outcome.stderr).toBe(2);
+    expect(outcome.stderr).toContain('apt-get install redis-server');
+    expect(outcome.stderr).toContain('brew install redis');
+    expect(outcome.stderr).toContain('docker compose up');
+  });
+});

@@ -1,0 +1,172 @@
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { runCli, startCli, uniquePrefix, waitFor, type CliProcess } from './cli-process.js';
+import { readResults, resultProblems } from './results-file.js';
+
+// `run` end to end over two real worker processes, and a coordinator SIGKILLed mid-run and
+// started again with the same --run-id (and the same through `resume`).
+const TASKS = 40;
+let redis: TestRedis;
+let dir: string;
+let tasksFile: string;
+let artifact: string;
+let env: Record<string, string>;
+let workers: CliProcess[] = [];
+const queue = 'cli-run';
+
+const lineCount = (file: string): number => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').length - 1 : 0);
+const leases = (runId: string): string[] => Array.from({ length: TASKS }, (_, i) => `${runId}.t${String(i + 1).padStart(2, '0')}`);
+
+function runArgs(extra: string[]): string[] {
+  return [
+    'run', '--tasks', tasksFile, '--artifact', artifact,
+    '--run', 'rollout-queue/runners:codeRunner', '--run-config', '{"timeoutMs":10000}',
+    '--reward', 'rollout-queue/rewards:lastNumber', '--reward-config', '{"goldKey":"answer"}',
+    '--queue', queue, ...extra,
+  ];
+}
+
+beforeAll(async () => {
+  redis = await startRedis();
+  dir = await mkdtemp(path.join(os.tmpdir(), 'rq-cli-run-'));
+  tasksFile = path.join(dir, 'tasks.jsonl');
+  artifact = path.join(dir, 'add.js');
+  // Every 10th task has a wrong gold answer: an ok result with reward 0.
+  const lines = Array.from({ length: TASKS }, (_, i) => {
+    const a = i + 1;
+    return JSON.stringify({ id: `t${String(a).padStart(2, '0')}`, a, b: 2 * a, answer: a % 10 === 0 ? -1 : 3 * a });
+  });
+  await writeFile(tasksFile, `${lines.join('\n')}\n`);
+  await writeFile(
+    artifact,
+    "let input = '';\nprocess.stdin.on('data', (c) => (input += c));\n" +
+      "process.stdin.on('end', () => { const t = JSON.parse(input); setTimeout(() => console.log(`sum: ${t.a + t.b}`), 120); });\n",
+  );
+  env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('run') };
+  workers = ['cli-w1', 'cli-w2'].map((name) => startCli(['worker', '--queue', queue, '--concurrency', '2', '--name', name], { env }));
+});
+
+afterAll(async () => {
+  for (const worker of workers) worker.child.kill('SIGTERM');
+  const ends = await Promise.all(workers.map((worker) => worker.done));
+  await rm(dir, { recursive: true, force: true });
+  await redis?.stop();
+  // SIGTERM is a graceful shutdown: exit 0.
+  expect(ends.map((end) => end.code)).toEqual([0, 0]);
+});
+
+afterEach(async () => {
+  const alive = workers.filter((worker) => worker.child.exitCode === null && worker.child.signalCode === null);
+  expect(alive, workers.map((w) => w.stdout() + w.stderr()).join('\n')).toHaveLength(2);
+});
+
+describe('rollout-queue run', () => {
+  it('writes one line per task with exactly the result fields, prints the summary, exit 0', async () => {
+    const out = path.join(dir, 'e2e.jsonl');
+    const outcome = await runCli(runArgs(['--run-id', 'e2e', '--out', out]), { env, cwd: dir });
+    expect(outcome.code, outcome.stderr).toBe(0);
+    const lines = readResults(out);
+    expect(resultProblems(lines, leases('e2e'))).toEqual([]);
+    expect(lines.filter((line) => line.kind === 'ok' && line.reward === 1)).toHaveLength(TASKS - TASKS / 10);
+    expect(lines.filter((line) => line.kind === 'ok' && line.reward === 0)).toHaveLength(TASKS / 10);
+    expect(outcome.stdout).toContain(`Run e2e: ${TASKS} of ${TASKS} result(s), completed`);
+    expect(outcome.stdout).toMatch(/ok\s+40\s+mean reward 0\.900 over ok \(reward 1: 36, reward 0: 4\)/);
+    expect(outcome.stdout).toMatch(/results per worker\s+cli-w1: \d+, cli-w2: \d+/);
+    expect(outcome.stdout).toMatch(/redispatched\s+0/);
+    expect(outcome.stdout).toContain(out);
+
+    const status = await runCli(['status', 'e2e', '--queue', queue, '--json'], { env });
+    expect(status.code, status.stderr).toBe(0);
+    const run = (JSON.parse(status.stdout) as { run: { status: string; delivered: number; kinds: Record<string, number> } }).run;
+    expect(run).toMatchObject({ status: 'completed', delivered: TASKS, kinds: { ok: TASKS } });
+  });
+
+  it('a generated run id is printed and names the default results file', async () => {
+    const outcome = await runCli(runArgs(['--max-in-flight', '20']), { env, cwd: dir });
+    expect(outcome.code, outcome.stderr).toBe(0);
+    const runId = /run id: (run-\d{8}-\d{6}-[0-9a-f]{4})/.exec(outcome.stderr)?.[1];
+    expect(runId, outcome.stderr).toBeDefined();
+    const lines = readResults(path.join(dir, `results-${runId}.jsonl`));
+    expect(resultProblems(lines, leases(runId as string))).toEqual([]);
+  });
+
+  it('restart: SIGKILL the coordinator at about half, run the same command again → every lease once', async () => {
+    const out = path.join(dir, 'restart.jsonl');
+    const args = runArgs(['--run-id', 'restart', '--out', out, '--max-in-flight', '4']);
+    const first = startCli(args, { env, cwd: dir });
+    await waitFor(() => lineCount(out) >= TASKS / 2, 60_000, `half of the results in ${out}`);
+    first.child.kill('SIGKILL');
+    const killed = await first.done;
+    expect(killed.signal).toBe('SIGKILL');
+    const before = lineCount(out);
+    expect(before).toBeLessThan(TASKS);
+    // As if the process had died in the middle of writing a line.
+    appendFileSync(out, '{"leaseId":"restart.t0');
+
+    const second = await runCli(args, { env, cwd: dir });
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stderr).toContain('a partial last line was dropped');
+    expect(resultProblems(readResults(out), leases('restart'))).toEqual([]);
+    expect(second.stdout).toContain(`Run restart: ${TASKS} of ${TASKS} result(s), completed`);
+  });
+
+  it('Ctrl-C: exit 130 with how to resume; `resume RUN_ID` writes the rest → every lease once', async () => {
+    const out = path.join(dir, 'resume.jsonl');
+    const first = startCli(runArgs(['--run-id', 'resumed', '--out', out]), { env, cwd: dir });
+    await waitFor(() => lineCount(out) >= TASKS / 2, 60_000, `half of the results in ${out}`);
+    first.child.kill('SIGINT');
+    const interrupted = await first.done;
+    expect(interrupted.code, interrupted.stderr).toBe(130);
+    expect(interrupted.stderr).toContain(`rollout-queue resume resumed --out ${out}`);
+    expect(interrupted.stdout).toMatch(/Run resumed: \d+ of 40 result\(s\), interrupted/);
+
+    const resumed = await runCli(['resume', 'resumed', '--queue', queue, '--out', out], { env, cwd: dir });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resultProblems(readResults(out), leases('resumed'))).toEqual([]);
+    expect(resumed.stdout).toContain(`Run resumed: ${TASKS} of ${TASKS} result(s), completed`);
+  });
+
+  it('cancel from another process ends the run: its coordinator says so, status shows it cancelled', async () => {
+    const out = path.join(dir, 'cancel.jsonl');
+    const coordinator = startCli(runArgs(['--run-id', 'cancelme', '--out', out, '--max-in-flight', '2']), { env, cwd: dir });
+    await waitFor(() => lineCount(out) >= 4, 60_000, 'a few results');
+    const cancel = await runCli(['cancel', 'cancelme', '--queue', queue], { env });
+    expect(cancel.code, cancel.stderr).toBe(0);
+    expect(cancel.stdout).toContain('cancelled run cancelme');
+    const end = await coordinator.done;
+    expect([1, 3], end.stderr).toContain(end.code);
+    expect(end.stderr).toMatch(/cancel/i);
+    expect(lineCount(out)).toBeLessThan(TASKS);
+    const status = await runCli(['status', 'cancelme', '--queue', queue, '--json'], { env });
+    expect((JSON.parse(status.stdout) as { run: { status: string } }).run.status).toBe('cancelled');
+  });
+
+  it('a results file of another run is refused (exit 2) and left as it is', async () => {
+    const out = path.join(dir, 'someone-else.jsonl');
+    const before = `${JSON.stringify({ leaseId: 'earlier.t01', runId: 'earlier', kind: 'ok' })}\n`;
+    await writeFile(out, before);
+    const outcome = await runCli(runArgs(['--run-id', 'other', '--out', out]), { env, cwd: dir });
+    expect(outcome.code).toBe(2);
+    expect(outcome.stderr).toContain('holds results of run "earlier"');
+    expect(readFileSync(out, 'utf8')).toBe(before);
+  });
+
+  it('a Ref outside the allowlist stops the run on a caller result: exit 3, names the lease', async () => {
+    const out = path.join(dir, 'caller.jsonl');
+    const outcome = await runCli(
+      ['run', '--tasks', tasksFile, '--artifact', artifact, '--run', 'not-allowed-module:run', '--reward', 'rollout-queue/rewards:lastNumber',
+        '--reward-config', '{"goldKey":"answer"}', '--queue', queue, '--run-id', 'caller', '--out', out, '--max-in-flight', '2'],
+      { env, cwd: dir },
+    );
+    expect(outcome.code, outcome.stderr).toBe(3);
+    expect(outcome.stderr).toMatch(/run stopped on a caller result for lease caller\.t\d\d/);
+    expect(outcome.stdout).toContain('stopped on a caller result');
+    const lines = readResults(out);
+    expect(lines.some((line) => line.kind === 'caller')).toBe(true);
+    expect(lines.length).toBeLessThan(TASKS);
+  });
+});

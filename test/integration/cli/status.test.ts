@@ -1,0 +1,98 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, startRedis, type TestRedis } from '../../helpers/redis.js';
+import { killLeftovers, runCli, uniquePrefix } from './cli-process.js';
+
+// `status` and `cancel` against real Redis, and the one-line errors for a Redis that cannot be used.
+let redis: TestRedis;
+let guarded: TestRedis;
+const PASSWORD = 'hunter2-never-printed';
+
+beforeAll(async () => {
+  redis = await startRedis();
+  guarded = await startRedis({ private: true, args: ['--requirepass', PASSWORD] });
+});
+
+afterAll(async () => {
+  await guarded?.stop();
+  await redis?.stop();
+});
+
+afterEach(async () => {
+  expect(await killLeftovers()).toEqual([]);
+});
+
+describe('status on an empty queue', () => {
+  it('prints zero jobs by state and no workers, exit 0', async () => {
+    const outcome = await runCli(['status'], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('st') } });
+    expect(outcome.code, outcome.stderr).toBe(0);
+    expect(outcome.stdout).toContain('Queue "rollouts"');
+    expect(outcome.stdout).toMatch(/waiting\s+0/);
+    expect(outcome.stdout).toMatch(/active\s+0/);
+    expect(outcome.stdout).toContain('Workers connected: 0');
+  });
+
+  it('--json gives the same as data', async () => {
+    const outcome = await runCli(['status', '--json', '--queue', 'other'], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('st') } });
+    expect(outcome.code, outcome.stderr).toBe(0);
+    const status = JSON.parse(outcome.stdout) as { queue: string; counts: Record<string, number>; workers: unknown[]; run: unknown; runs: unknown[] };
+    expect(status.queue).toBe('other');
+    expect(Object.values(status.counts).every((count) => count === 0)).toBe(true);
+    expect(status.counts).toHaveProperty('waiting', 0);
+    expect(status.workers).toEqual([]);
+    expect(status.run).toBeNull();
+    expect(status.runs).toEqual([]);
+  });
+
+  it('an unknown run exits 1 naming it', async () => {
+    const outcome = await runCli(['status', 'no-such-run'], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('st') } });
+    expect(outcome.code).toBe(1);
+    expect(outcome.stderr).toContain('no run "no-such-run"');
+  });
+
+  it('cancel of an unknown run exits 1 naming it', async () => {
+    const outcome = await runCli(['cancel', 'no-such-run'], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('st') } });
+    expect(outcome.code).toBe(1);
+    expect(outcome.stderr).toContain('no run "no-such-run"');
+  });
+});
+
+describe('a Redis that cannot be used gives one clear line, never the password', () => {
+  it('unreachable: names the redacted address and the fix', async () => {
+    const port = await freePort();
+    const outcome = await runCli(['status'], { env: { REDIS_URL: `redis://:${PASSWORD}@127.0.0.1:${port}` } });
+    expect(outcome.code).toBe(1);
+    expect(outcome.stderr).toContain(`could not connect to Redis at redis://:***@127.0.0.1:${port} (ECONNREFUSED)`);
+    expect(outcome.stderr).toContain('REDIS_URL');
+    expect(outcome.stderr.trim().split('\n')).toHaveLength(1);
+    expect(outcome.stdout + outcome.stderr).not.toContain(PASSWORD);
+  });
+
+  it('wrong password: says the credentials were refused', async () => {
+    const url = guarded.url.replace('redis://', 'redis://:wrong-password-also-secret@');
+    const outcome = await runCli(['status'], { env: { REDIS_URL: url } });
+    expect(outcome.code).toBe(1);
+    expect(outcome.stderr).toContain('refused the credentials');
+    expect(outcome.stderr).toContain('redis://:***@127.0.0.1');
+    expect(outcome.stdout + outcome.stderr).not.toContain('wrong-password-also-secret');
+  });
+
+  it('no password where one is needed: says to put it in REDIS_URL', async () => {
+    const outcome = await runCli(['status'], { env: { REDIS_URL: guarded.url } });
+    expect(outcome.code).toBe(1);
+    expect(outcome.stderr).toContain('requires a password');
+  });
+
+  it('the right password works', async () => {
+    const url = guarded.url.replace('redis://', `redis://:${PASSWORD}@`);
+    const outcome = await runCli(['status'], { env: { REDIS_URL: url } });
+    expect(outcome.code, outcome.stderr).toBe(0);
+    expect(outcome.stdout).toContain('redis://:***@127.0.0.1');
+    expect(outcome.stdout + outcome.stderr).not.toContain(PASSWORD);
+  });
+
+  it('a REDIS_URL that is not redis:// is a usage error', async () => {
+    const outcome = await runCli(['status'], { env: { REDIS_URL: 'http://127.0.0.1:6379' } });
+    expect(outcome.code).toBe(2);
+    expect(outcome.stderr).toContain('redis://');
+  });
+});

@@ -1,0 +1,102 @@
+import { mkdtempSync } from 'node:fs';
+import { rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { killLeftovers, runCli, uniquePrefix } from './cli-process.js';
+
+// Usage errors exit 2 and name what is wrong; nothing reaches Redis.
+// Paths are known when the test table is built; the files are written before the tests run.
+const dir = mkdtempSync(path.join(os.tmpdir(), 'rq-cli-usage-'));
+const tasks = path.join(dir, 'tasks.jsonl');
+const artifact = path.join(dir, 'solve.js');
+let redis: TestRedis;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  await writeFile(tasks, '{"id":"a","answer":1}\n\n{"id":"b","answer":2}\n');
+  await writeFile(artifact, 'console.log(1)\n');
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+  await redis.stop();
+});
+
+afterEach(async () => {
+  expect(await killLeftovers()).toEqual([]);
+});
+
+const runArgs = (overrides: Record<string, string | undefined> = {}): string[] => {
+  const options: Record<string, string | undefined> = {
+    '--tasks': tasks,
+    '--artifact': artifact,
+    '--run': 'rollout-queue/runners:codeRunner',
+    '--reward': 'rollout-queue/rewards:lastNumber',
+    '--reward-config': '{"goldKey":"answer"}',
+    ...overrides,
+  };
+  return ['run', ...Object.entries(options).flatMap(([key, value]) => (value === undefined ? [] : [key, value]))];
+};
+
+describe('usage errors exit 2 naming the option', () => {
+  it.each([
+    ['a non-number --concurrency', ['worker', '--concurrency', 'abc'], '--concurrency'],
+    ['a zero --concurrency', ['worker', '--concurrency', '0'], '--concurrency'],
+    ['an unknown option', ['status', '--bogus'], '--bogus'],
+    ['an unknown command', ['bogus'], 'bogus'],
+    ['a bad queue name', ['status', '--queue', 'a:b'], '--queue'],
+    ['a run id with a dot', ['status', 'run.1'], 'runId'],
+    ['a missing --tasks', runArgs({ '--tasks': undefined }), '--tasks'],
+    ['a --run without module:export', runArgs({ '--run': 'codeRunner' }), 'module:export'],
+    ['a --run-config that is not JSON', runArgs({ '--run-config': '{oops' }), '--run-config'],
+    ['a --reward-config that is an array', runArgs({ '--reward-config': '[1]' }), '--reward-config'],
+    ['an --env value instead of a name', runArgs({ '--env': 'sk-live-123' }), '--env'],
+    ['a --hang-ms below --run-ms', runArgs({ '--run-ms': '5000', '--hang-ms': '1000' }), '--hang-ms'],
+    ['a missing --artifact path', runArgs({ '--artifact': path.join(os.tmpdir(), 'no-such-artifact') }), '--artifact'],
+  ])('%s', async (_label, args, named) => {
+    const outcome = await runCli(args, { env: { REDIS_URL: redis.url } });
+    expect(outcome.code, outcome.stderr).toBe(2);
+    expect(outcome.stderr).toContain(named);
+  });
+
+  it('no command at all shows the help and exits 2', async () => {
+    const outcome = await runCli([]);
+    expect(outcome.code).toBe(2);
+    expect(outcome.stderr).toContain('Usage: rollout-queue');
+  });
+
+  it('--help exits 0', async () => {
+    const outcome = await runCli(['run', '--help']);
+    expect(outcome.code).toBe(0);
+    expect(outcome.stdout).toContain('--max-in-flight');
+  });
+});
+
+describe('a bad tasks file exits 2 naming file:line, and nothing is enqueued', () => {
+  const cases: Array<[string, string, RegExp]> = [
+    ['malformed JSON on line 3', '{"id":"a"}\n\n{"id": "b",,}\n{"id":"c"}\n', /bad\.jsonl:3: not valid JSON/],
+    ['an array on line 2', '{"id":"a"}\n[1,2]\n', /bad\.jsonl:2: expected a JSON object, got array/],
+    ['a repeated task id', '{"id":"a"}\n{"id":"b"}\n{"id":"a"}\n', /bad\.jsonl:3: task id "a" repeats line 1/],
+    ['a task id that is an object', '{"id":{"x":1}}\n', /bad\.jsonl:1: task\.id/],
+    ['only blank lines', '\n\n  \n', /holds no tasks/],
+  ];
+  it.each(cases)('%s', async (_label, content, message) => {
+    const file = path.join(dir, 'bad.jsonl');
+    await writeFile(file, content);
+    const prefix = uniquePrefix('usage');
+    const outcome = await runCli(runArgs({ '--tasks': file, '--run-id': 'usage-run' }), {
+      env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix },
+    });
+    expect(outcome.code, outcome.stderr).toBe(2);
+    expect(outcome.stderr).toMatch(message);
+    const client = new Redis(redis.url);
+    try {
+      expect(await client.keys(`${prefix}:*`)).toEqual([]);
+    } finally {
+      client.disconnect();
+    }
+  });
+});

@@ -1,0 +1,116 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, startRedis, type TestRedis } from '../../helpers/redis.js';
+import { killLeftovers, runCli, startCli, uniquePrefix, waitFor } from './cli-process.js';
+
+// `rollout-queue worker` as a process: signals, and a Redis that is not there yet.
+let redis: TestRedis;
+let lateRedis: ChildProcess | undefined;
+let lateDir: string | undefined;
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+
+afterAll(async () => {
+  lateRedis?.kill('SIGKILL');
+  if (lateDir) await rm(lateDir, { recursive: true, force: true });
+  await redis?.stop();
+});
+
+afterEach(async () => {
+  expect(await killLeftovers()).toEqual([]);
+});
+
+const jobCounts = async (env: Record<string, string>, queue: string): Promise<Record<string, number>> => {
+  const status = await runCli(['status', '--queue', queue, '--json'], { env });
+  return status.code === 0 ? (JSON.parse(status.stdout) as { counts: Record<string, number> }).counts : {};
+};
+
+const connectedWorkers = async (env: Record<string, string>, queue: string): Promise<string[]> => {
+  const status = await runCli(['status', '--queue', queue, '--json'], { env });
+  if (status.code !== 0) return [];
+  return (JSON.parse(status.stdout) as { workers: Array<{ name: string }> }).workers.map((worker) => worker.name);
+};
+
+describe('rollout-queue worker', () => {
+  it('connects, shows in status by name, and exits 0 on SIGTERM', async () => {
+    const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('wk') };
+    const worker = startCli(['worker', '--queue', 'wq', '--name', 'named-worker'], { env });
+    await waitFor(async () => (await connectedWorkers(env, 'wq')).includes('named-worker'), 30_000, 'the worker in status');
+    worker.child.kill('SIGTERM');
+    const end = await worker.done;
+    expect(end.code, end.stdout + end.stderr).toBe(0);
+    expect(await connectedWorkers(env, 'wq')).toEqual([]);
+  });
+
+  it('first SIGTERM waits for the active rollout; a second one hands it back at once, exit 0', async () => {
+    const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('wk') };
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'rq-slow-'));
+    await writeFile(path.join(dir, 'tasks.jsonl'), '{"id":"slow","answer":1}\n');
+    await writeFile(path.join(dir, 'sleep.js'), 'setTimeout(() => console.log(1), 60000);\n');
+    const worker = startCli(['worker', '--queue', 'wq2', '--name', 'twice', '--shutdown-grace-ms', '120000'], { env });
+    const coordinator = startCli([
+      'run', '--tasks', path.join(dir, 'tasks.jsonl'), '--artifact', path.join(dir, 'sleep.js'),
+      '--run', 'rollout-queue/runners:codeRunner', '--run-config', '{"timeoutMs":90000}',
+      '--reward', 'rollout-queue/rewards:lastNumber', '--reward-config', '{"goldKey":"answer"}',
+      '--queue', 'wq2', '--run-id', 'slowrun', '--out', path.join(dir, 'out.jsonl'),
+    ], { env, cwd: dir });
+    try {
+      await waitFor(async () => (await jobCounts(env, 'wq2')).active === 1, 30_000, 'the rollout to be active');
+      worker.child.kill('SIGTERM');
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(worker.child.exitCode, 'the first signal waits for the active rollout').toBeNull();
+      const secondAt = Date.now();
+      worker.child.kill('SIGTERM');
+      const end = await worker.done;
+      expect(end.code, end.stdout + end.stderr).toBe(0);
+      expect(Date.now() - secondAt).toBeLessThan(15_000);
+      const counts = await jobCounts(env, 'wq2');
+      expect(counts.active).toBe(0);
+      expect(counts.waiting, 'the rollout was handed back to the queue').toBe(1);
+    } finally {
+      coordinator.child.kill('SIGKILL');
+      await coordinator.done;
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('an out-of-range option the consumer refuses is a usage error (exit 2) naming it', async () => {
+    const outcome = await runCli(['worker', '--lock-duration-ms', '5'], { env: { REDIS_URL: redis.url } });
+    expect(outcome.code, outcome.stdout + outcome.stderr).toBe(2);
+    expect(outcome.stderr).toContain('lockDurationMs');
+  });
+
+  it('wrong credentials exit 1 at once with one clear line', async () => {
+    const guarded = await startRedis({ private: true, args: ['--requirepass', 'right-one'] });
+    try {
+      const outcome = await runCli(['worker'], { env: { REDIS_URL: guarded.url.replace('redis://', 'redis://:not-the-password@') } });
+      expect(outcome.code).toBe(1);
+      expect(outcome.stderr).toContain('refused the credentials');
+      expect(outcome.stdout + outcome.stderr).not.toContain('not-the-password');
+    } finally {
+      await guarded.stop();
+    }
+  });
+
+  it('waits for a Redis that is not up yet, logging the redacted address, then serves', async () => {
+    const port = await freePort();
+    const url = `redis://:late-password@127.0.0.1:${port}`;
+    const env = { REDIS_URL: url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('wk') };
+    const worker = startCli(['worker', '--queue', 'late', '--name', 'patient'], { env: { ...env, LOG_LEVEL: 'info' } });
+    await waitFor(() => worker.stdout().includes('could not connect to Redis'), 20_000, 'the retry log line');
+    expect(worker.stdout()).toContain(`redis://:***@127.0.0.1:${port}`);
+    expect(worker.stdout() + worker.stderr()).not.toContain('late-password');
+    expect(worker.child.exitCode).toBeNull();
+
+    lateDir = await mkdtemp(path.join(os.tmpdir(), 'rq-late-redis-'));
+    lateRedis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', lateDir, '--save', '', '--appendonly', 'no', '--requirepass', 'late-password'], { stdio: 'ignore' });
+    await waitFor(async () => (await connectedWorkers(env, 'late')).includes('patient'), 60_000, 'the worker to connect');
+    worker.child.kill('SIGTERM');
+    expect((await worker.done).code).toBe(0);
+  });
+});
