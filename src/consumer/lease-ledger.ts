@@ -22,7 +22,7 @@ if stc > seen then
   redis.call('HINCRBY', KEYS[2], '${RUN_FIELDS.redispatched}', stc - seen)
   redis.call('HSET', KEYS[1], 'lastExit', ARGV[2])
 end
-return tonumber(redis.call('HGET', KEYS[1], 'redispatched') or '0')
+return {tonumber(redis.call('HGET', KEYS[1], 'redispatched') or '0'), redis.call('HGET', KEYS[2], '${RUN_FIELDS.status}') or ''}
 `;
 
 /**
@@ -37,14 +37,15 @@ export class LeaseLedger {
   ) {}
 
   /**
-   * Records the start of an attempt: stalls BullMQ saw since the last start
-   * (`stalledCounter`, BullMQ job field `stc`) become re-dispatches.
-   * @returns the lease's re-dispatch count so far.
+   * Records the start of an attempt in one round trip: stalls BullMQ saw since the last
+   * start (`stalledCounter`, BullMQ job field `stc`) become re-dispatches.
+   * @returns the lease's re-dispatch count so far, and the run's status (undefined when the
+   *   run has no record, e.g. a job added by another client).
    */
-  async noteStart(leaseId: string, runId: string, stalledCounter: number): Promise<number> {
+  async noteStart(leaseId: string, runId: string, stalledCounter: number): Promise<{ redispatched: number; runStatus: RunStatus | undefined }> {
     const lost: ExitInfo = { reason: 'WorkerLost', exitCode: null, signal: null, stderrTail: 'the worker holding this lease stopped renewing its lock (killed, frozen or cut off from Redis)' };
-    const count = await this.redis.eval(NOTE_START, 2, this.keys.lease(leaseId), this.keys.run(runId), stalledCounter, JSON.stringify(lost));
-    return Number(count);
+    const [count, status] = (await this.redis.eval(NOTE_START, 2, this.keys.lease(leaseId), this.keys.run(runId), stalledCounter, JSON.stringify(lost))) as [number, string];
+    return { redispatched: Number(count), runStatus: (status || undefined) as RunStatus | undefined };
   }
 
   /** Counts one re-dispatch caused on this worker (crash, hang, start failure, missing secret). */
@@ -58,10 +59,13 @@ export class LeaseLedger {
     return Number(results?.[0]?.[1] ?? 0);
   }
 
-  /** The re-dispatch count and last exit of a lease. */
-  async read(leaseId: string): Promise<{ redispatched: number; lastExit: ExitInfo | null }> {
-    const [redispatched, lastExit] = await this.redis.hmget(this.keys.lease(leaseId), 'redispatched', 'lastExit');
-    return { redispatched: Number(redispatched ?? 0), lastExit: lastExit ? (JSON.parse(lastExit) as ExitInfo) : null };
+  /** Everything known about a lease, in one read: re-dispatch count, last exit, cost receipts (by id, over all attempts). */
+  async read(leaseId: string): Promise<{ redispatched: number; lastExit: ExitInfo | null; costs: CostReceipt[] }> {
+    const hash = await this.redis.hgetall(this.keys.lease(leaseId));
+    const costs = Object.entries(hash)
+      .filter(([field]) => field.startsWith('cost:'))
+      .map(([, json]) => CostReceiptSchema.parse(JSON.parse(json)));
+    return { redispatched: Number(hash.redispatched ?? 0), lastExit: hash.lastExit ? (JSON.parse(hash.lastExit) as ExitInfo) : null, costs };
   }
 
   /** Lists a lease as quarantined on its run (shown by `status`). */
@@ -77,21 +81,8 @@ export class LeaseLedger {
     await pipeline.exec();
   }
 
-  /** Every receipt recorded for a lease over all its attempts. */
-  async costs(leaseId: string): Promise<CostReceipt[]> {
-    const hash = await this.redis.hgetall(this.keys.lease(leaseId));
-    return Object.entries(hash)
-      .filter(([field]) => field.startsWith('cost:'))
-      .map(([, json]) => CostReceiptSchema.parse(JSON.parse(json)));
-  }
-
   /** Counts one late answer BullMQ refused (lock lost, job gone) on the run. */
   async countDuplicate(runId: string): Promise<void> {
     await this.redis.hincrby(this.keys.run(runId), RUN_FIELDS.duplicatesDropped, 1);
-  }
-
-  /** The run's status, or undefined when the run has no record (a job added by another client). */
-  async runStatus(runId: string): Promise<RunStatus | undefined> {
-    return ((await this.redis.hget(this.keys.run(runId), RUN_FIELDS.status)) as RunStatus | null) ?? undefined;
   }
 }

@@ -1,6 +1,6 @@
 import { ErrorCode, WaitingError, type Job } from 'bullmq';
 import type { Logger } from '../platform/logger.js';
-import { parseRolloutSpec, type CostReceipt, type ErrorInfo, type Result, type ResultKind, type RolloutSpec } from '../spec/index.js';
+import { parseRolloutSpec, type ErrorInfo, type Result, type ResultKind, type RolloutSpec } from '../spec/index.js';
 import type { ChildPool } from './child-pool.js';
 import { ChildStartError, type AttemptOutcome } from './rollout-child.js';
 import type { ExitInfo, LeaseLedger } from './lease-ledger.js';
@@ -79,10 +79,10 @@ export class RolloutProcessor {
       return this.finish(job, spec, startedAt, { kind: 'caller', error: { type: 'InvalidSpec', message: `job id "${job.id}" differs from spec.leaseId "${spec.leaseId}"; add the job with jobId = leaseId` } });
     }
     const log = this.logger.child({ runId: spec.runId, leaseId: spec.leaseId });
-    if ((await this.ledger.runStatus(spec.runId)) === 'cancelled') {
+    const { redispatched, runStatus } = await this.ledger.noteStart(spec.leaseId, spec.runId, job.stalledCounter ?? 0);
+    if (runStatus === 'cancelled') {
       return this.finish(job, spec, startedAt, { kind: 'caller', error: { type: 'Cancelled', message: 'the run was cancelled before this rollout started' } });
     }
-    const redispatched = await this.ledger.noteStart(spec.leaseId, spec.runId, job.stalledCounter ?? 0);
     if (redispatched > this.options.maxRedispatches) {
       const { lastExit } = await this.ledger.read(spec.leaseId);
       return this.quarantine(job, spec, startedAt, lastExit);
@@ -216,7 +216,7 @@ export class RolloutProcessor {
     outcome: { kind: ResultKind; output?: unknown; reward?: number | null; error?: ErrorInfo | null },
     runMs: number | null = null,
   ): Promise<Result> {
-    const [{ redispatched }, cost] = await Promise.all([this.ledger.read(spec.leaseId), this.ledger.costs(spec.leaseId)]);
+    const { redispatched, costs } = await this.ledger.read(spec.leaseId);
     const result: Result = {
       leaseId: spec.leaseId,
       runId: spec.runId,
@@ -231,7 +231,7 @@ export class RolloutProcessor {
       queuedMs: job.processedOn ? Math.max(0, job.processedOn - job.timestamp) : Math.max(0, startedAt - job.timestamp),
       runMs,
       finishedAt: new Date().toISOString(),
-      cost: dedupeReceipts(cost),
+      cost: costs,
     };
     this.finishing.set(spec.leaseId, spec.runId);
     this.events.onResult(result.kind, runMs);
@@ -245,10 +245,4 @@ function taskIdOf(spec: RolloutSpec): string {
   const id = spec.task.id;
   if (typeof id === 'string' || typeof id === 'number') return String(id);
   return spec.leaseId.slice(spec.runId.length + 1);
-}
-
-function dedupeReceipts(receipts: readonly CostReceipt[]): CostReceipt[] {
-  const seen = new Map<string, CostReceipt>();
-  for (const receipt of receipts) if (!seen.has(receipt.id)) seen.set(receipt.id, receipt);
-  return [...seen.values()];
 }

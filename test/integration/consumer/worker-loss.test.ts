@@ -106,7 +106,8 @@ describe('lost, frozen and restarted workers', () => {
 
   it('a rolling restart twice during one long rollout does not use the re-dispatch budget', async () => {
     const q = new RawQueue(redis.url);
-    const spec = makeSpec('rolling', 'long', { task: { id: 'long', delayMs: 1500 } });
+    // Long enough to outlive two worker start-ups on a loaded 2-core machine.
+    const spec = makeSpec('rolling', 'long', { task: { id: 'long', delayMs: 6000 } });
     await q.add([spec]);
     let current = await startWorkerProcess(q.workerOptions({ ...FAST }));
     try {

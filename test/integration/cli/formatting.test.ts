@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import type { RunRecord } from '../../../src/lease/index.js';
+import type { StatusView } from '../../../src/cli/plane.js';
+import { formatStatus, statusJson } from '../../../src/cli/status-format.js';
+import { formatSummary } from '../../../src/cli/summary.js';
+import { percentile, RunTally, toResultLine } from '../../../src/cli/run-tally.js';
+import { RESULT_LINE_FIELDS, type Result } from '../../../src/spec/index.js';
+
+// What `status` and the run summary print, from fixed inputs (no Redis needed).
+const run: RunRecord = {
+  runId: 'r1', status: 'running', stopReason: null, createdAt: '2026-11-29T12:00:00.000Z', runAttemptId: 'a',
+  specCount: 10, enqueued: 10, delivered: 7, redispatched: 3, duplicatesDropped: 1, alreadyEnqueued: 0,
+  kinds: { ok: 5, model: 1, infrastructure: 1, caller: 0 },
+  quarantined: { 'r1.t9': { reason: 'ChildCrashed', exitCode: null, signal: 'SIGABRT', stderrTail: 'line 1\ninvariant failed: stock < 0' } },
+};
+const view: StatusView = {
+  counts: { waiting: 2, active: 1, completed: 7 },
+  run,
+  workers: [{ name: 'w1', details: { addr: '127.0.0.1:5000', age: '12', idle: '0' } }],
+};
+const place = { queue: 'rollouts', prefix: 'rq', address: 'redis://:***@127.0.0.1:6379', runs: ['r1'] };
+
+describe('status output', () => {
+  it('shows jobs by state, workers, results by kind, counters and quarantined leases with exit code, signal and stderr tail', () => {
+    const text = formatStatus(view, place);
+    expect(text).toMatch(/waiting\s+2/);
+    expect(text).toContain('Workers connected: 1');
+    expect(text).toContain('w1  addr=127.0.0.1:5000 age=12 idle=0');
+    expect(text).toMatch(/infrastructure\s+1/);
+    expect(text).toMatch(/redispatched\s+3/);
+    expect(text).toMatch(/duplicates dropped\s+1/);
+    expect(text).toContain('Quarantined leases (ended by the re-dispatch limit): 1');
+    expect(text).toContain('r1.t9  exit code -, signal SIGABRT: ChildCrashed');
+    expect(text).toContain('invariant failed: stock < 0');
+  });
+
+  it('as JSON keeps the run record whole', () => {
+    expect(statusJson(view, place)).toMatchObject({ queue: 'rollouts', run: { quarantined: { 'r1.t9': { signal: 'SIGABRT' } } }, workers: [{ name: 'w1' }] });
+  });
+});
+
+describe('results file lines and the summary', () => {
+  const result = (n: number, kind: Result['kind'], reward: number | null, worker: string): Result => ({
+    leaseId: `r1.t${n}`, runId: 'r1', taskId: `t${n}`, kind, output: { n }, reward, error: kind === 'ok' ? null : { type: 'NonZeroExit', message: 'exit 1' },
+    attempts: 1, redispatched: n === 3 ? 1 : 0, worker, queuedMs: 5, runMs: n * 100, finishedAt: '2026-11-29T12:00:00.000Z', cost: [{ id: 'c', usd: 0.1 }],
+  });
+
+  it('a line holds exactly RESULT_LINE_FIELDS, in order (cost is not written)', () => {
+    expect(Object.keys(toResultLine(result(1, 'ok', 1, 'w1')))).toEqual([...RESULT_LINE_FIELDS]);
+  });
+
+  it('the summary has counts by kind, mean reward over ok with the spread, p50/p95, per-worker results, counters, the file', () => {
+    const tally = new RunTally();
+    [result(1, 'ok', 1, 'w1'), result(2, 'ok', 0, 'w2'), result(3, 'ok', 1, 'w1'), result(4, 'model', null, 'w2')].forEach((r) => tally.add(toResultLine(r)));
+    const text = formatSummary({ runId: 'r1', total: 4, end: 'completed', tally, counters: { redispatched: 2, duplicatesDropped: 1 }, file: '/tmp/out.jsonl' });
+    expect(text).toContain('Run r1: 4 of 4 result(s), completed');
+    expect(text).toMatch(/ok\s+3\s+mean reward 0\.667 over ok \(reward 1: 2, reward 0: 1\)/);
+    expect(text).toMatch(/model\s+1/);
+    expect(text).toMatch(/run time\s+p50 200 ms, p95 400 ms/);
+    expect(text).toMatch(/results per worker\s+w1: 2, w2: 2/);
+    expect(text).toMatch(/redispatched\s+2/);
+    expect(text).toMatch(/duplicates dropped\s+1/);
+    expect(text).toContain('/tmp/out.jsonl');
+  });
+
+  it('percentile is nearest-rank', () => {
+    expect(percentile([], 50)).toBeUndefined();
+    expect(percentile([5, 1, 3, 2, 4], 50)).toBe(3);
+    expect(percentile(Array.from({ length: 100 }, (_, i) => i + 1), 95)).toBe(95);
+  });
+});
