@@ -3,6 +3,7 @@ import { ROLLOUT_JOB_NAME } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
 import { callerResult } from './caller-result.js';
+import { DraftSource } from './draft-source.js';
 import type { LeaseTracker } from './lease-tracker.js';
 import { prepareDraft, type PreparedDraft } from './rollout-draft.js';
 import type { RunStore } from './run-store.js';
@@ -24,20 +25,30 @@ export interface EnqueuerDeps {
 
 type ValidDraft = Extract<PreparedDraft, { ok: true }>;
 
-function iteratorOf<T>(items: Iterable<T> | AsyncIterable<T>): Iterator<T> | AsyncIterator<T> {
-  return Symbol.asyncIterator in items ? items[Symbol.asyncIterator]() : items[Symbol.iterator]();
+/** A prepared draft and its 0-based position in the caller's list (the lease's score in `runLeases`). */
+interface Positioned<D extends PreparedDraft = PreparedDraft> {
+  readonly draft: D;
+  readonly index: number;
 }
 
 /**
- * Pulls drafts one at a time and enqueues each as one BullMQ job (`jobId` = lease id,
- * `attempts: 1`, results kept in Redis: no removeOnComplete/removeOnFail), never holding more
- * than `maxInFlight` of the run's jobs unfinished. A draft is pulled only when the previous one
- * is settled, so a lazy (async) draft source is never read ahead of the queue.
+ * Most drafts checked and added per round trip. Bounds the Lua scripts' argument lists and the
+ * time Redis spends in one script, while cutting round trips per draft by ~100×.
+ */
+export const MAX_BATCH = 100;
+
+/**
+ * Enqueues drafts in batches, each draft as one BullMQ job (`jobId` = lease id, `attempts: 1`,
+ * results kept in Redis: no removeOnComplete/removeOnFail), never holding more than
+ * `maxInFlight` of the run's jobs unfinished. A batch is the next draft plus those the source
+ * has ready at once ({@link DraftSource}), at most `min(free slots, MAX_BATCH)`: a draft is
+ * pulled only when there is room to enqueue it, and a slow source is never waited on for more.
  *
- * Order per lease, chosen so a coordinator killed at any point can resume: the job is added
- * first, then the lease is recorded in `runLeases` (ZADD NX). A lease already recorded is never
- * added again (BullMQ would ignore the add anyway, but a job removed since must not come back)
- * and counts in `alreadyEnqueued`.
+ * Per batch: one script reads which leases are enqueued or delivered already, one `addBulk`
+ * adds the new jobs, one script records their leases in `runLeases` (ZADD NX). The job is
+ * added before its lease is recorded, so a coordinator killed in between resumes cleanly
+ * (BullMQ ignores an add whose jobId exists). A lease already recorded is never added again
+ * (a job removed since must not come back) and counts in `alreadyEnqueued`.
  */
 export class DraftEnqueuer {
   private stopped = false;
@@ -58,13 +69,13 @@ export class DraftEnqueuer {
     return this.runAttemptId !== undefined;
   }
 
-  /** Stops after the current draft; nothing more is pulled or enqueued. */
+  /** Stops after the current batch's add; nothing more is pulled or enqueued. */
   halt(): void {
     this.stopped = true;
     this.deps.tracker.notify();
   }
 
-  /** Resolves once no `Queue.add` of this enqueuer is in flight (call after {@link halt}). */
+  /** Resolves once no `addBulk` of this enqueuer is in flight (call after {@link halt}). */
   async settled(): Promise<void> {
     await this.inFlight.catch(() => undefined);
   }
@@ -74,68 +85,89 @@ export class DraftEnqueuer {
    * @throws whatever the draft source throws, or a Redis error from enqueuing (the run stays resumable).
    */
   async run(drafts: Iterable<unknown> | AsyncIterable<unknown>): Promise<boolean> {
-    const { tracker, maxInFlight } = this.deps;
-    const iterator = iteratorOf(drafts);
+    const { tracker, maxInFlight, runId, maxSpecBytes } = this.deps;
+    const source = new DraftSource(drafts);
     let exhausted = false;
     try {
-      for (let index = 0; !this.stopped; index++) {
-        const step = await iterator.next();
-        if (step.done) return (exhausted = true);
+      for (let index = 0; !this.stopped; ) {
+        const first = await source.next();
+        if (first.done) return (exhausted = true);
         if (this.stopped) break;
         this.runAttemptId ??= await this.deps.prepareRun();
-        const prepared = prepareDraft(step.value, {
-          runId: this.deps.runId, runAttemptId: this.runAttemptId, index, maxSpecBytes: this.deps.maxSpecBytes,
-        });
-        const accepted = await this.accept(prepared);
-        if (!accepted) continue;
         while (!this.stopped && tracker.unfinishedCount >= maxInFlight) await tracker.changed();
         if (this.stopped) break;
-        tracker.track(accepted.leaseId, 'adding');
-        this.inFlight = this.add(accepted, index);
-        await this.inFlight;
+        const room = Math.min(maxInFlight - tracker.unfinishedCount, MAX_BATCH);
+        const values = [first.value, ...(await source.takeReady(room - 1))];
+        if (this.stopped) break;
+        const runAttemptId = this.runAttemptId;
+        // One plain copy per batch for the secret check: every read of process.env crosses into
+        // the runtime, and the check reads all of it for each draft.
+        const env = { ...process.env };
+        const batch = values.map((value, i) => ({ draft: prepareDraft(value, { runId, runAttemptId, index: index + i, maxSpecBytes, env }), index: index + i }));
+        index += values.length;
+        await this.enqueue(batch);
       }
       return false;
     } finally {
       // Let a generator source run its own cleanup when we stop early.
-      if (!exhausted) await Promise.resolve(iterator.return?.()).catch(() => undefined);
+      if (!exhausted) await source.close();
     }
   }
 
-  /** Handles refused and repeated drafts; returns the draft when it is a new lease to add. */
-  private async accept(prepared: PreparedDraft): Promise<ValidDraft | undefined> {
+  /**
+   * Sorts a batch, in draft order, into refused, repeated, already enqueued and new leases, and
+   * adds the new ones. The jobs of the drafts before a refused one are added before the refusal
+   * is reported: a stop it causes then waits for them and removes them (as when drafts went one
+   * at a time), and nothing after it is added.
+   */
+  private async enqueue(batch: readonly Positioned[]): Promise<void> {
     const { runId, store, logger } = this.deps;
-    const { leaseId } = prepared;
-    const repeated = this.seen.has(leaseId);
-    this.seen.add(leaseId);
-    if (!prepared.ok) {
-      // A refused draft of a resumed run was answered before: never yield it twice.
-      if (!repeated && !(await store.isDelivered(runId, leaseId))) {
-        logger.warn({ runId, leaseId, type: prepared.error.type }, `draft refused, not enqueued: ${prepared.error.message}`);
-        this.deps.onRefused(callerResult(leaseId, runId, prepared.taskId, prepared.error.type, prepared.error.message));
+    const unseen = [...new Set(batch.map(({ draft }) => draft.leaseId))].filter((leaseId) => !this.seen.has(leaseId));
+    const flags = await store.leaseFlags(runId, unseen);
+    let fresh: Positioned<ValidDraft>[] = [];
+    let already = 0;
+    for (const { draft, index } of batch) {
+      if (this.stopped) break;
+      const { leaseId } = draft;
+      const repeated = this.seen.has(leaseId);
+      this.seen.add(leaseId);
+      if (!draft.ok) {
+        // A refused draft of a resumed run was answered before: never yield it twice.
+        if (repeated || flags.get(leaseId)?.delivered) continue;
+        await this.add(fresh);
+        fresh = [];
+        if (this.stopped) break;
+        logger.warn({ runId, leaseId, type: draft.error.type }, `draft refused, not enqueued: ${draft.error.message}`);
+        this.deps.onRefused(callerResult(leaseId, runId, draft.taskId, draft.error.type, draft.error.message));
+      } else if (repeated) {
+        already++;
+        logger.warn({ runId, leaseId }, 'draft repeats a lease id of this call: already enqueued, it gets one job and one Result; give each task a distinct taskKey or task.id');
+      } else if (flags.get(leaseId)?.enqueued) {
+        already++;
+        logger.debug({ runId, leaseId }, 'lease already enqueued (resumed run): not added again');
+      } else {
+        fresh.push({ draft, index });
       }
-      return undefined;
     }
-    if (repeated) {
-      await store.countAlreadyEnqueued(runId);
-      logger.warn({ runId, leaseId }, 'draft repeats a lease id of this call: already enqueued, it gets one job and one Result; give each task a distinct taskKey or task.id');
-      return undefined;
-    }
-    if (await store.isEnqueued(runId, leaseId)) {
-      await store.countAlreadyEnqueued(runId);
-      logger.debug({ runId, leaseId }, 'lease already enqueued (resumed run): not added again');
-      return undefined;
-    }
-    return prepared;
+    await Promise.all([this.add(fresh), already > 0 ? store.countAlreadyEnqueued(runId, already) : undefined]);
   }
 
-  private async add(prepared: ValidDraft, index: number): Promise<void> {
+  /** Adds jobs unless halted; {@link settled} waits for it. */
+  private async add(drafts: readonly Positioned<ValidDraft>[]): Promise<void> {
+    if (drafts.length === 0 || this.stopped) return;
+    for (const { draft } of drafts) this.deps.tracker.track(draft.leaseId, 'adding');
+    this.inFlight = this.addJobs(drafts);
+    await this.inFlight;
+  }
+
+  private async addJobs(drafts: readonly Positioned<ValidDraft>[]): Promise<void> {
     const { queue, store, tracker, runId } = this.deps;
     try {
-      await queue.add(ROLLOUT_JOB_NAME, prepared.spec, { jobId: prepared.leaseId, attempts: 1 });
-      await store.recordLease(runId, prepared.leaseId, index);
-      tracker.confirm(prepared.leaseId);
+      await queue.addBulk(drafts.map(({ draft }) => ({ name: ROLLOUT_JOB_NAME, data: draft.spec, opts: { jobId: draft.leaseId, attempts: 1 } })));
+      await store.recordLeases(runId, drafts.map(({ draft, index }) => ({ leaseId: draft.leaseId, index })));
+      for (const { draft } of drafts) tracker.confirm(draft.leaseId);
     } catch (err) {
-      tracker.forget(prepared.leaseId);
+      for (const { draft } of drafts) tracker.forget(draft.leaseId);
       throw err;
     }
   }

@@ -19,14 +19,37 @@ export interface QuarantineRecord {
   readonly stderrTail: string;
 }
 
-// ZADD NX then count, atomically: a lease is counted in `enqueued` exactly once however often
-// it is re-submitted. KEYS: runLeases, run. ARGV: score, leaseId, enqueued field.
-const RECORD_LEASE = `
-if redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[2]) == 1 then
-  redis.call('HINCRBY', KEYS[2], ARGV[3], 1)
-  return 1
+// ZADD NX each lease then count the new ones, atomically: a lease is counted in `enqueued`
+// exactly once however often it is re-submitted. KEYS: runLeases, run.
+// ARGV: enqueued field, then score, leaseId pairs.
+const RECORD_LEASES = `
+local added = 0
+for i = 2, #ARGV, 2 do
+  added = added + redis.call('ZADD', KEYS[1], 'NX', ARGV[i], ARGV[i + 1])
 end
-return 0`;
+if added > 0 then redis.call('HINCRBY', KEYS[2], ARGV[1], added) end
+return added`;
+
+// Per lease: 1 when it is in runLeases (enqueued), + 2 when in runDelivered. A script rather
+// than ZMSCORE/SMISMEMBER, which need Redis 6.2 while BullMQ still runs on 5.
+// KEYS: runLeases, runDelivered. ARGV: leaseIds.
+const LEASE_FLAGS = `
+local flags = {}
+for i = 1, #ARGV do
+  local f = 0
+  if redis.call('ZSCORE', KEYS[1], ARGV[i]) then f = 1 end
+  if redis.call('SISMEMBER', KEYS[2], ARGV[i]) == 1 then f = f + 2 end
+  flags[i] = f
+end
+return flags`;
+
+/** What {@link RunStore.leaseFlags} knows of a lease. */
+export interface LeaseFlags {
+  /** In the run's enqueued set: a re-submission must not add it again. */
+  readonly enqueued: boolean;
+  /** Its Result was acknowledged before. */
+  readonly delivered: boolean;
+}
 
 // SADD delivered, and count the kind only when the lease was not delivered before: the
 // consumer may see a Result twice (at-least-once), the counters count it once.
@@ -128,20 +151,26 @@ export class RunStore {
     return known.size;
   }
 
-  /** True when the lease is in the run's enqueued set (a re-submission must not add it again). */
-  async isEnqueued(runId: string, leaseId: string): Promise<boolean> {
-    return (await this.redis.zscore(this.keys.runLeases(runId), leaseId)) !== null;
+  /** Enqueued/delivered flags of many leases in one round trip (a batch of drafts). */
+  async leaseFlags(runId: string, leaseIds: readonly string[]): Promise<Map<string, LeaseFlags>> {
+    const flags = new Map<string, LeaseFlags>();
+    if (leaseIds.length === 0) return flags;
+    const replies = (await this.redis.eval(LEASE_FLAGS, 2, this.keys.runLeases(runId), this.keys.runDelivered(runId), ...leaseIds)) as number[];
+    leaseIds.forEach((leaseId, i) => {
+      const f = replies[i] ?? 0;
+      flags.set(leaseId, { enqueued: (f & 1) !== 0, delivered: (f & 2) !== 0 });
+    });
+    return flags;
   }
 
-  /** True when the lease's Result was acknowledged before. */
-  async isDelivered(runId: string, leaseId: string): Promise<boolean> {
-    return (await this.redis.sismember(this.keys.runDelivered(runId), leaseId)) === 1;
-  }
-
-  /** Records an enqueued lease (score = submission index); true when it was new. */
-  async recordLease(runId: string, leaseId: string, index: number): Promise<boolean> {
-    const added = await this.redis.eval(RECORD_LEASE, 2, this.keys.runLeases(runId), this.keys.run(runId), index, leaseId, RUN_FIELDS.enqueued);
-    return added === 1;
+  /**
+   * Records enqueued leases (score = submission index) in one script call; returns how many
+   * were new (only those count in `enqueued`).
+   */
+  async recordLeases(runId: string, leases: readonly { readonly leaseId: string; readonly index: number }[]): Promise<number> {
+    if (leases.length === 0) return 0;
+    const args = leases.flatMap(({ leaseId, index }) => [index, leaseId]);
+    return (await this.redis.eval(RECORD_LEASES, 2, this.keys.runLeases(runId), this.keys.run(runId), RUN_FIELDS.enqueued, ...args)) as number;
   }
 
   /** Marks a Result delivered and counts its kind, once per lease. True when it was new. */
@@ -167,9 +196,9 @@ export class RunStore {
     await this.redis.hset(this.keys.run(runId), RUN_FIELDS.specCount, String(specCount));
   }
 
-  /** Adds one to the run's `alreadyEnqueued` counter. */
-  async countAlreadyEnqueued(runId: string): Promise<void> {
-    await incrementRunCounter(this.redis, this.keys, runId, 'alreadyEnqueued');
+  /** Adds `count` to the run's `alreadyEnqueued` counter. */
+  async countAlreadyEnqueued(runId: string, count = 1): Promise<void> {
+    await incrementRunCounter(this.redis, this.keys, runId, 'alreadyEnqueued', count);
   }
 
   /** Lists a lease as quarantined unless the worker already did (its record is richer). */
