@@ -28,6 +28,8 @@ export interface ExecuteRunOptions {
   readonly stdout?: NodeJS.WritableStream;
   readonly stderr?: NodeJS.WriteStream;
   readonly logger?: Logger;
+  /** Say how to resume after an interrupt (default true; the demo stops its workers instead). */
+  readonly resumeHint?: boolean;
 }
 
 /** Longest wait for closing the queue or reading counters after an interrupt, ms. */
@@ -87,13 +89,13 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       return EXIT.stopped;
     }
     if (outcome.kind === 'interrupted') {
-      stderr.write(`${MSG.runInterrupted(runId, file.path)}\n`);
+      if (options.resumeHint !== false) stderr.write(`${MSG.runInterrupted(runId, file.path)}\n`);
       return EXIT.interrupted;
     }
     if (outcome.kind === 'cancelled') throw new CliError(MSG.runWasCancelled(runId, outcome.reason));
     if (outcome.kind === 'failed') throw failure(outcome.error, options);
     if (end === 'completed') return EXIT.ok;
-    stderr.write(`${MSG.runIncomplete(file.count, total ?? 0)}\n`);
+    stderr.write(`${MSG.runIncomplete(runId, file.count, total ?? 0, file.path)}\n`);
     return EXIT.failure;
   } finally {
     file?.close();

@@ -23,6 +23,18 @@ function configure(command: Command): Command {
   return command;
 }
 
+/** `text` with the password of `REDIS_URL` (raw or percent-encoded) replaced by `***`. */
+function withoutPassword(text: string): string {
+  let password = '';
+  try {
+    password = new URL(process.env.REDIS_URL ?? '').password;
+  } catch {
+    return text;
+  }
+  if (!password) return text;
+  return [password, decodeURIComponent(password)].reduce((out, secret) => out.split(secret).join('***'), text);
+}
+
 /**
  * Parses `argv` and runs the command.
  * @returns the exit code; never throws.
@@ -49,7 +61,7 @@ export async function runCli(argv: readonly string[]): Promise<ExitCode> {
       process.stderr.write(`error: ${err.message}\n`);
       return err.exitCode;
     }
-    process.stderr.write(`error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(`error: ${withoutPassword(err instanceof Error ? (err.stack ?? err.message) : String(err))}\n`);
     return EXIT.failure;
   }
 }

@@ -142,8 +142,9 @@ export const MSG = {
   runStopped: (leaseId: string, type: string, message: string) =>
     `run stopped on a caller result for lease ${leaseId}: ${type}: ${message}\nFix the caller contract (Ref, config, spec) and run again; the other rollouts were not enqueued.`,
   runStoppedEarlier: (why: string) => `the run was stopped before: ${why}`,
-  runIncomplete: (count: number, total: number) =>
-    `the producer ended the run with ${count} of ${total} results in the file; nothing more will come. rollout-queue status <runId> shows the run record.`,
+  runIncomplete: (runId: string, count: number, total: number, file: string) =>
+    `run ${runId} ended with ${count} of ${total} results in ${file}; nothing more will come. The rest were delivered earlier, ` +
+    `to another results file (a run's results are delivered once), or are missing: rollout-queue status ${runId} shows the run record.`,
   resumeNeedsSpecs: (runId: string, why: string) =>
     `${why}\nTo finish run ${runId}, run the same \`rollout-queue run\` command again with --run-id ${runId}: it enqueues only what is missing.`,
   runFailed: (runId: string, why: string) =>
@@ -207,6 +208,6 @@ export const MSG = {
   demoWorkersNotReady: (ready: number, wanted: number, seconds: number, logDir: string) =>
     `only ${ready} of ${wanted} worker(s) connected within ${seconds} s; see the logs in ${logDir}`,
   demoKeep: 'everything stays up (--keep): press Ctrl-C to stop the workers, the dashboard and Redis',
-  demoStopping: 'stopping workers, dashboard and Redis…',
+  demoStopping: (ownRedis: boolean) => `stopping the workers, the dashboard${ownRedis ? ' and Redis' : ''}…`,
   localRedisFailed: (why: string) => `could not start redis-server: ${why}`,
 } as const;

@@ -78,6 +78,7 @@ export async function demoAction(options: DemoOptions): Promise<ExitCode> {
       out: options.out ?? defaultOutFile(runId),
       source: { kind: 'map', drafts },
       interrupt: interrupt.signal,
+      resumeHint: false,
     });
     if (options.keep && !interrupt.signal.aborted) {
       say(MSG.demoKeep);
@@ -88,7 +89,8 @@ export async function demoAction(options: DemoOptions): Promise<ExitCode> {
     if (interrupt.signal.aborted && !(err instanceof CliError)) return EXIT.interrupted;
     throw err;
   } finally {
-    if (workers || dashboard || (redis && redis.source !== 'REDIS_URL')) say(MSG.demoStopping);
+    const ownRedis = redis !== undefined && redis.source !== 'REDIS_URL';
+    if (workers || dashboard || ownRedis) say(MSG.demoStopping(ownRedis));
     await workers?.stop();
     await dashboard?.close();
     await redis?.stop();

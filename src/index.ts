@@ -1,0 +1,12 @@
+/**
+ * rollout-queue: a durable, Redis-backed execution plane for ML rollouts.
+ *
+ * - Coordinator side: {@link RolloutQueue} (`mapRollouts`, `attach`, `rollout`, `cancel`, `status`).
+ * - Worker side: {@link RolloutWorker}.
+ * - Building specs: {@link ref} for Refs, the zod wire contract (`RolloutSpecSchema`, `ResultSchema`).
+ */
+export { RolloutQueue, RunStoppedError, AbortError, type RolloutDraft, type MapRolloutsOptions, type ProducerOptions, type QueueStatus } from './producer/index.js';
+export { RolloutWorker, type WorkerOptions } from './consumer/index.js';
+export { ref, RefError, Allowlist, DEFAULT_ALLOWLIST } from './ref/index.js';
+export { leaseIdFor } from './lease/index.js';
+export * from './spec/index.js';
