@@ -9,7 +9,7 @@ export function demoCommand(ctx: CommandContext): Command {
   return new Command('demo')
     .description(HELP.demo.description)
     .addOption(new Option('--workers <n>', HELP.demo.workers).default(2).argParser(positiveInteger))
-    .addOption(new Option('--tasks <n>', HELP.demo.tasks).default(60).argParser(positiveInteger))
+    .addOption(new Option('--tasks <n>', HELP.demo.tasks).default(240).argParser(positiveInteger))
     .addOption(new Option('--concurrency <n>', HELP.demo.concurrency).default(2).argParser(positiveInteger))
     .option('--keep', HELP.demo.keep)
     .option('--out <file>', HELP.demo.out)
