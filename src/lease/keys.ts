@@ -32,8 +32,6 @@ export interface QueueKeys {
   lease(leaseId: string): string;
   /** Pub/sub channel announcing cancelled run ids to workers. */
   cancelChannel(): string;
-  /** HASH worker name → JSON heartbeat {pid, host, lastProgressAt, active} (liveness). */
-  workers(): string;
 }
 
 /**
@@ -57,6 +55,5 @@ export function queueKeys(prefix: string = DEFAULT_PREFIX, queue: string = DEFAU
     runs: () => `${base}runs`,
     lease: (leaseId) => `${base}lease:${leaseId}`,
     cancelChannel: () => `${base}cancel`,
-    workers: () => `${base}workers`,
   };
 }
