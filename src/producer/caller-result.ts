@@ -1,4 +1,5 @@
 import type { Result } from '../spec/index.js';
+import { producerResult } from './producer-result.js';
 
 /**
  * The `caller` Result the producer itself produces for a draft it refused to enqueue
@@ -6,20 +7,5 @@ import type { Result } from '../spec/index.js';
  * `message` must name fields and variables only, never values (it is stored and logged).
  */
 export function callerResult(leaseId: string, runId: string, taskId: string, type: string, message: string): Result {
-  return {
-    leaseId,
-    runId,
-    taskId,
-    kind: 'caller',
-    output: null,
-    reward: null,
-    error: { type, message: message.slice(0, 8192) },
-    attempts: 0,
-    redispatched: 0,
-    worker: null,
-    queuedMs: null,
-    runMs: null,
-    finishedAt: new Date().toISOString(),
-    cost: [],
-  };
+  return producerResult('caller', leaseId, runId, taskId, type, message);
 }

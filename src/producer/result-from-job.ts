@@ -1,4 +1,5 @@
 import { ResultSchema, type Result } from '../spec/index.js';
+import { producerResult } from './producer-result.js';
 import type { JobOutcome } from './read-job-outcomes.js';
 
 /**
@@ -9,23 +10,9 @@ export const STALL_LIMIT_REASON = 'job stalled more than allowable limit';
 
 type FailedOutcome = Extract<JobOutcome, { state: 'failed' }>;
 
+/** An `infrastructure` Result written by the producer (see {@link producerResult}). */
 function plane(leaseId: string, runId: string, taskId: string, type: string, message: string): Result {
-  return {
-    leaseId,
-    runId,
-    taskId,
-    kind: 'infrastructure',
-    output: null,
-    reward: null,
-    error: { type, message: message.slice(0, 8192) },
-    attempts: 0,
-    redispatched: 0,
-    worker: null,
-    queuedMs: null,
-    runMs: null,
-    finishedAt: new Date().toISOString(),
-    cost: [],
-  };
+  return producerResult('infrastructure', leaseId, runId, taskId, type, message);
 }
 
 /** The task key part of a lease id `<runId>.<taskKey>`, a stand-in task id when the spec is out of reach. */

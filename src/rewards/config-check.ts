@@ -1,23 +1,14 @@
-import { CallerError, isPlainObject } from '../spec/index.js';
+import { checkedConfigRecord, describeValue } from '../spec/factory-config.js';
+import { CallerError } from '../spec/index.js';
 
 /**
  * Checks of a reward factory's config, throwing a {@link CallerError} that names the field,
  * the bad value and its type, what is allowed, and the fix. Hand-written because built-ins
- * import only `../spec/index.js` and node builtins (DESIGN.md "Layout").
+ * import only `../spec/` and node builtins (DESIGN.md "Layout"); the object and key checks
+ * shared with the runners are in `../spec/factory-config.ts`.
  */
 
-/** Short, safe description of a value for an error message: `-5 (number)`, `"abc" (string)`. */
-export function describeValue(value: unknown): string {
-  if (value === null) return 'null';
-  if (value === undefined) return 'undefined';
-  if (Array.isArray(value)) return `an array of ${value.length}`;
-  if (typeof value === 'string') {
-    const shown = value.length > 60 ? `${value.slice(0, 57)}...` : value;
-    return `${JSON.stringify(shown)} (string)`;
-  }
-  if (typeof value === 'object') return 'an object';
-  return `${String(value)} (${typeof value})`;
-}
+export { describeValue };
 
 /**
  * Returns `config` as a record: `undefined` counts as `{}` (every reward option has a
@@ -26,17 +17,7 @@ export function describeValue(value: unknown): string {
  */
 export function configRecord(factory: string, config: unknown, allowed: readonly string[]): Record<string, unknown> {
   if (config === undefined) return {};
-  if (!isPlainObject(config)) {
-    throw new CallerError(
-      `${factory}: config must be an object with the options ${allowed.join(', ')}, got ${describeValue(config)}`,
-    );
-  }
-  for (const key of Object.keys(config)) {
-    if (!allowed.includes(key)) {
-      throw new CallerError(`${factory}: config.${key} is not an option; allowed options are ${allowed.join(', ')} (check the spelling)`);
-    }
-  }
-  return config;
+  return checkedConfigRecord(factory, config, allowed, `an object with the options ${allowed.join(', ')}`);
 }
 
 /** An optional non-empty string option, or `fallback`. */

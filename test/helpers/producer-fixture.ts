@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { createLogger } from '../../src/platform/logger.js';
 import { RolloutQueue, type ProducerOptions } from '../../src/producer/index.js';
+import { startRedis, type StartRedisOptions, type TestRedis } from './redis.js';
 import { startStubWorker, type StubWorker, type StubWorkerOptions } from './stub-worker.js';
 
 /** Key prefix of producer tests (each test also gets its own queue name). */
@@ -14,13 +16,38 @@ export const TEST_PREFIX = 'rqt';
  * every RolloutQueue are captured in {@link logs} (so tests can check what was, and was not, logged).
  */
 export class ProducerFixture {
-  readonly redis: Redis;
   readonly logs: string[] = [];
   private readonly closers: (() => Promise<unknown>)[] = [];
+  private connection: { readonly url: string; readonly redis: Redis } | undefined;
 
-  constructor(readonly url: string) {
-    this.redis = new Redis(url, { maxRetriesPerRequest: null });
-    this.redis.on('error', () => undefined); // tests that restart Redis see ECONNREFUSED while it is down
+  /** With `url`, connects at once; without, {@link connect} must run before anything else is used. */
+  constructor(url?: string) {
+    if (url !== undefined) this.connect(url);
+  }
+
+  /** Points the fixture at the Redis server at `url` and opens its raw client (once). */
+  connect(url: string): void {
+    if (this.connection) throw new Error(`ProducerFixture is already connected to ${this.connection.url}`);
+    const redis = new Redis(url, { maxRetriesPerRequest: null });
+    redis.on('error', () => undefined); // tests that restart Redis see ECONNREFUSED while it is down
+    this.connection = { url, redis };
+  }
+
+  /** URL of the test's Redis server. */
+  get url(): string {
+    return this.connected().url;
+  }
+
+  /** Raw Redis client for looking at keys (closed by {@link end}). */
+  get redis(): Redis {
+    return this.connected().redis;
+  }
+
+  private connected(): { readonly url: string; readonly redis: Redis } {
+    if (!this.connection) {
+      throw new Error('ProducerFixture is not connected yet: use it inside tests and hooks (useProducerFixture connects it in beforeAll)');
+    }
+    return this.connection;
   }
 
   /** A fresh queue name, so tests never share BullMQ keys. */
@@ -60,10 +87,32 @@ export class ProducerFixture {
     while (this.closers.length > 0) await this.closers.pop()?.().catch(() => undefined);
   }
 
-  /** Closes the raw client; call in afterAll. */
+  /** Closes the raw client, if it was ever opened; call in afterAll. */
   async end(): Promise<void> {
-    await this.redis.quit();
+    await this.connection?.redis.quit();
   }
+}
+
+/**
+ * The usual lifecycle of a producer integration test file, registered with vitest's hooks:
+ * `beforeAll` starts one Redis ({@link startRedis} with `options`) and connects the returned
+ * fixture to it, `afterEach` runs {@link ProducerFixture.cleanup}, `afterAll` closes the raw
+ * client and stops Redis. Call once at the top level of the file; the fixture is usable
+ * inside tests and hooks (its `url` and `redis` throw before `beforeAll` has run).
+ */
+export function useProducerFixture(options: StartRedisOptions = {}): ProducerFixture {
+  const fx = new ProducerFixture();
+  let redis: TestRedis | undefined;
+  beforeAll(async () => {
+    redis = await startRedis(options);
+    fx.connect(redis.url);
+  });
+  afterEach(async () => fx.cleanup());
+  afterAll(async () => {
+    await fx.end();
+    await redis?.stop();
+  });
+  return fx;
 }
 
 /** Collects an async iterable until it ends or throws; returns what came and the error. */

@@ -1,12 +1,10 @@
 import { loadArtifact } from '../artifact.js';
 import { buildDrafts, buildRef, parseConfigOption, withDefaultEntrypoint } from '../build-drafts.js';
 import { cliEnvironment } from '../environment.js';
-import { EXIT, type ExitCode } from '../errors.js';
-import { executeRun } from '../execute-run.js';
+import type { ExitCode } from '../errors.js';
+import { executeInterruptibleRun } from '../execute-interruptible-run.js';
 import { MSG } from '../messages.js';
-import { requireRedis } from '../redis-preflight.js';
-import { defaultOutFile, generateRunId } from '../run-id.js';
-import { interruptSignal } from '../signals.js';
+import { generateRunId } from '../run-id.js';
 import { readTasksFile } from '../tasks-file.js';
 
 /** Parsed options of `run`. */
@@ -48,18 +46,11 @@ export async function runAction(options: RunOptions): Promise<ExitCode> {
   });
   const runId = options.runId ?? generateRunId();
   if (!options.runId) process.stderr.write(`${MSG.runIdGenerated(runId)}\n`);
-  await requireRedis(env);
-  const interrupt = interruptSignal(EXIT.interrupted);
-  try {
-    return await executeRun({
-      env,
-      queue: options.queue,
-      runId,
-      out: options.out ?? defaultOutFile(runId),
-      source: { kind: 'map', drafts, ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}) },
-      interrupt: interrupt.signal,
-    });
-  } finally {
-    interrupt.dispose();
-  }
+  return executeInterruptibleRun({
+    env,
+    queue: options.queue,
+    runId,
+    out: options.out,
+    source: { kind: 'map', drafts, ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}) },
+  });
 }

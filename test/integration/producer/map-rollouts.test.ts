@@ -1,24 +1,12 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { queueKeys } from '../../../src/lease/index.js';
 import { createLogger } from '../../../src/platform/logger.js';
 import { RolloutQueue } from '../../../src/producer/index.js';
 import type { Result } from '../../../src/spec/index.js';
-import { ProducerFixture, TEST_PREFIX, collect } from '../../helpers/producer-fixture.js';
-import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { TEST_PREFIX, collect, useProducerFixture } from '../../helpers/producer-fixture.js';
 import { draft, drafts } from '../../helpers/rollout-drafts.js';
 
-let redis: TestRedis;
-let fx: ProducerFixture;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  fx = new ProducerFixture(redis.url);
-});
-afterEach(async () => fx.cleanup());
-afterAll(async () => {
-  await fx.end();
-  await redis.stop();
-});
+const fx = useProducerFixture();
 
 describe('mapRollouts', () => {
   it('yields Results in completion order: a slow first spec is not first', async () => {

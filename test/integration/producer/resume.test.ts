@@ -1,23 +1,11 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { queueKeys } from '../../../src/lease/index.js';
 import type { Result } from '../../../src/spec/index.js';
-import { ProducerFixture, TEST_PREFIX, collect } from '../../helpers/producer-fixture.js';
-import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { TEST_PREFIX, collect, useProducerFixture } from '../../helpers/producer-fixture.js';
 import { draft, drafts } from '../../helpers/rollout-drafts.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
-let redis: TestRedis;
-let fx: ProducerFixture;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  fx = new ProducerFixture(redis.url);
-});
-afterEach(async () => fx.cleanup());
-afterAll(async () => {
-  await fx.end();
-  await redis.stop();
-});
+const fx = useProducerFixture();
 
 const leaseIds = (results: readonly Result[]): string[] => results.map((r) => r.leaseId).sort();
 

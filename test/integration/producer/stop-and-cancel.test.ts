@@ -1,25 +1,13 @@
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { queueKeys } from '../../../src/lease/index.js';
 import { AbortError, RunStoppedError } from '../../../src/producer/index.js';
 import type { Result } from '../../../src/spec/index.js';
-import { ProducerFixture, TEST_PREFIX, collect } from '../../helpers/producer-fixture.js';
-import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { TEST_PREFIX, collect, useProducerFixture } from '../../helpers/producer-fixture.js';
 import { draft, drafts } from '../../helpers/rollout-drafts.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
-let redis: TestRedis;
-let fx: ProducerFixture;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  fx = new ProducerFixture(redis.url);
-});
-afterEach(async () => fx.cleanup());
-afterAll(async () => {
-  await fx.end();
-  await redis.stop();
-});
+const fx = useProducerFixture();
 
 /** Resolves once `count` calls were made to the returned hook. */
 function countdown(count: number): { hook: () => void; reached: Promise<void> } {
@@ -135,7 +123,7 @@ describe('cancellation', () => {
     const inspect = fx.inspect(queue);
     const twoStarted = countdown(2);
     const worker = await fx.worker(queue, { concurrency: 2, onStart: twoStarted.hook });
-    const subscriber = new Redis(redis.url);
+    const subscriber = new Redis(fx.url);
     try {
       const heard = new Promise<string>((resolve) => subscriber.on('message', (_channel: string, message: string) => resolve(message)));
       await subscriber.subscribe(keys.cancelChannel());

@@ -1,17 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { CallerError, type RewardFn } from '../../../src/spec/index.js';
+import type { RewardFn } from '../../../src/spec/index.js';
 import { lastNumber } from '../../../src/rewards/index.js';
-
-function callerError(fn: () => unknown): CallerError {
-  let thrown: unknown;
-  try {
-    fn();
-  } catch (err) {
-    thrown = err;
-  }
-  expect(thrown).toBeInstanceOf(CallerError);
-  return thrown as CallerError;
-}
+import { callerError } from '../../helpers/caller-error.js';
 
 describe('lastNumber', () => {
   const reward = lastNumber();

@@ -1,17 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CallerError } from '../../../src/spec/index.js';
 import { answerText, contains, exactMatch, regex } from '../../../src/rewards/index.js';
-
-function callerError(fn: () => unknown): CallerError {
-  let thrown: unknown;
-  try {
-    fn();
-  } catch (err) {
-    thrown = err;
-  }
-  expect(thrown).toBeInstanceOf(CallerError);
-  return thrown as CallerError;
-}
+import { callerError } from '../../helpers/caller-error.js';
 
 describe('answerText', () => {
   it.each([
