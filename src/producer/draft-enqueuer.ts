@@ -17,6 +17,7 @@ export interface EnqueuerDeps {
   readonly logger: Logger;
   readonly maxInFlight: number;
   readonly maxSpecBytes: number;
+  readonly maxTaskBytes: number;
   /** Creates (or finds) the run record on the first draft; resolves to the run's runAttemptId. */
   readonly prepareRun: () => Promise<string>;
   /** Receives the caller Result of a refused draft (the session decides whether to stop). */
@@ -85,7 +86,7 @@ export class DraftEnqueuer {
    * @throws whatever the draft source throws, or a Redis error from enqueuing (the run stays resumable).
    */
   async run(drafts: Iterable<unknown> | AsyncIterable<unknown>): Promise<boolean> {
-    const { tracker, maxInFlight, runId, maxSpecBytes } = this.deps;
+    const { tracker, maxInFlight, runId, maxSpecBytes, maxTaskBytes } = this.deps;
     const source = new DraftSource(drafts);
     let exhausted = false;
     try {
@@ -103,7 +104,7 @@ export class DraftEnqueuer {
         // One plain copy per batch for the secret check: every read of process.env crosses into
         // the runtime, and the check reads all of it for each draft.
         const env = { ...process.env };
-        const batch = values.map((value, i) => ({ draft: prepareDraft(value, { runId, runAttemptId, index: index + i, maxSpecBytes, env }), index: index + i }));
+        const batch = values.map((value, i) => ({ draft: prepareDraft(value, { runId, runAttemptId, index: index + i, maxSpecBytes, maxTaskBytes, env }), index: index + i }));
         index += values.length;
         await this.enqueue(batch);
       }

@@ -49,6 +49,11 @@ export const ProducerOptionsSchema = z
      */
     maxSpecBytes: z.number().int().min(1024).max(512 * ONE_MIB).default(ONE_MIB),
     /**
+     * Largest serialized (JSON, UTF-8) `task` accepted, in bytes; checked before the whole
+     * spec. A bigger one is refused like an oversized spec. Default 256 KiB, bounds 1 KiB–512 MiB.
+     */
+    maxTaskBytes: z.number().int().min(1024).max(512 * ONE_MIB).default(256 * 1024),
+    /**
      * How long `create` waits for the first connection to Redis, in ms, before it throws.
      * After that first connection the producer reconnects forever (see `RolloutQueue.create`).
      * Default 10 000, bounds 100–600 000.
@@ -76,6 +81,7 @@ export interface CompiledProducerOptions {
   readonly reconcileMs: number;
   readonly stopOnCaller: boolean;
   readonly maxSpecBytes: number;
+  readonly maxTaskBytes: number;
   readonly connectTimeoutMs: number;
   readonly queueEvents: boolean;
   readonly logger: Logger;
@@ -103,6 +109,7 @@ export function compileProducerOptions(input: ProducerOptions = {}, env: NodeJS.
     reconcileMs: value.reconcileMs,
     stopOnCaller: value.stopOnCaller,
     maxSpecBytes: value.maxSpecBytes,
+    maxTaskBytes: value.maxTaskBytes,
     connectTimeoutMs: value.connectTimeoutMs,
     queueEvents: value.queueEvents,
     logger: value.logger ?? createLogger({ component: 'producer' }),

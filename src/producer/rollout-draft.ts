@@ -22,6 +22,8 @@ export interface DraftContext {
   /** 0-based position of the draft in the caller's list. */
   readonly index: number;
   readonly maxSpecBytes: number;
+  /** Largest serialized `task`, bytes. */
+  readonly maxTaskBytes: number;
   /** The coordinator's environment, searched for secret values (default `process.env`). */
   readonly env?: NodeJS.ProcessEnv;
 }
@@ -81,6 +83,16 @@ export function prepareDraft(draft: unknown, ctx: DraftContext): PreparedDraft {
     return refuse(leaseId, taskId, 'InvalidSpec', `lease ${leaseId}: ${issues.join('; ')}${more}; fix these fields of the draft (see schema/rollout-spec.json)`);
   }
   const spec = parsed.data;
+  const taskBytes = Buffer.byteLength(JSON.stringify(spec.task), 'utf8');
+  if (taskBytes > ctx.maxTaskBytes) {
+    return refuse(
+      leaseId,
+      taskId,
+      'InvalidSpec',
+      `lease ${leaseId}: the task is ${taskBytes} bytes as JSON, over maxTaskBytes ${ctx.maxTaskBytes}; ` +
+        'keep large inputs out of the task (store them where the worker can read them and pass their key) or raise maxTaskBytes',
+    );
+  }
   const json = JSON.stringify(spec);
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > ctx.maxSpecBytes) {

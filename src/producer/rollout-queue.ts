@@ -196,7 +196,7 @@ export class RolloutQueue {
   private session(plan: ConstructorParameters<typeof RunSession>[1]): AsyncGenerator<Result, void, undefined> {
     const session = new RunSession({
       redis: this.redis, queue: this.queue, keys: this.keys, store: this.store, logger: this.options.logger,
-      maxInFlight: this.options.maxInFlight, maxSpecBytes: this.options.maxSpecBytes, reconcileMs: this.options.reconcileMs,
+      maxInFlight: this.options.maxInFlight, maxSpecBytes: this.options.maxSpecBytes, maxTaskBytes: this.options.maxTaskBytes, reconcileMs: this.options.reconcileMs,
       register: (s) => {
         this.assertOpen();
         if (this.sessions.has(s.runId)) throw new Error(`run "${s.runId}" already has a live iterator on this RolloutQueue; consume that one (one iterator per run)`);

@@ -22,6 +22,7 @@ export interface SessionDeps {
   readonly logger: Logger;
   readonly maxInFlight: number;
   readonly maxSpecBytes: number;
+  readonly maxTaskBytes: number;
   readonly reconcileMs: number;
   /** Routes QueueEvents of the run here; throws when the run already has a live session. */
   readonly register: (session: RunSession) => void;
@@ -165,7 +166,7 @@ export class RunSession {
     }
     const enqueuer = new DraftEnqueuer({
       runId: this.runId, queue: this.deps.queue, store, tracker: this.tracker, logger,
-      maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes,
+      maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
       prepareRun: () => store.ensureRun(this.runId, this.plan.runAttemptId, this.plan.specCount),
       onRefused: (result) => {
         this.tracker.pushReady(result);

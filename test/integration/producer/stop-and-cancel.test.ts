@@ -45,15 +45,18 @@ describe('stop on a caller Result', () => {
   });
 
   it('names the field and the limit for a bad field or an oversized spec, without values', async () => {
-    const rq = await fx.open(fx.queueName(), { stopOnCaller: false, maxSpecBytes: 2048 });
+    const rq = await fx.open(fx.queueName(), { stopOnCaller: false, maxSpecBytes: 4096, maxTaskBytes: 1024 });
     const list = [
-      draft({ id: 'big' }, { rendered: 'x'.repeat(4096) }),
+      draft({ id: 'big' }, { rendered: 'x'.repeat(8192) }),
+      draft({ id: 'bigtask', text: 'y'.repeat(2000) }),
       draft({ id: 'field' }, { placement: { gpu: 12345 as unknown as string } }),
       { ...draft({ id: 'env' }), sandbox: { env: ['lower-case-value'] } },
     ];
     const { items } = await collect(rq.mapRollouts(list, { runId: fx.runId() }));
     const byTask = Object.fromEntries(items.map((r) => [r.taskId, r.error?.message ?? ''])) as Record<string, string>;
-    expect(byTask.big).toMatch(/over maxSpecBytes 2048/);
+    expect(byTask.big).toMatch(/the spec is \d+ bytes as JSON, over maxSpecBytes 4096/);
+    expect(byTask.bigtask).toMatch(/the task is \d+ bytes as JSON, over maxTaskBytes 1024/);
+    expect(byTask.bigtask).not.toContain('yyyy');
     expect(byTask.field).toMatch(/spec field "placement\.gpu"/);
     expect(byTask.field).not.toContain('12345');
     expect(byTask.env).toMatch(/spec field "sandbox\.env\[0\]".*NAMES/);
