@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
 // Tiers as separate projects with their own timeouts (unit: no I/O beyond temp files;
-// integration: real Redis, real processes, real signals). Timings live in bench/, never here.
+// integration: one component against real Redis and real processes; e2e: the whole seam,
+// coordinator to workers, with real signals). Timings live in bench/, never here.
 export default defineConfig({
   test: {
     projects: [
@@ -19,6 +20,15 @@ export default defineConfig({
           testTimeout: 180_000,
           hookTimeout: 60_000,
           // Two cores: chaos tests kill and time processes, so run two files at once at most.
+          maxWorkers: 2,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 60_000,
           maxWorkers: 2,
         },
       },

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RolloutQueue, RunStoppedError, type RolloutDraft } from '../../../src/producer/index.js';
-import { createLogger } from '../../../src/platform/logger.js';
-import type { Result } from '../../../src/spec/index.js';
-import { startRedis, type TestRedis } from '../../helpers/redis.js';
-import { fixture, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
-import { isAlive, startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
+import { RolloutQueue, RunStoppedError, type RolloutDraft } from '../../src/producer/index.js';
+import { createLogger } from '../../src/platform/logger.js';
+import type { Result } from '../../src/spec/index.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { fixture, RawQueue, TEST_PREFIX } from '../helpers/raw-queue.js';
+import { isAlive, startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
 
 // The whole seam with real parts: RolloutQueue in this process, two worker processes, each
 // running rollouts in its own children, one private Redis.

@@ -4,14 +4,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { RolloutQueue } from '../../../src/producer/index.js';
-import { createLogger } from '../../../src/platform/logger.js';
-import type { Result } from '../../../src/spec/index.js';
-import { startRedis } from '../../helpers/redis.js';
-import { fixture } from '../../helpers/raw-queue.js';
-import { startWorkerProcess } from '../../helpers/worker-process.js';
+import { RolloutQueue } from '../../src/producer/index.js';
+import { createLogger } from '../../src/platform/logger.js';
+import type { Result } from '../../src/spec/index.js';
+import { startRedis } from '../helpers/redis.js';
+import { fixture } from '../helpers/raw-queue.js';
+import { startWorkerProcess } from '../helpers/worker-process.js';
 
-const repo = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const repo = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ADMIN = 'admin-pass-Qw7';
 const PASSWORDS = { WORKER_PASSWORD: 'worker-pass-Lk2', COORDINATOR_PASSWORD: 'coord-pass-Zx9' };
 

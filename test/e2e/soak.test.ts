@@ -4,13 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { readRunRecord } from '../../../src/lease/index.js';
-import type { Result } from '../../../src/spec/index.js';
-import { startRedis } from '../../helpers/redis.js';
-import { RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
-import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
+import { readRunRecord } from '../../src/lease/index.js';
+import type { Result } from '../../src/spec/index.js';
+import { startRedis } from '../helpers/redis.js';
+import { RawQueue, TEST_PREFIX } from '../helpers/raw-queue.js';
+import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
 
-const COORDINATOR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'fixtures', 'coordinator-main.mjs');
+const COORDINATOR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'coordinator-main.mjs');
 const TOTAL = 2000;
 const FAST = { lockDurationMs: 2000, stalledIntervalMs: 1000, concurrency: 4 };
 

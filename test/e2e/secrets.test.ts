@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RolloutQueue } from '../../../src/producer/index.js';
-import { createLogger } from '../../../src/platform/logger.js';
-import type { Result } from '../../../src/spec/index.js';
-import { startRedis, type TestRedis } from '../../helpers/redis.js';
-import { fixture, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
-import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
+import { RolloutQueue } from '../../src/producer/index.js';
+import { createLogger } from '../../src/platform/logger.js';
+import type { Result } from '../../src/spec/index.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { fixture, RawQueue, TEST_PREFIX } from '../helpers/raw-queue.js';
+import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
 
 // A secret reaches rollout code by name only: the value lives in the worker's environment,
 // never in a spec, a Result or a log line; the code runner's child sees only named variables.
