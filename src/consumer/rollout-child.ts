@@ -175,25 +175,27 @@ export class RolloutChild {
           }
         }
       };
+      // Set before killing, so the exit that follows is judged as what it is (hang, abort), not a crash.
+      let killedFor: 'hang' | 'abort' | undefined;
       const hangTimer = setTimeout(() => {
-        void this.kill().then(() => finish({ type: 'hung', hangMs: limits.hangMs, stderrTail: this.stderrTail, costs }));
+        killedFor = 'hang';
+        void this.kill();
       }, limits.hangMs);
       const onAbort = (): void => {
         this.cancel(String(limits.signal.reason));
         graceTimer = setTimeout(() => {
-          void this.kill().then(() => finish({ type: 'aborted', reason: String(limits.signal.reason), costs }));
+          killedFor ??= 'abort';
+          void this.kill();
         }, limits.killGraceMs);
       };
       this.proc.on('message', onMessage);
       this.onExit(() => {
         // Let the last IPC messages and stderr bytes land before judging the exit.
-        setImmediate(() =>
-          finish(
-            limits.signal.aborted
-              ? { type: 'aborted', reason: String(limits.signal.reason), costs }
-              : { type: 'crashed', exitCode: this.exit?.code ?? null, signal: this.exit?.signal ?? null, stderrTail: this.stderrTail, costs },
-          ),
-        );
+        setImmediate(() => {
+          if (killedFor === 'hang') finish({ type: 'hung', hangMs: limits.hangMs, stderrTail: this.stderrTail, costs });
+          else if (killedFor === 'abort' || limits.signal.aborted) finish({ type: 'aborted', reason: String(limits.signal.reason), costs });
+          else finish({ type: 'crashed', exitCode: this.exit?.code ?? null, signal: this.exit?.signal ?? null, stderrTail: this.stderrTail, costs });
+        });
       });
       if (limits.signal.aborted) onAbort();
       else limits.signal.addEventListener('abort', onAbort, { once: true });
