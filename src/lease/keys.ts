@@ -26,6 +26,8 @@ export interface QueueKeys {
   runDelivered(runId: string): string;
   /** HASH leaseId → JSON {reason, exitCode, signal, stderrTail} of leases ended by the re-dispatch limit. */
   runQuarantined(runId: string): string;
+  /** STRING lease of the one coordinator delivering a run: JSON {token, pid, host}, with PX TTL. */
+  runCoordinator(runId: string): string;
   /** SET run ids known on this queue (for `status`). */
   runs(): string;
   /** HASH per-lease bookkeeping on the worker side: redispatched, stallsSeen, handbacks. */
@@ -52,6 +54,7 @@ export function queueKeys(prefix: string = DEFAULT_PREFIX, queue: string = DEFAU
     runLeases: (runId) => `${base}run:${runId}:leases`,
     runDelivered: (runId) => `${base}run:${runId}:delivered`,
     runQuarantined: (runId) => `${base}run:${runId}:quarantined`,
+    runCoordinator: (runId) => `${base}run:${runId}:coordinator`,
     runs: () => `${base}runs`,
     lease: (leaseId) => `${base}lease:${leaseId}`,
     cancelChannel: () => `${base}cancel`,

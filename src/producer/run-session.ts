@@ -1,3 +1,4 @@
+import { CoordinatorLease } from './coordinator-lease.js';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../lease/index.js';
@@ -58,6 +59,8 @@ export class RunSession {
   private earlier: RunHead | undefined;
   private abandoned = false;
   private closedError: (() => Error) | undefined;
+  /** This process's right to deliver the run (one coordinator per run at a time). */
+  private coordinatorLease: CoordinatorLease | undefined;
   private readonly onAbort = (): void => this.ending.abortBy(this.plan.signal?.reason);
 
   constructor(private readonly deps: SessionDeps, private readonly plan: SessionPlan) {
@@ -144,6 +147,7 @@ export class RunSession {
     const { signal } = this.plan;
     if (signal?.aborted) return this.ending.abortBy(signal.reason);
     signal?.addEventListener('abort', this.onAbort, { once: true });
+    this.coordinatorLease = await CoordinatorLease.acquire(this.deps.redis, this.deps.keys.runCoordinator(this.runId), this.runId, logger);
     const head = await store.readHead(this.runId);
     if (!head && !this.plan.drafts) {
       throw new Error(`no run "${this.runId}" on queue "${this.deps.keys.queue}" (prefix "${this.deps.keys.prefix}"); check the run id, queue and prefix`);
@@ -244,6 +248,7 @@ export class RunSession {
   }
 
   private async teardown(): Promise<void> {
+    await this.coordinatorLease?.release();
     this.reconciler.stop();
     this.enqueuer?.halt();
     this.plan.signal?.removeEventListener('abort', this.onAbort);

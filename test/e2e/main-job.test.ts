@@ -129,3 +129,20 @@ describe('the main job, end to end', () => {
     expect(new Set(kinds)).toEqual(new Set(['Cancelled']));
   });
 });
+
+describe('one coordinator per run', () => {
+  it('a second coordinator of a run being delivered is refused with RunBusyError instead of receiving every Result twice', async () => {
+    const other = await RolloutQueue.create({ redisUrl: redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 300, logger: createLogger({}, { write: () => true }) });
+    const controller = new AbortController();
+    try {
+      const drafts = Array.from({ length: 4 }, (_, i) => draft(`busy${i}`, { task: { id: `busy${i}`, delayMs: 60_000 } }));
+      const first = collect(rq.mapRollouts(drafts, { runId: 'twin', signal: controller.signal })).catch((err: Error) => err);
+      await new Promise((r) => setTimeout(r, 500));
+      await expect(collect(other.mapRollouts(drafts, { runId: 'twin' }))).rejects.toMatchObject({ name: 'RunBusyError', message: expect.stringContaining('"twin"') });
+      controller.abort('test done');
+      expect(await first).toMatchObject({ name: 'AbortError' });
+    } finally {
+      await other.close();
+    }
+  });
+});
