@@ -1,4 +1,4 @@
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { lstat, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Rendered } from '../spec/index.js';
 import { UsageError } from './errors.js';
@@ -18,8 +18,10 @@ export interface LoadedArtifact {
 /**
  * Reads `--artifact`: a file becomes the rendered string; a directory becomes
  * `{ files: { "relative/path": text } }` with every file below it, skipping `node_modules`
- * and `.git`. Files are read as UTF-8 (artifacts are source text).
- * @throws UsageError when the path cannot be read or a directory holds no file.
+ * and `.git`. Files must be UTF-8 text (artifacts are source text); a binary file or a symbolic
+ * link inside a directory is refused rather than corrupted or silently dropped.
+ * @throws UsageError when the path cannot be read, a file is not UTF-8, a directory holds a
+ *   symbolic link or no file.
  */
 export async function loadArtifact(artifactPath: string): Promise<LoadedArtifact> {
   let info;
@@ -29,7 +31,7 @@ export async function loadArtifact(artifactPath: string): Promise<LoadedArtifact
     throw new UsageError(MSG.artifactMissing(artifactPath, (err as NodeJS.ErrnoException).code ?? (err as Error).message));
   }
   if (!info.isDirectory()) {
-    return { rendered: await readFile(artifactPath, 'utf8'), entrypoint: path.basename(artifactPath) };
+    return { rendered: await readText(artifactPath), entrypoint: path.basename(artifactPath) };
   }
   const files: Record<string, string> = {};
   await collectFiles(artifactPath, '', files);
@@ -44,8 +46,22 @@ async function collectFiles(root: string, relative: string, into: Record<string,
     const child = relative === '' ? entry.name : `${relative}/${entry.name}`;
     if (entry.isDirectory()) {
       if (!SKIPPED_DIRS.has(entry.name)) await collectFiles(root, child, into);
+    } else if (entry.isSymbolicLink()) {
+      throw new UsageError(MSG.artifactSymlink(path.join(root, child)));
     } else if (entry.isFile()) {
-      into[child] = await readFile(path.join(root, child), 'utf8');
+      into[child] = await readText(path.join(root, child));
+    } else if (!(await lstat(path.join(root, child))).isFile()) {
+      throw new UsageError(MSG.artifactMissing(path.join(root, child), 'not a regular file'));
     }
+  }
+}
+
+/** A file's text; refuses bytes that are not valid UTF-8 instead of replacing them. */
+async function readText(file: string): Promise<string> {
+  const bytes = await readFile(file);
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new UsageError(MSG.artifactBinary(file));
   }
 }

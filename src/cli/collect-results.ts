@@ -1,7 +1,7 @@
 import type { Result } from '../spec/index.js';
 import { isAbort, runStoppedBy, type RunStop } from './plane.js';
 import type { Progress } from './progress.js';
-import type { ResultsFile } from './results-file.js';
+import { ResultsWriteError, type ResultsFile } from './results-file.js';
 
 /** How collecting a run's results ended. */
 export type CollectOutcome =
@@ -9,7 +9,8 @@ export type CollectOutcome =
   | ({ readonly kind: 'stopped' } & RunStop)
   | { readonly kind: 'interrupted' }
   | { readonly kind: 'cancelled'; readonly reason: string }
-  | { readonly kind: 'failed'; readonly error: Error };
+  | { readonly kind: 'failed'; readonly error: Error }
+  | { readonly kind: 'writeFailed'; readonly error: ResultsWriteError };
 
 /**
  * Pulls results and writes each one to the file **before** pulling the next: the producer
@@ -19,6 +20,8 @@ export type CollectOutcome =
  * `interrupt` ends the wait at once without resuming the iterator, so the result in hand,
  * if any, stays unacknowledged in Redis and comes back on the next attach. Any other error of
  * the producer ends collection as `failed`, so the caller can still summarise what arrived.
+ * A line that cannot be written ends collection at once as `writeFailed` (never retried): the
+ * result in hand is not acknowledged, so it stays in Redis.
  */
 export async function collectResults(
   results: AsyncIterable<Result>,
@@ -31,6 +34,20 @@ export async function collectResults(
     if (interrupt?.aborted) resolve('interrupted');
     interrupt?.addEventListener('abort', () => resolve('interrupted'), { once: true });
   });
+  try {
+    return await collect(iterator, file, progress, interrupted);
+  } catch (err) {
+    if (err instanceof ResultsWriteError) return { kind: 'writeFailed', error: err };
+    throw err;
+  }
+}
+
+async function collect(
+  iterator: AsyncIterator<Result>,
+  file: ResultsFile,
+  progress: Progress,
+  interrupted: Promise<'interrupted'>,
+): Promise<CollectOutcome> {
   for (;;) {
     let next: IteratorResult<Result> | 'interrupted';
     try {

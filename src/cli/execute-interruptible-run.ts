@@ -1,7 +1,9 @@
 import type { CliEnvironment } from './environment.js';
 import { EXIT, type ExitCode } from './errors.js';
 import { executeRun, type RunSource } from './execute-run.js';
+import { MSG } from './messages.js';
 import { requireRedis } from './redis-preflight.js';
+import { checkOutFile } from './results-file.js';
 import { defaultOutFile } from './run-id.js';
 import { interruptSignal } from './signals.js';
 
@@ -13,26 +15,32 @@ export interface InterruptibleRunOptions {
   /** Results file path; default `defaultOutFile(runId)`. */
   readonly out?: string | undefined;
   readonly source: RunSource;
+  /** Print the run id line (a generated id) once Redis answered. */
+  readonly announceRunId?: boolean;
 }
 
 /**
- * The shared tail of `run` and `resume`: refuse early when Redis does not answer
- * (`requireRedis`), then {@link executeRun} with the first Ctrl-C (SIGINT/SIGTERM) aborting
+ * The shared tail of `run` and `resume`: refuse early when the results file cannot be written
+ * (`checkOutFile`, a usage error) or Redis does not answer (`requireRedis`), then {@link executeRun} with the first Ctrl-C (SIGINT/SIGTERM) aborting
  * its `interrupt` signal and a second one exiting with `EXIT.interrupted` at once. The signal
  * handlers are removed when the run ends, however it ends.
  * @returns executeRun's exit code.
- * @throws what requireRedis and executeRun throw (CliError for an unreachable Redis or an unknown run).
+ * @throws what checkOutFile, requireRedis and executeRun throw (UsageError for a bad --out,
+ *   CliError for an unreachable Redis or an unknown run).
  */
 export async function executeInterruptibleRun(options: InterruptibleRunOptions): Promise<ExitCode> {
   const { env, runId } = options;
+  const out = options.out ?? defaultOutFile(runId);
+  checkOutFile(out);
   await requireRedis(env);
+  if (options.announceRunId) process.stderr.write(`${MSG.runIdGenerated(runId)}\n`);
   const interrupt = interruptSignal(EXIT.interrupted);
   try {
     return await executeRun({
       env,
       queue: options.queue,
       runId,
-      out: options.out ?? defaultOutFile(runId),
+      out,
       source: options.source,
       interrupt: interrupt.signal,
     });

@@ -30,6 +30,8 @@ export interface ExecuteRunOptions {
   readonly logger?: Logger;
   /** Say how to resume after an interrupt (default true; the demo stops its workers instead). */
   readonly resumeHint?: boolean;
+  /** Warn once when no worker serves the queue (default true; the demo starts its own). */
+  readonly warnNoWorker?: boolean;
 }
 
 /** Longest wait for closing the queue or reading counters after an interrupt, ms. */
@@ -58,6 +60,10 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
   let outcome: CollectOutcome | undefined;
   try {
     const total = source.kind === 'map' ? source.drafts.length : await attachTotal(q, options);
+    if (options.warnNoWorker !== false) {
+      const workers = await within(readStatus(q), WIND_DOWN_MS);
+      if (workers && workers.workers.length === 0) stderr.write(`${MSG.noWorker(queue, env.prefix)}\n`);
+    }
     file = ResultsFile.open(options.out, runId);
     if (file.reopened.count > 0 || file.reopened.droppedPartial) {
       stderr.write(`${MSG.resultsReopened(file.path, file.reopened.count, file.reopened.droppedPartial)}\n`);
@@ -71,6 +77,9 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       outcome = await collectResults(results, file, progress, options.interrupt);
     } finally {
       progress.stop();
+    }
+    if (outcome.kind === 'writeFailed') {
+      throw new CliError(MSG.resultsWriteFailed(file.path, outcome.error.code, runId, queue));
     }
     const status = await within(readStatus(q, runId), WIND_DOWN_MS);
     const run = status?.run;
@@ -89,7 +98,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       return EXIT.stopped;
     }
     if (outcome.kind === 'interrupted') {
-      if (options.resumeHint !== false) stderr.write(`${MSG.runInterrupted(runId, file.path)}\n`);
+      if (options.resumeHint !== false) stderr.write(`${MSG.runInterrupted(runId, file.path, queue)}\n`);
       return EXIT.interrupted;
     }
     if (outcome.kind === 'cancelled') throw new CliError(MSG.runWasCancelled(runId, outcome.reason));
@@ -99,7 +108,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     return EXIT.failure;
   } finally {
     file?.close();
-    if (outcome?.kind === 'interrupted') await within(q.close(), WIND_DOWN_MS);
+    if (outcome?.kind === 'interrupted' || outcome?.kind === 'writeFailed') await within(q.close(), WIND_DOWN_MS);
     else await q.close();
   }
 }
@@ -122,6 +131,6 @@ function runEnd(outcome: CollectOutcome, count: number, total: number | null): R
   if (outcome.kind === 'stopped') return 'stopped on a caller result';
   if (outcome.kind === 'interrupted') return 'interrupted';
   if (outcome.kind === 'cancelled') return 'cancelled';
-  if (outcome.kind === 'failed') return 'failed';
+  if (outcome.kind === 'failed' || outcome.kind === 'writeFailed') return 'failed';
   return total === null || count >= total ? 'completed' : 'incomplete';
 }

@@ -77,6 +77,11 @@ export function typeName(value: unknown): string {
   return typeof value;
 }
 
+/** ` --queue <q>` when `queue` is not the default one, else empty (for commands users copy). */
+function queueFlag(queue: string | undefined): string {
+  return queue && queue !== 'rollouts' ? ` --queue ${queue}` : '';
+}
+
 /** One `label  value` row of the summary, labels in one column. */
 function summaryRow(label: string, value: string): string {
   return `  ${label.padEnd(20)}${value}`;
@@ -86,9 +91,12 @@ function summaryRow(label: string, value: string): string {
 export const MSG = {
   // ── options ──────────────────────────────────────────────────────────────
   notAnInteger: (value: string, min: number) => `must be a whole number >= ${min}, got "${value}"`,
+  notAPort: (flag: string, value: string, example: number) =>
+    `${flag} must be a port number from 0 to 65535 (0 picks a free one), got "${value}"; e.g. ${flag} ${example}`,
   notAQueueName: (value: string) => `must hold only letters, digits, "_", "-" and "{}", got "${value}"`,
   notAnEnvName: (value: string) => `"${value}" is not a variable NAME (A-Z, 0-9, "_", not starting with a digit); pass names, never values`,
-  notARunId: (value: string, why: string) => `"${value}": ${why}`,
+  notARunId: (what: string, value: string, max: number) =>
+    `${what} must be 1 to ${max} letters, digits, "_" or "-" (no "." or ":"), got "${value}"; e.g. ${what === 'runId' ? 'eval-2026-11-29' : `${what} eval-2026-11-29`}`,
   badJsonOption: (option: string, why: string) => `${option} is not valid JSON (${why}); pass an object like '{"timeoutMs": 10000}'`,
   jsonOptionNotObject: (option: string, got: string) => `${option} must be a JSON object, got ${got}`,
   badRefTarget: (option: string, why: string) => `${option}: ${why}`,
@@ -106,9 +114,15 @@ export const MSG = {
   taskNotJson: (file: string, line: number, why: string) => `${file}:${line}: not valid JSON (${why}); each line must be one JSON object. Nothing was enqueued.`,
   taskNotObject: (file: string, line: number, got: string) => `${file}:${line}: expected a JSON object, got ${got}. Nothing was enqueued.`,
   taskInvalid: (file: string, line: number, why: string) => `${file}:${line}: ${why}. Nothing was enqueued.`,
+  taskEmptyId: (file: string, line: number) =>
+    `${file}:${line}: task.id is empty; give it a non-empty id or remove it to use the line number. Nothing was enqueued.`,
   taskDuplicate: (file: string, line: number, key: string, first: number) =>
     `${file}:${line}: task id "${key}" repeats line ${first}; task ids name leases and must be unique within a run. Nothing was enqueued.`,
   artifactMissing: (file: string, why: string) => `cannot read --artifact ${file}: ${why}`,
+  artifactBinary: (file: string) =>
+    `--artifact: ${file} is not valid UTF-8 text; binary files are not supported in rendered.files. Put binary data where the worker can read it, or base64 it and decode it in the artifact`,
+  artifactSymlink: (link: string) =>
+    `--artifact: ${link} is a symbolic link; links are not sent with an artifact. Replace it with a copy of its target, or remove it`,
   artifactEmpty: (dir: string) => `--artifact ${dir} is a directory without files (node_modules and .git are skipped)`,
   exampleMissing: (file: string) => `${file} is missing; the demo runs from a clone of rollout-queue (examples/ is not in the npm package)`,
   exampleInvalid: (file: string, why: string) => `${file}: ${why}`,
@@ -117,6 +131,15 @@ export const MSG = {
   resultsCorrupt: (file: string, line: number) => `${file}:${line} is not a result line; move the file away or pass another --out`,
   resultsOtherRun: (file: string, found: string, runId: string) =>
     `${file} holds results of run "${found}", not "${runId}"; pass another --out`,
+  outIsDirectory: (file: string) => `--out ${file} is a directory; pass a file path instead, e.g. --out ${file.replace(/\/+$/, '')}/results.jsonl`,
+  outNotRegular: (file: string, kind: string) =>
+    `--out ${file} is a ${kind}, not a regular file; results must go to a file that can be re-opened on resume: pass a file path, e.g. --out results.jsonl`,
+  outUnderFile: (file: string, parent: string) =>
+    `--out ${file}: ${parent} is a file, not a directory; pass a path inside a directory, e.g. --out results.jsonl`,
+  outNotWritable: (file: string, why: string) =>
+    `--out ${file} cannot be opened for appending (${why}); pass a path in a directory you can write to, e.g. --out results.jsonl`,
+  resultsWriteFailed: (file: string, why: string, runId: string, queue: string) =>
+    `writing a result to ${file} failed (${why}); stopped, the result stays in Redis. Free space or fix the file, then collect the rest with: rollout-queue resume ${runId}${queueFlag(queue)} --out ${file}`,
   resultsReopened: (file: string, count: number, dropped: boolean) =>
     `${file} already holds ${count} result(s)${dropped ? ' (a partial last line was dropped)' : ''}; they are kept and not written again`,
 
@@ -151,8 +174,10 @@ export const MSG = {
     `run ${runId} could not be followed to its end: ${why}\nNothing delivered is lost: rollout-queue resume ${runId} (or the same run command with --run-id ${runId}) picks it up again.`,
   runWasCancelled: (runId: string, why: string) => (why.includes(runId) ? why : `run ${runId} was cancelled: ${why}`),
   cancelReason: 'cancelled with `rollout-queue cancel`',
-  runInterrupted: (runId: string, out: string) =>
-    `interrupted: run ${runId} goes on in Redis. Collect the rest with\n  rollout-queue resume ${runId} --out ${out}\nor stop it with\n  rollout-queue cancel ${runId}`,
+  runInterrupted: (runId: string, out: string, queue: string) =>
+    `interrupted: run ${runId} goes on in Redis. Collect the rest with\n  rollout-queue resume ${runId}${queueFlag(queue)} --out ${out}\nor stop it with\n  rollout-queue cancel ${runId}${queueFlag(queue)}`,
+  noWorker: (queue: string, prefix: string) =>
+    `no worker is serving queue "${queue}" (prefix "${prefix}") yet; start one with: rollout-queue worker --queue ${queue}`,
   runCancelled: (runId: string, removed: number, workers: number) =>
     `cancelled run ${runId}: ${removed} waiting rollout(s) removed, ${workers} worker(s) told to stop its active ones`,
   progressLine: (done: number, total: number | null) =>
@@ -184,6 +209,10 @@ export const MSG = {
   // ── worker ───────────────────────────────────────────────────────────────
   workerStopping: (graceMs: number | undefined) =>
     `stopping: no new rollouts; active ones may finish within ${graceMs === undefined ? 'the shutdown grace' : `${graceMs} ms`}; signal again to hand them back now`,
+  metricsPortInUse: (port: number) =>
+    `--metrics-port ${port} is already in use by another process; stop that process or pass another port, e.g. --metrics-port ${port + 1} (0 picks a free one)`,
+  metricsPortDenied: (port: number, why: string) =>
+    `--metrics-port ${port} cannot be used (${why}); ports below 1024 need privileges: pass one above 1024, e.g. --metrics-port 9464`,
   workerStoppingNow: 'stopping now: active rollouts are handed back to the queue',
 
   // ── dashboard ────────────────────────────────────────────────────────────

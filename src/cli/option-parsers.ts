@@ -5,7 +5,7 @@
  * `build-drafts.ts` with {@link UsageError}s instead.
  */
 import { InvalidArgumentError } from 'commander';
-import { EnvNameSchema, RunIdSchema } from '../spec/index.js';
+import { EnvNameSchema, MAX_ID_LENGTH, RunIdSchema } from '../spec/index.js';
 import { MSG } from './messages.js';
 
 /** A whole number >= `min` (default 1), as commander's argParser. */
@@ -21,11 +21,14 @@ export function integerAtLeast(min: number): (value: string) => number {
 /** A positive whole number (counts, ms, MiB). */
 export const positiveInteger = integerAtLeast(1);
 
-/** A port, 0–65535 (0: pick a free one). */
-export function port(value: string): number {
-  const parsed = integerAtLeast(0)(value);
-  if (parsed > 65_535) throw new InvalidArgumentError(MSG.notAnInteger(value, 0) + ' and <= 65535');
-  return parsed;
+/** A port, 0–65535 (0: pick a free one), as the argParser of `flag` (named with an example in errors). */
+export function portOf(flag: string, example: number): (value: string) => number {
+  return (value) => {
+    const trimmed = value.trim();
+    const parsed = /^\d+$/.test(trimmed) ? Number(trimmed) : Number.NaN;
+    if (!Number.isSafeInteger(parsed) || parsed > 65_535) throw new InvalidArgumentError(MSG.notAPort(flag, value, example));
+    return parsed;
+  };
 }
 
 /** A queue name: the characters BullMQ and our key layout allow. */
@@ -39,12 +42,16 @@ export function queueNameList(value: string, previous: string[] | undefined): st
   return [...(previous ?? []), queueName(value)];
 }
 
-/** A run id (letters, digits, `_`, `-`). */
-export function runId(value: string): string {
-  const parsed = RunIdSchema.safeParse(value);
-  if (!parsed.success) throw new InvalidArgumentError(MSG.notARunId(value, parsed.error.issues[0]?.message ?? 'invalid'));
-  return value;
+/** A run id (letters, digits, `_`, `-`) as the argParser of `what` (`--run-id`, or `runId` for an argument). */
+export function runIdOf(what: string): (value: string) => string {
+  return (value) => {
+    if (!RunIdSchema.safeParse(value).success) throw new InvalidArgumentError(MSG.notARunId(what, value, MAX_ID_LENGTH));
+    return value;
+  };
 }
+
+/** A run id given as the `<runId>` argument. */
+export const runId = runIdOf('runId');
 
 /** Collects environment variable names (variadic `--env A B` or repeated `--env A --env B`). */
 export function envNameList(value: string, previous: string[] | undefined): string[] {

@@ -1,7 +1,7 @@
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, truncateSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, rmdirSync, statSync, truncateSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import type { Result } from '../spec/index.js';
-import { UsageError } from './errors.js';
+import { CliError, UsageError } from './errors.js';
 import { MSG } from './messages.js';
 import { RunTally, toResultLine, type ResultLine } from './run-tally.js';
 
@@ -37,9 +37,16 @@ export class ResultsFile {
    */
   static open(file: string, runId: string): ResultsFile {
     const absolute = path.resolve(file);
-    mkdirSync(path.dirname(absolute), { recursive: true });
-    if (!existsSync(absolute)) return new ResultsFile(absolute, [], false);
-    const text = readFileSync(absolute, 'utf8');
+    if (!outFileStats(file, absolute)) {
+      makeDirs(file, path.dirname(absolute));
+      return ResultsFile.create(file, absolute, [], false);
+    }
+    let text: string;
+    try {
+      text = readFileSync(absolute, 'utf8');
+    } catch (err) {
+      throw new UsageError(MSG.outNotWritable(file, errorCode(err)));
+    }
     const end = text.lastIndexOf('\n') + 1;
     const droppedPartial = end < text.length;
     if (droppedPartial) truncateSync(absolute, Buffer.byteLength(text.slice(0, end), 'utf8'));
@@ -51,7 +58,15 @@ export class ResultsFile {
       if (line.runId !== runId) throw new UsageError(MSG.resultsOtherRun(file, line.runId, runId));
       lines.push(line);
     });
-    return new ResultsFile(absolute, lines, droppedPartial);
+    return ResultsFile.create(file, absolute, lines, droppedPartial);
+  }
+
+  private static create(file: string, absolute: string, lines: readonly ResultLine[], droppedPartial: boolean): ResultsFile {
+    try {
+      return new ResultsFile(absolute, lines, droppedPartial);
+    } catch (err) {
+      throw new UsageError(MSG.outNotWritable(file, errorCode(err)));
+    }
   }
 
   /** Results in the file. */
@@ -72,7 +87,14 @@ export class ResultsFile {
     if (this.leases.has(result.leaseId)) return false;
     if (this.fd === undefined) throw new Error(`results file ${this.path} is closed`);
     const line = toResultLine(result);
-    writeSync(this.fd, `${JSON.stringify(line)}\n`);
+    const text = `${JSON.stringify(line)}\n`;
+    try {
+      // A short write to a regular file means the disk is full: as fatal as an error.
+      const written = writeSync(this.fd, text);
+      if (written < Buffer.byteLength(text)) throw Object.assign(new Error('short write'), { code: 'short write: disk full or file size limit' });
+    } catch (err) {
+      throw new ResultsWriteError(this.path, errorCode(err));
+    }
     this.remember(line);
     return true;
   }
@@ -88,6 +110,138 @@ export class ResultsFile {
     this.leases.add(line.leaseId);
     this.tally.add(line);
   }
+}
+
+/** Writing a result line failed (disk full, file too large, I/O error): the run cannot go on. */
+export class ResultsWriteError extends CliError {
+  constructor(readonly file: string, readonly code: string) {
+    super(`cannot write to results file ${file}: ${code}`);
+    this.name = 'ResultsWriteError';
+  }
+}
+
+/**
+ * Checks, before Redis is touched, that `file` can be the results file: a regular file that
+ * opens for appending, or a path that does not exist yet in a directory that can be written
+ * (missing directories are created on the way and removed again; nothing else is left behind).
+ * Never reads the file, never loops: a directory, a device (/dev/full, /dev/stdout), a FIFO,
+ * a path under a file or an unwritable directory is refused at once.
+ * @throws UsageError naming the path and the fix.
+ */
+export function checkOutFile(file: string): void {
+  const absolute = path.resolve(file);
+  if (outFileStats(file, absolute)) {
+    let fd: number;
+    try {
+      fd = openSync(absolute, 'a');
+    } catch (err) {
+      throw new UsageError(MSG.outNotWritable(file, errorCode(err)));
+    }
+    closeSync(fd);
+    return;
+  }
+  const created = makeDirs(file, path.dirname(absolute));
+  try {
+    let fd: number;
+    try {
+      fd = openSync(absolute, 'wx');
+    } catch (err) {
+      throw new UsageError(MSG.outNotWritable(file, errorCode(err)));
+    }
+    closeSync(fd);
+    unlinkSync(absolute);
+  } finally {
+    for (const dir of created.reverse()) {
+      try {
+        rmdirSync(dir);
+      } catch {
+        // Someone else put something there meanwhile: leave it.
+      }
+    }
+  }
+}
+
+/**
+ * The stats of an existing out file, undefined when it does not exist.
+ * @throws UsageError when it exists but is not a regular file, or its path runs through a file.
+ */
+function outFileStats(file: string, absolute: string): Stats | undefined {
+  let info: Stats;
+  try {
+    info = statSync(absolute);
+  } catch (err) {
+    const code = errorCode(err);
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ENOTDIR') throw new UsageError(MSG.outUnderFile(file, nearestExisting(path.dirname(absolute))));
+    throw new UsageError(MSG.outNotWritable(file, code));
+  }
+  if (info.isDirectory()) throw new UsageError(MSG.outIsDirectory(file));
+  if (!info.isFile()) throw new UsageError(MSG.outNotRegular(file, fileKind(info)));
+  return info;
+}
+
+/**
+ * Creates the missing directories above the out file one level at a time (never `recursive`,
+ * which spins forever under /proc on some Node versions).
+ * @returns the directories created, outermost first.
+ * @throws UsageError when a path component is a file or a directory cannot be created.
+ */
+function makeDirs(file: string, dir: string): string[] {
+  const missing: string[] = [];
+  let current = dir;
+  for (;;) {
+    let info: Stats | undefined;
+    try {
+      info = statSync(current);
+    } catch (err) {
+      const code = errorCode(err);
+      if (code === 'ENOTDIR') throw new UsageError(MSG.outUnderFile(file, nearestExisting(current)));
+      if (code !== 'ENOENT') throw new UsageError(MSG.outNotWritable(file, code));
+    }
+    if (info) {
+      if (!info.isDirectory()) throw new UsageError(MSG.outUnderFile(file, current));
+      break;
+    }
+    missing.unshift(current);
+    const parent = path.dirname(current);
+    if (parent === current) break;
+    current = parent;
+  }
+  const created: string[] = [];
+  for (const each of missing) {
+    try {
+      mkdirSync(each);
+    } catch (err) {
+      throw new UsageError(MSG.outNotWritable(file, `${errorCode(err)} creating ${each}`));
+    }
+    created.push(each);
+  }
+  return created;
+}
+
+/** The nearest ancestor of `dir` that exists (the file a path runs through). */
+function nearestExisting(dir: string): string {
+  for (let current = dir; ; current = path.dirname(current)) {
+    try {
+      statSync(current);
+      return current;
+    } catch {
+      if (path.dirname(current) === current) return current;
+    }
+  }
+}
+
+function fileKind(info: Stats): string {
+  if (info.isCharacterDevice()) return 'character device';
+  if (info.isBlockDevice()) return 'block device';
+  if (info.isFIFO()) return 'pipe (FIFO)';
+  if (info.isSocket()) return 'socket';
+  return 'special file';
+}
+
+function errorCode(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return typeof code === 'string' ? code : err instanceof Error ? err.message : String(err);
 }
 
 function parseLine(raw: string): ResultLine | undefined {

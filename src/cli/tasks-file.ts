@@ -43,6 +43,7 @@ export async function readTasksFile(file: string, options: ReadTasksOptions = {}
     if (raw === '') continue;
     const line = index + 1;
     const task = parseTask(raw, label, line);
+    if (typeof task.id === 'string' && task.id.trim() === '') throw new UsageError(MSG.taskEmptyId(label, line));
     const taskKey = typeof task.id === 'string' || typeof task.id === 'number' ? task.id : line;
     const key = String(taskKey);
     const first = firstLineOf.get(key);

@@ -14,6 +14,9 @@ import { WorkerMetrics } from './worker-metrics.js';
 /** Lifecycle of a worker; errors print the current state. */
 export type WorkerState = 'starting' | 'running' | 'closing' | 'closed';
 
+/** After the shutdown grace, how long to wait for BullMQ to hand leases back before giving up, ms. */
+const CLOSE_MARGIN_MS = 5_000;
+
 /** How often the liveness check samples the queue, ms. */
 const LIVENESS_SAMPLE_MS = 5_000;
 
@@ -182,7 +185,14 @@ export class RolloutWorker {
       }
       return;
     }
-    if (this.redisDown && /ECONNREFUSED|Connection is closed|ETIMEDOUT|ECONNRESET/.test(err.message)) return;
+    if (/ECONNREFUSED|Connection is closed|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|ENOTFOUND/.test(err.message)) {
+      // BullMQ's own clients often notice an outage first; report it once, like ours.
+      if (!this.redisDown) {
+        this.redisDown = true;
+        this.logger.error({ redis: redactRedisUrl(this.options.redisUrl), err: err.message }, `cannot reach Redis at ${redactRedisUrl(this.options.redisUrl)}; retrying with backoff`);
+      }
+      return;
+    }
     this.logger.error({ err: err.message }, 'worker error');
   }
 
@@ -221,34 +231,58 @@ export class RolloutWorker {
    * (default `shutdownGraceMs`), then hands the rest back to the queue at once (no stall
    * wait, no re-dispatch counted: a planned shutdown is not a crash), kills every child and
    * closes connections. Idempotent; calling it again with `graceMs: 0` while closing hands
-   * back at once.
+   * back at once. It never waits on Redis past `graceMs` + 5 s: with Redis unreachable the
+   * worker still stops, and leases it could not hand back return through BullMQ's stalled check.
    */
   async close(options: { graceMs?: number } = {}): Promise<void> {
     const graceMs = options.graceMs ?? this.options.shutdownGraceMs;
     if (this.closing) {
-      if (graceMs === 0) this.processor.abort({}, 'shutdown');
+      if (graceMs === 0) {
+        this.processor.abort({}, 'shutdown');
+        // A second "now": do not wait for a Redis that may never answer.
+        return Promise.race([this.closing, new Promise<void>((resolve) => setTimeout(resolve, CLOSE_MARGIN_MS))]);
+      }
       return this.closing;
     }
     this.state = 'closing';
     this.closing = (async () => {
       this.logger.info({ graceMs, active: this.processor.active.size }, 'worker closing');
       const timer = setTimeout(() => this.processor.abort({}, 'shutdown'), graceMs);
+      // BullMQ's close waits for Redis to acknowledge every finish and hand-back; with Redis
+      // gone it would wait forever. Past the grace plus a margin, stop anyway: leases not
+      // handed back return through BullMQ's stalled check once Redis is back.
+      let deadline: NodeJS.Timeout | undefined;
+      const givenUp = new Promise<'timeout'>((resolve) => (deadline = setTimeout(() => resolve('timeout'), graceMs + CLOSE_MARGIN_MS)));
       try {
-        await this.worker.close();
+        const how = await Promise.race([this.worker.close().then(() => 'closed' as const), givenUp]);
+        if (how === 'timeout') {
+          this.logger.warn({ marginMs: CLOSE_MARGIN_MS }, 'could not hand leases back (Redis unreachable?); stopping anyway, they return through the stalled check');
+          this.processor.abort({}, 'shutdown');
+        }
       } finally {
         clearTimeout(timer);
+        clearTimeout(deadline);
         clearInterval(this.livenessTimer);
         await this.pool.close();
-        await Promise.allSettled([
-          this.queue.close(),
-          this.subscriber.quit(),
-          this.redis.quit(),
+        const connected = !this.redisDown;
+        await boundedBy(CLOSE_MARGIN_MS, Promise.allSettled([
+          connected ? this.queue.close() : this.queue.disconnect(),
+          connected ? this.subscriber.quit() : this.subscriber.disconnect(),
+          connected ? this.redis.quit() : this.redis.disconnect(),
+          connected ? Promise.resolve() : this.worker.disconnect(),
           new Promise<void>((resolve) => (this.metricsServer ? this.metricsServer.close(() => resolve()) : resolve())),
-        ]);
+        ]));
         this.state = 'closed';
         this.logger.info('worker closed');
       }
     })();
     return this.closing;
   }
+}
+
+/** Waits for `work`, but never longer than `ms` (a client that never settles must not hold a shutdown). */
+async function boundedBy(ms: number, work: Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }

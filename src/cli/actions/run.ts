@@ -3,7 +3,6 @@ import { buildDrafts, buildRef, parseConfigOption, withDefaultEntrypoint } from 
 import { cliEnvironment } from '../environment.js';
 import type { ExitCode } from '../errors.js';
 import { executeInterruptibleRun } from '../execute-interruptible-run.js';
-import { MSG } from '../messages.js';
 import { generateRunId } from '../run-id.js';
 import { readTasksFile } from '../tasks-file.js';
 
@@ -45,12 +44,12 @@ export async function runAction(options: RunOptions): Promise<ExitCode> {
     ...(options.memoryMb !== undefined ? { memoryMb: options.memoryMb } : {}),
   });
   const runId = options.runId ?? generateRunId();
-  if (!options.runId) process.stderr.write(`${MSG.runIdGenerated(runId)}\n`);
   return executeInterruptibleRun({
     env,
     queue: options.queue,
     runId,
     out: options.out,
+    announceRunId: !options.runId,
     source: { kind: 'map', drafts, ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}) },
   });
 }

@@ -1,6 +1,6 @@
 import { createLogger } from '../../platform/logger.js';
 import { cliEnvironment } from '../environment.js';
-import { EXIT, UsageError } from '../errors.js';
+import { CliError, EXIT, UsageError } from '../errors.js';
 import { MSG } from '../messages.js';
 import { RolloutWorker } from '../plane.js';
 import { waitForRedis } from '../redis-preflight.js';
@@ -69,7 +69,8 @@ export async function workerAction(options: WorkerOptions): Promise<void> {
 
 /**
  * Creates the worker; an option the consumer refuses (out of range, malformed allowlist
- * pattern) is a usage error (exit 2), naming the option.
+ * pattern) is a usage error (exit 2), naming the option. A metrics port that cannot be
+ * listened on (taken, privileged) is one line naming the port and the fix (exit 1).
  */
 async function createWorker(options: Parameters<typeof RolloutWorker.create>[0]): Promise<RolloutWorker> {
   try {
@@ -77,6 +78,12 @@ async function createWorker(options: Parameters<typeof RolloutWorker.create>[0])
   } catch (err) {
     const error = err as Error;
     if (error.message.startsWith('worker option') || error.name === 'AllowlistError') throw new UsageError(MSG.badWorkerOption(error.message));
+    const code = (err as NodeJS.ErrnoException).code;
+    const metricsPort = options?.metricsPort;
+    if (metricsPort !== undefined && (err as { syscall?: string }).syscall === 'listen') {
+      if (code === 'EADDRINUSE') throw new CliError(MSG.metricsPortInUse(metricsPort));
+      throw new CliError(MSG.metricsPortDenied(metricsPort, code ?? error.message));
+    }
     throw err;
   }
 }

@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import type { RunOptions } from '../actions/run.js';
 import { queueOption, type CommandContext } from '../command-context.js';
 import { HELP } from '../messages.js';
-import { envNameList, positiveInteger, runId } from '../option-parsers.js';
+import { envNameList, positiveInteger, runIdOf } from '../option-parsers.js';
 
 /**
  * `rollout-queue run`: one rollout per task line, results to `--out`, a summary. Running it
@@ -18,7 +18,7 @@ export function runCommand(ctx: CommandContext): Command {
     .option('--run-config <json>', HELP.run.runConfig)
     .requiredOption('--reward <target>', HELP.run.reward)
     .option('--reward-config <json>', HELP.run.rewardConfig)
-    .addOption(new Option('--run-id <id>', HELP.run.runId).argParser(runId))
+    .addOption(new Option('--run-id <id>', HELP.run.runId).argParser(runIdOf('--run-id')))
     .option('--out <file>', HELP.run.out)
     .addOption(queueOption())
     .addOption(new Option('--max-in-flight <n>', HELP.run.maxInFlight).argParser(positiveInteger))

@@ -57,4 +57,22 @@ describe('Redis outages (a private redis-server per test, killed with SIGKILL)',
       await redis.stop();
     }
   });
+
+  it('a worker that has lost Redis still exits on SIGTERM (regression: it waited for Redis forever)', async () => {
+    const redis = await startRedis({ private: true });
+    const q = new RawQueue(redis.url);
+    const worker = await startWorkerProcess(q.workerOptions({ shutdownGraceMs: 300 }));
+    try {
+      await redis.kill();
+      await new Promise((r) => setTimeout(r, 1000));
+      worker.signal('SIGTERM');
+      expect(await worker.exited()).toEqual({ code: 0, signal: null });
+      expect(worker.output()).toMatch(/could not hand leases back|worker closed/);
+    } finally {
+      await worker.kill();
+      await redis.restart(); // so the raw queue can clean up its keys
+      await q.close();
+      await redis.stop();
+    }
+  });
 });
