@@ -102,6 +102,11 @@ async function runOne(message: RunMessage): Promise<DoneMessage> {
         return done({ kind: 'infrastructure', output: null, reward: null, error: { type: 'Aborted', message: `rollout aborted by the worker: ${reason}` } }, true);
       }
       const classified = classifyError(err);
+      if (stage === 'reward' && classified.kind === 'model') {
+        // The reward is the caller's code, not the thing under test: a reward that throws is a
+        // broken caller contract, and blaming the model would make every rollout look failed.
+        return done({ kind: 'caller', output: null, reward: null, error: { type: `RewardThrew:${classified.error.type}`, message: `reward ${spec.reward.$ref} threw: ${classified.error.message}; fix the reward (it must return a number for any output)` } });
+      }
       return done({ kind: classified.kind, output: null, reward: null, error: { ...classified.error, message: stage === 'resolve' ? classified.error.message : `${stage}: ${classified.error.message}` } });
     }
   } finally {

@@ -37,14 +37,9 @@ export function descendantsOf(rootPid: number): number[] {
   return found;
 }
 
-/**
- * SIGKILLs a rollout child, its process group and every descendant's process group.
- * Descendants are collected first: a code runner starts its entrypoint in a group of its
- * own (so it can kill it on its own time limit), which `kill(-pid)` alone would miss.
- */
-export function killTree(rootPid: number): void {
-  const targets = [rootPid, ...descendantsOf(rootPid)];
-  for (const pid of targets) {
+/** SIGKILLs each pid and the process group it may lead; gone ones are skipped. */
+function killAll(pids: readonly number[]): void {
+  for (const pid of pids) {
     for (const target of [-pid, pid]) {
       try {
         process.kill(target, 'SIGKILL');
@@ -53,4 +48,21 @@ export function killTree(rootPid: number): void {
       }
     }
   }
+}
+
+/**
+ * SIGKILLs a rollout child, its process group and every descendant's process group.
+ * Descendants are collected first: a code runner starts its entrypoint in a group of its
+ * own (so it can kill it on its own time limit), which `kill(-pid)` alone would miss.
+ */
+export function killTree(rootPid: number): void {
+  killAll([rootPid, ...descendantsOf(rootPid)]);
+}
+
+/**
+ * SIGKILLs every descendant of `rootPid` (and their process groups) but not the root: what
+ * a finished rollout left running, e.g. a `detached` grandchild its code runner never saw.
+ */
+export function killDescendants(rootPid: number): void {
+  killAll(descendantsOf(rootPid));
 }

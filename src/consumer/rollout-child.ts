@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { CostReceipt } from '../spec/index.js';
 import type { ChildMessage, DoneMessage, LogMessage, ParentMessage, RunMessage } from './child-protocol.js';
-import { killTree } from './kill-tree.js';
+import { killDescendants, killTree } from './kill-tree.js';
 
 /** Bytes of a child's stderr kept for exit reports (the tail is what explains a crash). */
 export const STDERR_TAIL_BYTES = 4096;
@@ -166,6 +166,8 @@ export class RolloutChild {
         if (msg.type === 'cost') costs.push(msg.receipt);
         else if (msg.type === 'log') this.onLog(msg);
         else if (msg.type === 'done') {
+          // Nothing a rollout started may outlive it (a child reused for the next rollout stays).
+          if (this.proc.pid !== undefined) killDescendants(this.proc.pid);
           this.rollouts++;
           this.rssBytes = msg.rssBytes;
           if (limits.signal.aborted && msg.error?.type === 'Aborted') {

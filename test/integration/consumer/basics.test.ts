@@ -21,7 +21,8 @@ describe('worker basics (real worker processes, raw BullMQ producer)', () => {
       const throws = makeSpec(run, 'throws', { run: fixture('throws', { name: 'ValueError', message: 'bad input' }) });
       const denied = makeSpec(run, 'denied', { run: { $ref: 'not-allowed-pkg/x:run', config: {} } });
       const outOfRange = makeSpec(run, 'range', { reward: fixture('fromTask'), task: { id: 'range', reward: 7 } });
-      const specs = [...ok, throws, denied, outOfRange];
+      const rewardThrows = makeSpec(run, 'rewardthrows', { reward: fixture('throws', { name: 'TypeError', message: 'cannot read gold' }) });
+      const specs = [...ok, throws, denied, outOfRange, rewardThrows];
       await q.add(specs);
       const { results, failed } = await q.waitForAll(specs.map((s) => s.leaseId));
       expect(failed.size).toBe(0);
@@ -41,6 +42,9 @@ describe('worker basics (real worker processes, raw BullMQ producer)', () => {
       expect(results.get(denied.leaseId)?.error?.message).toContain('not-allowed-pkg');
       expect(results.get(outOfRange.leaseId)).toMatchObject({ kind: 'caller', error: { type: 'RewardOutOfRange' } });
       expect(results.get(outOfRange.leaseId)?.error?.message).toContain('[0, 1]');
+      // A reward that throws is the caller's bug, not the model's.
+      expect(results.get(rewardThrows.leaseId)).toMatchObject({ kind: 'caller', error: { type: 'RewardThrew:TypeError' } });
+      expect(results.get(rewardThrows.leaseId)?.error?.message).toContain('cannot read gold');
     } finally {
       for (const w of workers) w.signal('SIGTERM');
       const exits = await Promise.all(workers.map((w) => w.exited()));

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The compiled package: a worker forks dist/consumer/child-main.js, which vitest's TS sources lack.
 import { RolloutWorker } from '../../../dist/consumer/index.js';
@@ -145,6 +146,26 @@ describe('failures of the rollout itself', () => {
       await q.redis.publish(q.keys.cancelChannel(), 'cancel');
       const { results } = await q.waitForAll([spec.leaseId], 10_000);
       expect(results.get(spec.leaseId)).toMatchObject({ kind: 'caller', error: { type: 'Cancelled' } });
+    });
+  });
+
+  it('nothing a finished rollout started outlives it (a detached grandchild is killed)', async () => {
+    const q = new RawQueue(redis.url);
+    await withWorker(q, {}, async () => {
+      const spec = makeSpec('orphans', 'x', { run: fixture('leavesGrandchild') });
+      await q.add([spec]);
+      const { results } = await q.waitForAll([spec.leaseId]);
+      const pid = (results.get(spec.leaseId)?.output as { grandchildPid: number }).grandchildPid;
+      expect(results.get(spec.leaseId)?.kind).toBe('ok');
+      // Killed before the Result was reported; a zombie awaiting reaping by init counts as gone.
+      const state = (): string => {
+        try {
+          return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] ?? 'gone';
+        } catch {
+          return 'gone';
+        }
+      };
+      expect(['gone', 'Z']).toContain(state());
     });
   });
 
