@@ -15,7 +15,7 @@ export const REDACTED_PATHS: readonly string[] = (() => {
 /**
  * A pino JSON logger with secret redaction. Level from `LOG_LEVEL` (default `info`).
  * @param bindings fields on every line, e.g. `{ component: 'worker' }`.
- * @param destination where lines go (default stdout); tests pass a stream to capture them.
+ * @param destination where lines go (default stderr, so a program's stdout stays its own); tests pass a stream to capture them.
  */
 export function createLogger(bindings: Record<string, unknown> = {}, destination?: DestinationStream): Logger {
   const options = {
@@ -23,7 +23,8 @@ export function createLogger(bindings: Record<string, unknown> = {}, destination
     base: { pid: process.pid, ...bindings },
     redact: { paths: [...REDACTED_PATHS], censor: '[redacted]' },
   };
-  return destination ? pino(options, destination) : pino(options);
+  // stderr by default: a library must not write into its host program's stdout.
+  return pino(options, destination ?? pino.destination(2));
 }
 
 export type { Logger };
