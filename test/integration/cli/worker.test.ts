@@ -102,8 +102,8 @@ describe('rollout-queue worker', () => {
     const url = `redis://:late-password@127.0.0.1:${port}`;
     const env = { REDIS_URL: url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('wk') };
     const worker = startCli(['worker', '--queue', 'late', '--name', 'patient'], { env: { ...env, LOG_LEVEL: 'info' } });
-    await waitFor(() => worker.stdout().includes('could not connect to Redis'), 20_000, 'the retry log line');
-    expect(worker.stdout()).toContain(`redis://:***@127.0.0.1:${port}`);
+    await waitFor(() => (worker.stdout() + worker.stderr()).includes('could not connect to Redis'), 20_000, 'the retry log line');
+    expect(worker.stdout() + worker.stderr()).toContain(`redis://:***@127.0.0.1:${port}`);
     expect(worker.stdout() + worker.stderr()).not.toContain('late-password');
     expect(worker.child.exitCode).toBeNull();
 
