@@ -83,27 +83,11 @@ export function prepareDraft(draft: unknown, ctx: DraftContext): PreparedDraft {
     return refuse(leaseId, taskId, 'InvalidSpec', `lease ${leaseId}: ${issues.join('; ')}${more}; fix these fields of the draft (see schema/rollout-spec.json)`);
   }
   const spec = parsed.data;
-  const taskBytes = Buffer.byteLength(JSON.stringify(spec.task), 'utf8');
-  if (taskBytes > ctx.maxTaskBytes) {
-    return refuse(
-      leaseId,
-      taskId,
-      'InvalidSpec',
-      `lease ${leaseId}: the task is ${taskBytes} bytes as JSON, over maxTaskBytes ${ctx.maxTaskBytes}; ` +
-        'keep large inputs out of the task (store them where the worker can read them and pass their key) or raise maxTaskBytes',
-    );
-  }
   const json = JSON.stringify(spec);
-  const bytes = Buffer.byteLength(json, 'utf8');
-  if (bytes > ctx.maxSpecBytes) {
-    return refuse(
-      leaseId,
-      taskId,
-      'InvalidSpec',
-      `lease ${leaseId}: the spec is ${bytes} bytes as JSON, over maxSpecBytes ${ctx.maxSpecBytes}; ` +
-        'keep large data out of the spec (store it where the worker can read it and pass its key) or raise maxSpecBytes',
-    );
-  }
+  const oversize =
+    sizeProblem(leaseId, 'task', JSON.stringify(spec.task), ctx.maxTaskBytes, 'maxTaskBytes') ??
+    sizeProblem(leaseId, 'spec', json, ctx.maxSpecBytes, 'maxSpecBytes');
+  if (oversize) return refuse(leaseId, taskId, 'InvalidSpec', oversize);
   const leaked = findLeakedSecret(json, spec.sandbox.env, ctx.env);
   if (leaked) {
     return refuse(
@@ -114,5 +98,12 @@ export function prepareDraft(draft: unknown, ctx: DraftContext): PreparedDraft {
         `a spec must never carry a secret value: list "${leaked}" in sandbox.env and let the worker read it from its own environment`,
     );
   }
-  return { ok: true, leaseId, taskId, spec, bytes };
+  return { ok: true, leaseId, taskId, spec, bytes: Buffer.byteLength(json, 'utf8') };
+}
+
+/** The message for a `what` (task, spec) whose JSON is over `limit` bytes, or undefined. */
+function sizeProblem(leaseId: string, what: string, json: string, limit: number, option: string): string | undefined {
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes <= limit) return undefined;
+  return `lease ${leaseId}: the ${what} is ${bytes} bytes as JSON, over ${option} ${limit}; keep large data out of the ${what} (store it where the worker can read it and pass its key) or raise ${option}`;
 }
