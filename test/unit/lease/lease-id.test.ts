@@ -98,7 +98,7 @@ describe('leaseIdFor', () => {
     const sanitized = safeTaskKey('a b');
     expect(leaseIdFor('r', sanitized)).not.toBe(leaseIdFor('r', 'a b'));
     // The same for a key that only looks sanitized.
-    const lookalike = 'task-0123456789abcdef';
+    const lookalike = 'item-0123456789abcdef';
     expect(safeTaskKey(lookalike)).not.toBe(lookalike);
     expect(safeTaskKey(safeTaskKey(lookalike))).not.toBe(safeTaskKey(lookalike));
   });
