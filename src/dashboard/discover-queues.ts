@@ -1,8 +1,5 @@
 import type { Redis } from 'ioredis';
-import { DEFAULT_QUEUE } from '../lease/index.js';
-
-/** BullMQ keeps one `<prefix>:<queue>:meta` HASH per queue (see BullMQ `src/classes/queue-keys.ts`). */
-const META_SUFFIX = ':meta';
+import { DEFAULT_QUEUE, queueMetaPattern, queueNameOfMetaKey } from '../lease/index.js';
 
 /**
  * Names of the queues under `prefix`: the default queue plus every queue that has a BullMQ
@@ -10,14 +7,13 @@ const META_SUFFIX = ':meta';
  */
 export async function discoverQueues(redis: Redis, prefix: string): Promise<string[]> {
   const found = new Set<string>();
-  const head = `${prefix}:`;
   let cursor = '0';
   do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${head}*${META_SUFFIX}`, 'COUNT', 1000);
+    const [next, keys] = await redis.scan(cursor, 'MATCH', queueMetaPattern(prefix), 'COUNT', 1000);
     cursor = next;
     for (const key of keys) {
-      const name = key.slice(head.length, key.length - META_SUFFIX.length);
-      if (name !== '' && !name.includes(':')) found.add(name);
+      const name = queueNameOfMetaKey(prefix, key);
+      if (name) found.add(name);
     }
   } while (cursor !== '0');
   found.delete(DEFAULT_QUEUE);

@@ -60,3 +60,19 @@ export function queueKeys(prefix: string = DEFAULT_PREFIX, queue: string = DEFAU
     cancelChannel: () => `${base}cancel`,
   };
 }
+
+/** BullMQ keeps one `<prefix>:<queue>:meta` HASH per queue (BullMQ `src/classes/queue-keys.ts`). */
+const BULL_META_SUFFIX = ':meta';
+
+/** SCAN pattern matching every BullMQ queue's `meta` key under `prefix`. */
+export function queueMetaPattern(prefix: string): string {
+  return `${prefix}:*${BULL_META_SUFFIX}`;
+}
+
+/** The queue name of a key matched by {@link queueMetaPattern}, or undefined when it is not one. */
+export function queueNameOfMetaKey(prefix: string, key: string): string | undefined {
+  const head = `${prefix}:`;
+  if (!key.startsWith(head) || !key.endsWith(BULL_META_SUFFIX)) return undefined;
+  const name = key.slice(head.length, key.length - BULL_META_SUFFIX.length);
+  return name !== '' && !name.includes(':') ? name : undefined;
+}
