@@ -114,6 +114,8 @@ export const MSG = {
   taskNotJson: (file: string, line: number, why: string) => `${file}:${line}: not valid JSON (${why}); each line must be one JSON object. Nothing was enqueued.`,
   taskNotObject: (file: string, line: number, got: string) => `${file}:${line}: expected a JSON object, got ${got}. Nothing was enqueued.`,
   taskInvalid: (file: string, line: number, why: string) => `${file}:${line}: ${why}. Nothing was enqueued.`,
+  taskTooBig: (file: string, line: number, bytes: number, limit: number) =>
+    `${file}:${line}: the task is ${bytes} bytes as JSON, over the ${limit}-byte task limit; keep large inputs out of the task (put them where the worker can read them and pass their path or key). Nothing was enqueued.`,
   taskEmptyId: (file: string, line: number) =>
     `${file}:${line}: task.id is empty; give it a non-empty id or remove it to use the line number. Nothing was enqueued.`,
   taskDuplicate: (file: string, line: number, key: string, first: number) =>

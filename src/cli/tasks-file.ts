@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_TASK_BYTES } from '../producer/index.js';
 import { readFile } from 'node:fs/promises';
 import { TaskSchema, type Task } from '../spec/index.js';
 import { UsageError } from './errors.js';
@@ -44,6 +45,10 @@ export async function readTasksFile(file: string, options: ReadTasksOptions = {}
     const line = index + 1;
     const task = parseTask(raw, label, line);
     if (typeof task.id === 'string' && task.id.trim() === '') throw new UsageError(MSG.taskEmptyId(label, line));
+    // The producer's own limit, checked here too so that an oversized task stops the run before
+    // anything is enqueued rather than midway through it.
+    const bytes = Buffer.byteLength(JSON.stringify(task), 'utf8');
+    if (bytes > DEFAULT_MAX_TASK_BYTES) throw new UsageError(MSG.taskTooBig(label, line, bytes, DEFAULT_MAX_TASK_BYTES));
     const taskKey = typeof task.id === 'string' || typeof task.id === 'number' ? task.id : line;
     const key = String(taskKey);
     const first = firstLineOf.get(key);

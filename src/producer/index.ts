@@ -7,7 +7,7 @@ export type { MapRolloutsOptions, QueueStatus, RolloutQueueState } from './rollo
 export { RunStoppedError } from './run-stopped-error.js';
 export { RunBusyError, COORDINATOR_LEASE_MS } from './coordinator-lease.js';
 export { AbortError } from './abort-error.js';
-export { ProducerOptionsSchema, compileProducerOptions } from './producer-options.js';
+export { ProducerOptionsSchema, compileProducerOptions, DEFAULT_MAX_TASK_BYTES } from './producer-options.js';
 export type { CompiledProducerOptions, ProducerOptions } from './producer-options.js';
 export type { RolloutDraft } from './rollout-draft.js';
 export type { CancelOutcome } from './cancel-run.js';

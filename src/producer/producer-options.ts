@@ -5,6 +5,8 @@ import { DEFAULT_REDIS_URL } from '../platform/redis-connection.js';
 
 /** 1 MiB in bytes: the default {@link ProducerOptions.maxSpecBytes}. */
 export const ONE_MIB = 1024 * 1024;
+/** 256 KiB in bytes: the default {@link ProducerOptions.maxTaskBytes}. */
+export const DEFAULT_MAX_TASK_BYTES = 256 * 1024;
 
 const isLogger = (value: unknown): value is Logger =>
   typeof value === 'object' &&
@@ -52,7 +54,7 @@ export const ProducerOptionsSchema = z
      * Largest serialized (JSON, UTF-8) `task` accepted, in bytes; checked before the whole
      * spec. A bigger one is refused like an oversized spec. Default 256 KiB, bounds 1 KiB–512 MiB.
      */
-    maxTaskBytes: z.number().int().min(1024).max(512 * ONE_MIB).default(256 * 1024),
+    maxTaskBytes: z.number().int().min(1024).max(512 * ONE_MIB).default(DEFAULT_MAX_TASK_BYTES),
     /**
      * How long `create` waits for the first connection to Redis, in ms, before it throws.
      * After that first connection the producer reconnects forever (see `RolloutQueue.create`).

@@ -159,6 +159,15 @@ describe('4. a task with an empty id', () => {
   });
 });
 
+describe('a task over the task size limit in the middle of the file', () => {
+  it('is a usage error naming file:line before anything is enqueued (regression: it stopped the run midway, stranding queued specs)', async () => {
+    const file = path.join(dir, 'big-task.jsonl');
+    const small = Array.from({ length: 5 }, (_, i) => JSON.stringify({ id: `t${i}`, answer: i }));
+    await writeFile(file, [...small, JSON.stringify({ id: 'big8', text: 'x'.repeat(2 * 1024 * 1024) })].join('\n') + '\n');
+    await expectUsageError(runArgs([], file), /big-task\.jsonl:6: the task is \d+ bytes as JSON, over the 262144-byte task limit/);
+  });
+});
+
 describe('5. directory artifacts', () => {
   it('refuses a binary file, naming it', async () => {
     const art = path.join(dir, 'art-bin');
