@@ -165,7 +165,7 @@ export const MSG = {
   runNotFound: (runId: string, queue: string, prefix: string) =>
     `no run "${runId}" on queue "${queue}" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (rollout-queue status lists the runs)`,
   runStopped: (leaseId: string, type: string, message: string) =>
-    `run stopped on a caller result for lease ${leaseId}: ${type}: ${message}\nFix the caller contract (Ref, config, spec) and run again; the other rollouts were not enqueued.`,
+    `run stopped on a caller result for lease ${leaseId}: ${type}: ${message}\nFix the caller contract (Ref, config, spec) and run again with a new --run-id; rollouts of this run that had not started were removed and get no Result (running ones finish; resume collects them).`,
   runStoppedEarlier: (why: string) => `the run was stopped before: ${why}`,
   runIncomplete: (runId: string, count: number, total: number, file: string) =>
     `run ${runId} ended with ${count} of ${total} results in ${file}; nothing more will come. The rest were delivered earlier, ` +

@@ -164,6 +164,8 @@ describe('rollout-queue run', () => {
     );
     expect(outcome.code, outcome.stderr).toBe(3);
     expect(outcome.stderr).toMatch(/run stopped on a caller result for lease caller\.t\d\d/);
+    // Regression: it said "the other rollouts were not enqueued" although they had been, and to run again with the same id.
+    expect(outcome.stderr).toContain("run again with a new --run-id; rollouts of this run that had not started were removed and get no Result");
     expect(outcome.stdout).toContain('stopped on a caller result');
     const lines = readResults(out);
     expect(lines.some((line) => line.kind === 'caller')).toBe(true);
