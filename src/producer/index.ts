@@ -15,3 +15,4 @@ export { queueDispatch, type QueueDispatch } from './queue-dispatch.js';
 export { DispatchError } from './dispatch-errors.js';
 export { dispatchRunId } from './dispatch-run-id.js';
 export { QueueDispatchOptionsSchema, DEFAULT_KEEP_ANSWER_MS, type QueueDispatchOptions } from './dispatch-options.js';
+export { connectProducerRedis } from './connect-producer-redis.js';
