@@ -66,7 +66,8 @@ export async function cancelRunRoute(res: ServerResponse, runId: string, deps: R
  * `GET /runs/ID/results?after=N` → 200 NDJSON: every listed Result from index N on (0-based; the
  * client has the first N, which acknowledges them), waiting for new ones, then one trailer line
  * `{ "end": true, "state", "error", "count" }` once the run has ended. Without `after` it starts
- * at the last acknowledged cursor. 400 for a bad `after`, 404 for an unknown run.
+ * at the last acknowledged cursor; header `x-rollout-queue-cursor` says where it started.
+ * 400 for a bad `after`, 404 for an unknown run.
  */
 export async function streamResults(req: IncomingMessage, res: ServerResponse, runId: string, afterText: string | null, deps: RunsDeps): Promise<void> {
   const { log } = deps;
@@ -75,7 +76,8 @@ export async function streamResults(req: IncomingMessage, res: ServerResponse, r
   let cursor = afterText === null ? head.ackedThrough : Number(afterText);
   if (!Number.isInteger(cursor) || cursor < 0) return sendError(res, 400, 'InvalidCursor', `query after=${JSON.stringify(afterText)}: must be a whole number ≥ 0 (the count of Results the client already has)`);
   await log.acknowledge(runId, cursor);
-  res.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store' });
+  // The cursor the stream starts at, so a client that omitted `after` can reconnect at the right place.
+  res.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store', 'x-rollout-queue-cursor': String(cursor) });
   let gone = false;
   let wake: (() => void) | undefined;
   const onChange = (): void => wake?.();
