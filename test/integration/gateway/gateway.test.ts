@@ -101,6 +101,35 @@ async function httpDispatch(url: string, body: unknown, options: { token?: strin
   }
 }
 
+/** Reads `GET /runs/ID/results` NDJSON until the trailer, or until `enough` items (then hangs up). */
+async function readResults(url: string, runId: string, after: number | null, enough = Infinity): Promise<{ items: Record<string, unknown>[]; end: Record<string, unknown> | undefined; cursor: string | null }> {
+  const response = await fetch(`${url}/runs/${runId}/results${after === null ? '' : `?after=${after}`}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  expect(response.status).toBe(200);
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  const items: Record<string, unknown>[] = [];
+  let buffered = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return { items, end: undefined, cursor: response.headers.get('x-rollout-queue-cursor') };
+    buffered += decoder.decode(value, { stream: true });
+    let newline: number;
+    while ((newline = buffered.indexOf('\n')) >= 0) {
+      const item = JSON.parse(buffered.slice(0, newline)) as Record<string, unknown>;
+      buffered = buffered.slice(newline + 1);
+      if (item.end) {
+        await reader.cancel();
+        return { items, end: item, cursor: response.headers.get('x-rollout-queue-cursor') };
+      }
+      items.push(item);
+      if (items.length >= enough) {
+        await reader.cancel();
+        return { items, end: undefined, cursor: response.headers.get('x-rollout-queue-cursor') };
+      }
+    }
+  }
+}
+
 const request = (cellId: string, scenario: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ scenario, cellId, runAttemptId: 'gw-attempt-1', rep: 0, seed: 3, ...extra });
 
 describe('rollout-queue gateway: the harness dispatch wire over the durable queue', () => {
@@ -180,6 +209,36 @@ describe('rollout-queue gateway: the harness dispatch wire over the durable queu
     expect(answer.tries).toBeGreaterThan(1);
     expect(answer.json.artifact).toMatchObject({ echo: 'after restart' });
     expect(lines(logFile)).toHaveLength(1);
+  });
+
+  it('runs API: NDJSON Results with a cursor, each exactly once across a gateway restart (SIGTERM)', async () => {
+    const runId = 'gw-runs-restart';
+    const drafts = Array.from({ length: 6 }, (_, i) => ({
+      rendered: 'r',
+      task: { id: `t${i}`, delayMs: 150 + 250 * i },
+      run: { $ref: 'rq-fixtures/failures:echo', config: {} },
+      reward: { $ref: 'rq-fixtures/failures:constant', config: {} },
+    }));
+    const post = (): Promise<Response> => fetch(`${gateway.url}/runs`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ runId, drafts }) });
+    expect((await post()).status).toBe(202);
+    const first = await readResults(gateway.url, runId, 0, 2);
+    expect(first.items).toHaveLength(2);
+    const port = gateway.port;
+    await stopGateway(gateway);
+    gateway = await startGatewayProcess(port);
+    expect((await post()).status).toBe(202);
+    const rest = await readResults(gateway.url, runId, first.items.length);
+    expect(rest.end).toMatchObject({ end: true, state: 'completed', count: 6 });
+    const leases = [...first.items, ...rest.items].map((item) => item.leaseId);
+    expect([...leases].sort()).toEqual(drafts.map((_, i) => `${runId}.t${i}`));
+    // Without `after` a stream starts at the last acknowledged cursor.
+    const resumed = await readResults(gateway.url, runId, null);
+    expect(resumed.cursor).toBe('2');
+    expect(resumed.items.map((item) => item.leaseId)).toEqual(rest.items.map((item) => item.leaseId));
+    const status = await (await fetch(`${gateway.url}/runs/${runId}`, { headers: { authorization: `Bearer ${TOKEN}` } })).json() as Record<string, unknown>;
+    expect(status).toMatchObject({ runId, state: 'completed', results: 6, run: { delivered: 6, status: 'completed' } });
+    const unknown = await fetch(`${gateway.url}/runs/no-such-run/results`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(unknown.status).toBe(404);
   });
 
   it('refuses to start without auth off loopback, and without any auth choice', async () => {
