@@ -4,7 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Dispatch, DispatchCostReceipt } from '../../../src/dispatch/index.js';
 import { createLogger } from '../../../src/platform/logger.js';
-import { DispatchError, queueDispatch, type QueueDispatch } from '../../../src/producer/index.js';
+import { leaseIdFor } from '../../../src/lease/index.js';
+import { DispatchError, dispatchRunId, queueDispatch, type QueueDispatch } from '../../../src/producer/index.js';
 import { RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { waitFor } from '../../helpers/wait-for.js';
@@ -229,8 +230,10 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
     let survivor: WorkerProcess | undefined;
     try {
       const cost = ledger();
-      const call = dispatch({ echo: 'survives', logFile, paidCalls: 1, delayMs: 1500 }, { cellId: 'killed', runAttemptId: 'attempt-kill', rep: 0, seed: 0, cost });
-      await waitFor(() => lines(logFile).length === 1, 'the dispatch started on the victim');
+      const call = dispatch({ echo: 'survives', logFile, paidCalls: 1, callIdPerProcess: true, delayMs: 1500 }, { cellId: 'killed', runAttemptId: 'attempt-kill', rep: 0, seed: 0, cost });
+      // The victim's paid call is stored in Redis as it is recorded, before the worker dies.
+      const ledgerKey = q.keys.lease(leaseIdFor(dispatchRunId('attempt-kill', 'killed'), 'killed'));
+      await waitFor(async () => Object.keys(await q.redis.hgetall(ledgerKey)).some((field) => field.startsWith('cost:')), 'the victim to store its receipt');
       expect((await victim.kill()).signal).toBe('SIGKILL');
       survivor = await startWorkerProcess(q.workerOptions({ ...FAST, concurrency: 1 }));
       const artifact = (await call) as { pid: number; echo: string };
@@ -238,7 +241,9 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
       const started = lines(logFile);
       expect(started).toHaveLength(2);
       expect(started[0]).not.toBe(started[1]);
-      expect(cost.receipts.map((r) => r.callId)).toEqual(['killed-call-0']);
+      // One receipt per attempt that paid, each once: the SIGKILLed one's too.
+      const pids = started.map((line) => line.split(' ')[2]);
+      expect(cost.receipts.map((r) => r.callId).sort()).toEqual(pids.map((pid) => `killed-call-0-${pid}`).sort());
     } finally {
       await dispatch.close();
       await stop(survivor ? [survivor] : []);
