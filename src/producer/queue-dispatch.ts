@@ -1,18 +1,20 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { leaseIdFor, queueKeys, type QueueKeys } from '../lease/index.js';
-import { CostReceiptSchema, DispatchRequestSchema, ResultSchema, type CostReceipt, type DispatchRequest, type Result } from '../spec/index.js';
-import type { Dispatch, DispatchContext, DispatchPlacement } from '../dispatch/index.js';
+import type { CostReceipt, DispatchRequest, Result } from '../spec/index.js';
+import type { Dispatch, DispatchContext } from '../dispatch/index.js';
 import { AbortError } from './abort-error.js';
 import { connectProducerRedis } from './connect-producer-redis.js';
 import { deliverDispatch, replayReceipts } from './dispatch-delivery.js';
 import { DispatchError } from './dispatch-errors.js';
 import { compileQueueDispatchOptions, type CompiledQueueDispatchOptions, type QueueDispatchOptions } from './dispatch-options.js';
+import { checkedRequest, placementOf, readAnswer, readReceipts } from './dispatch-request.js';
 import { dispatchRunId } from './dispatch-run-id.js';
 import { forgetDispatchRun } from './forget-dispatch-run.js';
 import { compileProducerOptions } from './producer-options.js';
 import type { RolloutDraft } from './rollout-draft.js';
 import { RolloutQueue } from './rollout-queue.js';
+import { SharedCall } from './shared-dispatch-call.js';
 
 /** A Dispatch over the durable queue, with a `close()` for its connections. */
 export interface QueueDispatch extends Dispatch {
@@ -32,39 +34,6 @@ interface Plane {
   readonly owned: boolean;
   readonly queue: Queue;
   readonly keys: QueueKeys;
-}
-
-/** One lease shared by every call attached to it. */
-class SharedCall {
-  readonly controller = new AbortController();
-  private waiters = 0;
-  done!: Promise<Result>;
-
-  /** Waits for the lease's Result; the caller's own abort rejects at once, and the last one leaving cancels the lease. */
-  join(signal: AbortSignal | undefined, abortError: () => AbortError): Promise<Result> {
-    this.waiters++;
-    return new Promise<Result>((resolve, reject) => {
-      const onAbort = (): void => {
-        this.waiters--;
-        if (this.waiters > 0) return reject(abortError());
-        this.controller.abort(signal?.reason);
-        // Wait for the cancel to land, so the receipts stored so far travel with the error.
-        this.done.then(() => reject(abortError()), (err: unknown) => reject(err instanceof AbortError ? err : abortError()));
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.done.then(
-        (result) => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve(result);
-        },
-        (err: unknown) => {
-          if (signal?.aborted) return;
-          signal?.removeEventListener('abort', onAbort);
-          reject(err);
-        },
-      );
-    });
-  }
 }
 
 /**
@@ -245,51 +214,4 @@ class QueueDispatcher {
     const redis = await this.redisValue?.catch(() => undefined);
     if (redis) await redis.quit().catch(() => redis.disconnect());
   }
-}
-
-/** The request a call stands for, checked like a gateway body. @throws DispatchError (caller) naming the field. */
-function checkedRequest(scenario: unknown, ctx: DispatchContext): DispatchRequest {
-  const raw = {
-    scenario: scenario === undefined ? null : scenario,
-    cellId: ctx?.cellId,
-    runAttemptId: ctx?.runAttemptId,
-    rep: ctx?.rep ?? 0,
-    seed: ctx?.seed ?? 0,
-    ...(ctx?.generation !== undefined ? { generation: ctx.generation } : {}),
-    ...(ctx?.cycleId !== undefined ? { cycleId: ctx.cycleId } : {}),
-    ...(ctx?.placement !== undefined ? { placement: ctx.placement } : {}),
-  };
-  const parsed = DispatchRequestSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const field = issue?.path.map(String).join('.') || '(ctx)';
-    throw new DispatchError('caller', { type: 'InvalidDispatch', message: `dispatch ${field === 'scenario' ? '' : 'ctx.'}${field}: ${issue?.message ?? 'invalid'}; give ctx.cellId and ctx.runAttemptId as non-empty strings and the scenario as JSON data` });
-  }
-  return parsed.data;
-}
-
-/** The queue and `spec.placement` labels of a placement. */
-function placementOf(placement: DispatchPlacement | undefined, fallback: string): { queue: string; labels: Record<string, string> } {
-  if (placement === undefined) return { queue: fallback, labels: {} };
-  if (typeof placement === 'string') return { queue: placement, labels: {} };
-  const { queue, ...labels } = placement;
-  return { queue: queue ?? fallback, labels };
-}
-
-async function readAnswer(redis: Redis, key: string): Promise<Result | undefined> {
-  const json = await redis.get(key);
-  if (json === null) return undefined;
-  const parsed = ResultSchema.safeParse(JSON.parse(json));
-  return parsed.success ? parsed.data : undefined;
-}
-
-/** Receipts the worker stored for a lease so far (`cost:<id>` fields of its ledger hash). */
-async function readReceipts(redis: Redis, keys: QueueKeys, leaseId: string): Promise<CostReceipt[]> {
-  const hash = await redis.hgetall(keys.lease(leaseId));
-  return Object.entries(hash)
-    .filter(([field]) => field.startsWith('cost:'))
-    .flatMap(([, json]) => {
-      const parsed = CostReceiptSchema.safeParse(JSON.parse(json));
-      return parsed.success ? [parsed.data] : [];
-    });
 }
