@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import { queueKeys } from '../lease/index.js';
 import { createLogger } from '../platform/logger.js';
-import { connectProducerRedis, queueDispatch, RolloutQueue } from '../producer/index.js';
+import { connectProducerRedis, DEFAULT_MAX_TASK_BYTES, queueDispatch, RolloutQueue } from '../producer/index.js';
 import { handleDispatch } from './dispatch-route.js';
 import { compileGatewayOptions, type GatewayOptions } from './gateway-options.js';
 import { BodyTooLargeError, hasBearer, readBody, sendError } from './http-io.js';
@@ -24,6 +24,9 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
+/** The producer's upper bound of `maxTaskBytes` and `maxSpecBytes` (512 MiB). */
+const MAX_PRODUCER_BYTES = 512 * 1024 * 1024;
+
 /** How long close() waits for in-flight requests to be answered, ms. */
 const CLOSE_WAIT_MS = 5000;
 
@@ -41,7 +44,10 @@ const RUN_PATH = /^\/runs\/([A-Za-z0-9_-]{1,200})(\/results|\/cancel)?$/;
 export async function startGateway(input: GatewayOptions): Promise<Gateway> {
   const options = compileGatewayOptions(input);
   const logger = (options.logger ?? createLogger({ component: 'gateway' })).child({ queue: options.queue });
-  const rq = await RolloutQueue.create({ redisUrl: options.redisUrl, queue: options.queue, ...(options.prefix ? { prefix: options.prefix } : {}), logger });
+  // A body the gateway accepts must fit the spec it becomes: the task holds the whole scenario.
+  const maxTaskBytes = Math.min(MAX_PRODUCER_BYTES, Math.max(DEFAULT_MAX_TASK_BYTES, options.maxBodyBytes + 16 * 1024));
+  const maxSpecBytes = Math.min(MAX_PRODUCER_BYTES, Math.max(1024 * 1024, maxTaskBytes + 64 * 1024));
+  const rq = await RolloutQueue.create({ redisUrl: options.redisUrl, queue: options.queue, ...(options.prefix ? { prefix: options.prefix } : {}), maxTaskBytes, maxSpecBytes, logger });
   let redis: Redis | undefined;
   try {
     redis = await connectProducerRedis(options.redisUrl, rq.options.connectTimeoutMs, logger);

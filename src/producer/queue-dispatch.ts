@@ -20,7 +20,10 @@ import { SharedCall } from './shared-dispatch-call.js';
 export interface QueueDispatch extends Dispatch {
   /** Opens the producer of the default queue now (a call does it lazily). */
   ready(): Promise<void>;
-  /** Closes the producers and connections it opened (not a `producer` passed in). Calls in flight reject. Idempotent. */
+  /**
+   * Closes the producers and connections it opened; calls in flight on them reject (their leases
+   * keep running). A `producer` passed in is not closed: its calls reject when its owner closes it. Idempotent.
+   */
   close(): Promise<void>;
 }
 
@@ -53,6 +56,7 @@ interface Plane {
  * - the Result's cost receipts are replayed into `ctx.cost.record` once per `callId`, also
  *   when the dispatch failed after paying; files from `ctx.artifacts.write` go to the caller's
  *   `ctx.artifacts.write`, else under `runDir`.
+ * - with a `ctx.trace.span`, the call runs inside a span `rollout-queue.dispatch` (attributes cellId, runAttemptId, queue).
  * One long-lived producer per queue serves every call (one QueueEvents listener, no start-up per call).
  * @throws Error synchronously for invalid options (naming the option).
  */
@@ -79,6 +83,12 @@ class QueueDispatcher {
     if (this.closed) throw new Error('queueDispatch is closed; create a new one');
     const request = checkedRequest(scenario, ctx);
     const { queue, labels } = placementOf(ctx.placement, this.options.queue);
+    if (typeof ctx.trace?.span !== 'function') return this.attach(request, queue, labels, ctx);
+    return ctx.trace.span('rollout-queue.dispatch', () => this.attach(request, queue, labels, ctx), { cellId: request.cellId, runAttemptId: request.runAttemptId, queue });
+  }
+
+  /** Joins (or starts) the lease of the call and delivers its Result to this caller. */
+  private async attach(request: DispatchRequest, queue: string, labels: Record<string, string>, ctx: DispatchContext): Promise<unknown> {
     const runId = dispatchRunId(request.runAttemptId, request.cellId);
     const leaseId = leaseIdFor(runId, request.cellId);
     const abortError = (): AbortError => new AbortError(runId, `dispatch of cell ${JSON.stringify(request.cellId)} (run attempt ${JSON.stringify(request.runAttemptId)}) was aborted by the caller`, { cause: ctx.signal?.reason });
@@ -181,7 +191,10 @@ class QueueDispatcher {
     const { producer, producerOptions } = this.options;
     const given = producer && producer.options.queue === queueName ? producer : undefined;
     const base = producer
-      ? { redisUrl: producer.options.redisUrl, prefix: producer.options.prefix, reconcileMs: producer.options.reconcileMs, logger: producer.options.logger }
+      ? {
+          redisUrl: producer.options.redisUrl, prefix: producer.options.prefix, reconcileMs: producer.options.reconcileMs,
+          maxSpecBytes: producer.options.maxSpecBytes, maxTaskBytes: producer.options.maxTaskBytes, logger: producer.options.logger,
+        }
       : producerOptions;
     const rq = given ?? (await RolloutQueue.create({ ...base, queue: queueName, stopOnCaller: false }));
     const redis = await this.redis();

@@ -135,9 +135,12 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
     const dispatch = open(q);
     const logFile = path.join(dir, 'same.log');
     try {
-      const ctx = { cellId: 'cell-a', runAttemptId: 'attempt-same', rep: 0, seed: 7 };
+      const spans: { name: string; attributes: unknown }[] = [];
+      const trace = { span: async <T>(name: string, fn: () => T | Promise<T>, attributes?: unknown): Promise<T> => (spans.push({ name, attributes }), fn()) };
+      const ctx = { cellId: 'cell-a', runAttemptId: 'attempt-same', rep: 0, seed: 7, trace };
       const scenario = { echo: 'once', logFile, delayMs: 300 };
       const [first, second] = await Promise.all([dispatch(scenario, ctx), dispatch(scenario, ctx)]);
+      expect(spans).toEqual([0, 1].map(() => ({ name: 'rollout-queue.dispatch', attributes: { cellId: 'cell-a', runAttemptId: 'attempt-same', queue: q.name } })));
       expect(first).toEqual(second);
       const retried = await dispatch(scenario, ctx);
       expect(retried).toEqual(first);

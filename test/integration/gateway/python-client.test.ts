@@ -61,6 +61,7 @@ describe('the Python client (clients/python/rollout_queue_client.py)', () => {
     const by = new Map(lines.map((line) => [line.check as string, line]));
     expect(by.get('dispatch')).toMatchObject({ artifact: { echo: 'from python', cellId: 'py-cell', rep: 1, seed: 9 }, receipts: [{ callId: 'py-cell-call-0' }] });
     expect(by.get('retry')).toEqual({ check: 'retry', same: true });
+    expect(by.get('big')).toEqual({ check: 'big', size: 400_000 });
     const logFile = path.join(dir, 'py-dispatch.log');
     expect(existsSync(logFile) ? readFileSync(logFile, 'utf8').trim().split('\n') : []).toHaveLength(1);
     expect(by.get('model')).toEqual({ check: 'model', kind: 'model', type: 'WrongAnswer', status: 500, receipts: 2 });
