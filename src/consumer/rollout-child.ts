@@ -173,7 +173,9 @@ export class RolloutChild {
           costs.push(msg.receipt);
           // Stored as it is recorded, so a SIGKILLed worker's receipts still reach the Result.
           const seq = msg.seq;
-          void (limits.onCost?.(msg.receipt) ?? Promise.resolve()).then(() => this.post({ type: 'cost-stored', seq }), () => undefined);
+          // A failed store still answers (the attempt's end writes `costs` again): never leave the child waiting.
+          const answer = (): void => this.post({ type: 'cost-stored', seq });
+          void (limits.onCost?.(msg.receipt) ?? Promise.resolve()).then(answer, answer);
         }
         else if (msg.type === 'log') this.onLog(msg);
         else if (msg.type === 'done') {

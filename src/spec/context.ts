@@ -35,8 +35,9 @@ export interface RolloutContext {
    * Records a receipt for paid work; it reaches the coordinator with the Result, also when the
    * rollout then fails. The returned promise resolves once the worker has stored it in Redis
    * (per lease, first write per `id` wins), so a receipt awaited before a crash of the child or
-   * a SIGKILL of the worker is still reported by the lease's final Result. Callers that do not
-   * need that guarantee may ignore the promise.
+   * a SIGKILL of the worker is still reported by the lease's final Result (when Redis refuses
+   * the write it resolves anyway, and the receipt is written again when the attempt ends).
+   * Callers that do not need that guarantee may ignore the promise.
    */
   recordCost(receipt: CostReceipt): Promise<void>;
 }

@@ -211,6 +211,20 @@ describe('rollout-queue gateway: the harness dispatch wire over the durable queu
     expect(lines(logFile)).toHaveLength(1);
   });
 
+  it('a gateway SIGKILLed mid-dispatch: the restarted one takes the run over once its coordinator lease expires; one run', async () => {
+    const logFile = path.join(dir, 'sigkill.log');
+    const call = httpDispatch(gateway.url, request('sigkill-cell', { echo: 'after a crash', logFile, delayMs: 1000 }), { maxTries: 10 });
+    await waitFor(() => lines(logFile).length === 1, 'the dispatch to start on the worker');
+    const port = gateway.port;
+    gateway.cli.child.kill('SIGKILL');
+    expect((await gateway.cli.done).signal).toBe('SIGKILL');
+    gateway = await startGatewayProcess(port);
+    const answer = await call;
+    expect(answer.status).toBe(200);
+    expect(answer.json.artifact).toMatchObject({ echo: 'after a crash' });
+    expect(lines(logFile)).toHaveLength(1);
+  });
+
   it('runs API: NDJSON Results with a cursor, each exactly once across a gateway restart (SIGTERM)', async () => {
     const runId = 'gw-runs-restart';
     const drafts = Array.from({ length: 6 }, (_, i) => ({
