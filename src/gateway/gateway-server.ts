@@ -119,6 +119,8 @@ export async function startGateway(input: GatewayOptions): Promise<Gateway> {
       closed ??= (async () => {
         closing = true;
         for (const pump of pumps.values()) pump.stop();
+        // Wake every results stream now so it ends instead of waiting out its poll.
+        for (const runId of log.changed.eventNames()) log.changed.emit(runId);
         server.close();
         await dispatch.close();
         await rq.close();
