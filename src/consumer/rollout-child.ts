@@ -171,13 +171,12 @@ export class RolloutChild {
       const onMessage = (msg: ChildMessage): void => {
         if (msg.type === 'cost') {
           costs.push(msg.receipt);
-          // Stored as it is recorded, so a SIGKILLed worker's receipts still reach the Result.
-          const seq = msg.seq;
-          // A failed store still answers (the attempt's end writes `costs` again): never leave the child waiting.
+          // Stored as it is recorded, so a SIGKILLed worker's receipts still reach the Result. A
+          // failed store answers too (the attempt's end writes `costs` again): the child never waits forever.
+          const { seq } = msg;
           const answer = (): void => this.post({ type: 'cost-stored', seq });
           void (limits.onCost?.(msg.receipt) ?? Promise.resolve()).then(answer, answer);
-        }
-        else if (msg.type === 'log') this.onLog(msg);
+        } else if (msg.type === 'log') this.onLog(msg);
         else if (msg.type === 'done') {
           // Nothing a rollout started may outlive it (a child reused for the next rollout stays).
           if (this.proc.pid !== undefined) killDescendants(this.proc.pid);
