@@ -33,6 +33,7 @@ export async function postRun(res: ServerResponse, body: unknown, deps: RunsDeps
   }
   const id = runId.data;
   const head = await deps.log.head(id);
+  // Checked again after the await, and the pump registered in the same tick: two posts at once start one pump.
   if (!deps.pumps.has(id) && !(head && ENDED_STATES.has(head.state ?? 'running') && head.state !== 'failed')) {
     const pump = new RunPump(deps.rq, deps.log, deps.logger, id, record.drafts as RolloutDraft[]);
     deps.pumps.set(id, pump);
