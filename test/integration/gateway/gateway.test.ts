@@ -135,11 +135,12 @@ const request = (cellId: string, scenario: Record<string, unknown>, extra: Recor
 describe('rollout-queue gateway: the harness dispatch wire over the durable queue', () => {
   it('200 with the artifact and the receipts; a retry of the same cell attempt gets it again without a second run', async () => {
     const logFile = path.join(dir, 'ok.log');
-    const first = await httpDispatch(gateway.url, request('ok-cell', { echo: 'hello', logFile, paidCalls: 2, usd: 0.1 }, { placement: { gpu: 'none' } }));
+    const first = await httpDispatch(gateway.url, request('ok-cell', { echo: 'hello', logFile, paidCalls: 2, usd: 0.1, files: { 'trace/notes.txt': 'small file' } }, { placement: { gpu: 'none' } }));
     expect(first.status).toBe(200);
+    expect(first.json.files).toEqual({ 'trace/notes.txt': 'small file' });
     expect(first.json.artifact).toMatchObject({ echo: 'hello', cellId: 'ok-cell', rep: 0, seed: 3, placement: { gpu: 'none' } });
     expect((first.json.costReceipts as { callId: string }[]).map((r) => r.callId).sort()).toEqual(['ok-cell-call-0', 'ok-cell-call-1']);
-    const again = await httpDispatch(gateway.url, request('ok-cell', { echo: 'hello', logFile, paidCalls: 2, usd: 0.1 }));
+    const again = await httpDispatch(gateway.url, request('ok-cell', { echo: 'hello', logFile, paidCalls: 2, usd: 0.1, files: { 'trace/notes.txt': 'small file' } }));
     expect(again.json.artifact).toEqual(first.json.artifact);
     expect(lines(logFile)).toHaveLength(1);
   });
