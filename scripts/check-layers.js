@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Checks that imports between the layers of src/ flow one way (DESIGN.md "Layout"):
 //   spec ← ref, lease, platform ← producer, consumer ← cli;  runners, rewards → spec only;
-//   dashboard → spec, lease, platform;  producer ↛ consumer and back.
+//   dashboard → spec, lease, platform;  producer ↛ consumer and back;
+//   dispatch (the built-in worker side of the harness seam) → spec only;
+//   gateway (HTTP edge, a top layer like cli) → producer and below, never consumer.
 // A layer is the first folder under src/; files directly in src/ (the package entry) may import
 // any layer but cli. Static imports, re-exports, `import type`, side-effect imports and
 // `import('literal')` all count, also through the package's own name (`rollout-queue/spec`).
@@ -22,16 +24,18 @@ const ALLOWED = {
   platform: ['spec'],
   runners: ['spec'],
   rewards: ['spec'],
-  producer: ['spec', 'ref', 'lease', 'platform'],
+  dispatch: ['spec'],
+  producer: ['spec', 'ref', 'lease', 'platform', 'dispatch'],
   consumer: ['spec', 'ref', 'lease', 'platform'],
   dashboard: ['spec', 'lease', 'platform'],
+  gateway: ['spec', 'ref', 'lease', 'platform', 'dispatch', 'producer'],
   cli: ['*'],
-  '(root)': ['spec', 'ref', 'lease', 'platform', 'runners', 'rewards', 'producer', 'consumer', 'dashboard'],
+  '(root)': ['spec', 'ref', 'lease', 'platform', 'runners', 'rewards', 'dispatch', 'producer', 'consumer', 'dashboard', 'gateway'],
 };
 
 /** Public subpaths of the package (`exports` map) and the layer each one is. */
 const PACKAGE_NAME = 'rollout-queue';
-const SELF_SUBPATHS = { '': '(root)', spec: 'spec', runners: 'runners', rewards: 'rewards' };
+const SELF_SUBPATHS = { '': '(root)', spec: 'spec', runners: 'runners', rewards: 'rewards', dispatch: 'dispatch' };
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const srcDir = path.resolve(process.argv[2] ?? path.join(here, '..', 'src'));

@@ -9,6 +9,7 @@ import { createContext } from './command-context.js';
 import { cancelCommand } from './commands/cancel.js';
 import { dashboardCommand } from './commands/dashboard.js';
 import { demoCommand } from './commands/demo.js';
+import { gatewayCommand } from './commands/gateway.js';
 import { resumeCommand } from './commands/resume.js';
 import { runCommand } from './commands/run.js';
 import { statusCommand } from './commands/status.js';
@@ -50,6 +51,7 @@ export async function runCli(argv: readonly string[]): Promise<ExitCode> {
     .addCommand(statusCommand(context))
     .addCommand(cancelCommand(context))
     .addCommand(dashboardCommand(context))
+    .addCommand(gatewayCommand(context))
     .addCommand(demoCommand(context));
   configure(program);
   try {

@@ -60,6 +60,16 @@ export const HELP = {
     queue: 'a queue to show; repeat for more (default: rollouts plus every queue found under the prefix)',
     writable: 'allow retry/remove/clean/pause from the dashboard',
   },
+  gateway: {
+    description: 'Serve the harness POST /dispatch wire and a runs API over HTTP, on top of the durable queue.',
+    port: 'port to listen on (0 picks a free one)',
+    host: 'address to listen on (without auth only loopback is allowed)',
+    dispatch: 'the Dispatch workers run for POST /dispatch, as module:export (e.g. @acme/evals:solve); workers must --allow its module',
+    dispatchConfig: 'JSON object passed to the Dispatch factory',
+    authTokenEnv: 'name of the environment variable holding the bearer token every request must send (at least 16 characters)',
+    noAuth: 'serve without a token (loopback host only)',
+    maxBodyBytes: 'largest request body; larger ones get 413 (default 10485760 = 10 MiB)',
+  },
   demo: {
     description: 'Run examples/arithmetic end to end: Redis, worker processes, dashboard, a run with a summary.',
     workers: 'worker processes to start',
@@ -223,6 +233,18 @@ export const MSG = {
   dashboardQueues: (queues: readonly string[], readOnly: boolean) =>
     `showing queue(s) ${queues.join(', ')}${readOnly ? ' (read-only; --writable enables retry/remove/clean)' : ' (WRITABLE)'}`,
   dashboardStop: 'press Ctrl-C to stop',
+
+  // ── gateway ──────────────────────────────────────────────────────────────
+  gatewayAuthMissing: 'the gateway needs auth: pass --auth-token-env NAME (the variable holding the bearer token), or --no-auth on a loopback --host',
+  gatewayAuthBoth: 'pass either --auth-token-env or --no-auth, not both',
+  gatewayNoAuthOffLoopback: (host: string) =>
+    `--no-auth is refused with --host ${host}: without auth the gateway only listens on loopback (127.0.0.1, ::1); pass --auth-token-env NAME to listen on ${host}`,
+  gatewayTokenUnset: (name: string) => `--auth-token-env ${name}: the environment variable ${name} is not set or empty; export it with the bearer token clients will send`,
+  gatewayTokenShort: (name: string) => `--auth-token-env ${name}: the token is shorter than 16 characters; use a long random one, e.g. $(openssl rand -hex 32)`,
+  gatewayPortInUse: (port: number) => `--port ${port} is already in use by another process; stop it or pass another port (0 picks a free one)`,
+  gatewayFailed: (why: string) => `gateway: ${why}`,
+  gatewayListening: (url: string, queue: string, dispatch: string, auth: boolean) =>
+    `gateway: ${url} (queue "${queue}", dispatch ${dispatch}, ${auth ? 'bearer token required' : 'NO AUTH, loopback only'}); press Ctrl-C to stop`,
 
   // ── demo ─────────────────────────────────────────────────────────────────
   demoNoRedis: [

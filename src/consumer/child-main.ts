@@ -12,6 +12,9 @@ import type { ChildMessage, DoneMessage, ParentMessage, RunMessage } from './chi
 
 let allow: readonly string[] = [];
 let current: AbortController | undefined;
+let costSeq = 0;
+/** Receipts sent and not yet reported stored by the worker, by seq. */
+const costWaiters = new Map<number, () => void>();
 
 function send(message: ChildMessage): void {
   process.send?.(message);
@@ -58,8 +61,11 @@ async function runOne(message: RunMessage): Promise<DoneMessage> {
     timeouts: Object.freeze({ ...spec.timeouts }),
     memoryMb: spec.sandbox.memoryMb,
     log: logger(),
-    recordCost(receipt: CostReceipt) {
-      send({ type: 'cost', receipt: CostReceiptSchema.parse(receipt) });
+    recordCost(receipt: CostReceipt): Promise<void> {
+      const seq = ++costSeq;
+      const stored = new Promise<void>((resolve) => costWaiters.set(seq, resolve));
+      send({ type: 'cost', receipt: CostReceiptSchema.parse(receipt), seq });
+      return stored;
     },
   };
   const done = (partial: Omit<DoneMessage, 'type' | 'rssBytes' | 'recycle'>, recycle = false): DoneMessage => ({
@@ -139,6 +145,10 @@ process.on('message', (raw: ParentMessage) => {
       break;
     case 'cancel':
       current?.abort(new RolloutAborted(raw.reason));
+      break;
+    case 'cost-stored':
+      costWaiters.get(raw.seq)?.();
+      costWaiters.delete(raw.seq);
       break;
   }
 });

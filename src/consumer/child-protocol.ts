@@ -29,7 +29,13 @@ export interface CancelMessage {
   readonly reason: string;
 }
 
-export type ParentMessage = InitMessage | RunMessage | CancelMessage;
+/** The receipt of the {@link CostMessage} with this `seq` is stored in Redis (durable). */
+export interface CostStoredMessage {
+  readonly type: 'cost-stored';
+  readonly seq: number;
+}
+
+export type ParentMessage = InitMessage | RunMessage | CancelMessage | CostStoredMessage;
 
 /** The child is up and has read its init message. */
 export interface ReadyMessage {
@@ -40,6 +46,8 @@ export interface ReadyMessage {
 export interface CostMessage {
   readonly type: 'cost';
   readonly receipt: CostReceipt;
+  /** Numbers the receipt within this child, so the worker's {@link CostStoredMessage} can answer it. */
+  readonly seq: number;
 }
 
 /** A log line from rollout code (`ctx.log`), re-emitted by the worker's logger. */

@@ -147,8 +147,14 @@ export class RolloutChild {
    * - `hangMs`: past it the tree is killed and the outcome is `hung`.
    * - `signal`: when it aborts, the child is asked to stop; after `killGraceMs` without an
    *   answer the tree is killed and the outcome is `aborted` with the signal's reason.
+   * - `onCost`: stores one receipt durably as soon as the child records it; the child's
+   *   `ctx.recordCost` promise resolves once it did (a failed store is left to the final
+   *   write of `outcome.costs`).
    */
-  run(message: RunMessage, limits: { hangMs: number; killGraceMs: number; signal: AbortSignal }): Promise<AttemptOutcome> {
+  run(
+    message: RunMessage,
+    limits: { hangMs: number; killGraceMs: number; signal: AbortSignal; onCost?: (receipt: CostReceipt) => Promise<void> },
+  ): Promise<AttemptOutcome> {
     const costs: CostReceipt[] = [];
     return new Promise<AttemptOutcome>((resolve) => {
       let settled = false;
@@ -163,8 +169,14 @@ export class RolloutChild {
         resolve(outcome);
       };
       const onMessage = (msg: ChildMessage): void => {
-        if (msg.type === 'cost') costs.push(msg.receipt);
-        else if (msg.type === 'log') this.onLog(msg);
+        if (msg.type === 'cost') {
+          costs.push(msg.receipt);
+          // Stored as it is recorded, so a SIGKILLed worker's receipts still reach the Result. A
+          // failed store answers too (the attempt's end writes `costs` again): the child never waits forever.
+          const { seq } = msg;
+          const answer = (): void => this.post({ type: 'cost-stored', seq });
+          void (limits.onCost?.(msg.receipt) ?? Promise.resolve()).then(answer, answer);
+        } else if (msg.type === 'log') this.onLog(msg);
         else if (msg.type === 'done') {
           // Nothing a rollout started may outlive it (a child reused for the next rollout stays).
           if (this.proc.pid !== undefined) killDescendants(this.proc.pid);

@@ -112,7 +112,7 @@ export class RolloutProcessor {
       const runStarted = Date.now();
       const outcome = await child.run(
         { type: 'run', spec, taskId: taskIdOf(spec), attempt: job.attemptsStarted || 1, secrets },
-        { hangMs: spec.timeouts.hangMs, killGraceMs: this.options.killGraceMs, signal: controller.signal },
+        { hangMs: spec.timeouts.hangMs, killGraceMs: this.options.killGraceMs, signal: controller.signal, onCost: (receipt) => this.ledger.recordCosts(spec.leaseId, [receipt]) },
       );
       await this.pool.release(child, { retire: outcome.type !== 'done' || outcome.done.recycle });
       await this.ledger.recordCosts(spec.leaseId, outcome.costs);

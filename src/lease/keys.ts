@@ -34,6 +34,12 @@ export interface QueueKeys {
   lease(leaseId: string): string;
   /** Pub/sub channel announcing cancelled run ids to workers. */
   cancelChannel(): string;
+  /** STRING JSON Result of a delivered dispatch run (queueDispatch), with PX TTL: a retried call gets it again. */
+  dispatchAnswer(runId: string): string;
+  /** HASH gateway state of a run of the runs API: state, error, ackedThrough, `l:<leaseId>` marks of listed Results. */
+  gatewayRun(runId: string): string;
+  /** LIST JSON Results of a run of the runs API, in delivery order (the NDJSON stream's cursor indexes it). */
+  gatewayResults(runId: string): string;
 }
 
 /**
@@ -58,6 +64,9 @@ export function queueKeys(prefix: string = DEFAULT_PREFIX, queue: string = DEFAU
     runs: () => `${base}runs`,
     lease: (leaseId) => `${base}lease:${leaseId}`,
     cancelChannel: () => `${base}cancel`,
+    dispatchAnswer: (runId) => `${base}dispatch:${runId}:answer`,
+    gatewayRun: (runId) => `${base}gw:${runId}`,
+    gatewayResults: (runId) => `${base}gw:${runId}:results`,
   };
 }
 

@@ -11,3 +11,8 @@ export { ProducerOptionsSchema, compileProducerOptions, DEFAULT_MAX_TASK_BYTES }
 export type { CompiledProducerOptions, ProducerOptions } from './producer-options.js';
 export type { RolloutDraft } from './rollout-draft.js';
 export type { CancelOutcome } from './cancel-run.js';
+export { queueDispatch, type QueueDispatch } from './queue-dispatch.js';
+export { DispatchError } from './dispatch-errors.js';
+export { dispatchRunId } from './dispatch-run-id.js';
+export { QueueDispatchOptionsSchema, DEFAULT_KEEP_ANSWER_MS, type QueueDispatchOptions } from './dispatch-options.js';
+export { connectProducerRedis } from './connect-producer-redis.js';

@@ -23,8 +23,13 @@ export interface CodeRunnerOptions {
    * `"src/solve.py"`). Required. When `rendered` is a string it is written to this path;
    * when it is `{ files }`, this file must be one of them (else an `InfrastructureError`:
    * the artifact is missing). No absolute paths, no `..` out of the directory.
+   *
+   * The argv form of the evolution engine, `["python3", "main.py"]`, is accepted too: it is
+   * the `command`, and the file to write is the first argument after the program that names a
+   * relative file path (not an option starting with `-`, and holding a `.` or a `/`), here
+   * `main.py`. Give `command` besides it and it is refused (say the command once).
    */
-  readonly entrypoint: string;
+  readonly entrypoint: string | readonly string[];
   /**
    * The artifact's own wall-clock limit in ms, from spawn. Default 60 000, bounds
    * 1–86 400 000 (24 h). Past it the whole process group is killed (SIGTERM, SIGKILL after
@@ -68,7 +73,8 @@ const KEYS = ['entrypoint', 'timeoutMs', 'maxOutputBytes', 'command'] as const;
  */
 export function compileCodeRunnerOptions(config: unknown): CompiledCodeRunnerOptions {
   const record = configRecord(FACTORY, config, KEYS);
-  const rawEntrypoint = record.entrypoint;
+  const argv = Array.isArray(record.entrypoint) ? argvEntrypoint(record.entrypoint as unknown[], record.command) : undefined;
+  const rawEntrypoint = argv ? argv.file : record.entrypoint;
   if (typeof rawEntrypoint !== 'string') {
     throw new CallerError(
       `${FACTORY}: config.entrypoint must be the artifact's file to run as a relative path string like "main.js", got ${describeValue(rawEntrypoint)}`,
@@ -92,8 +98,24 @@ export function compileCodeRunnerOptions(config: unknown): CompiledCodeRunnerOpt
       fallback: DEFAULT_MAX_OUTPUT_BYTES,
       unit: 'bytes',
     }),
-    command: compileCommand(record.command),
+    command: compileCommand(argv ? argv.command : record.command),
   });
+}
+
+/**
+ * Splits the argv form of `entrypoint` into the command and the file to write.
+ * @throws CallerError when `command` is given as well, or no argument names a relative file.
+ */
+function argvEntrypoint(argv: readonly unknown[], command: unknown): { readonly command: readonly unknown[]; readonly file: string } {
+  if (command !== undefined) {
+    throw new CallerError(`${FACTORY}: config.entrypoint is an argv array and config.command is set too; give the command once: either { "entrypoint": ["python3", "main.py"] } or { "entrypoint": "main.py", "command": ["python3", "main.py"] }`);
+  }
+  const file = argv.slice(1).find((arg): arg is string => typeof arg === 'string' && !arg.startsWith('-') && /[./]/.test(arg) && !('problem' in normalizeRelativePath(arg)));
+  const single = argv.length === 1 && typeof argv[0] === 'string' && !('problem' in normalizeRelativePath(argv[0])) ? argv[0] : undefined;
+  if (file === undefined && single === undefined) {
+    throw new CallerError(`${FACTORY}: config.entrypoint ${JSON.stringify(argv).slice(0, 200)} names no file to write: one argument after the program must be a relative file path like "main.py" (not an option, inside the artifact directory); e.g. ["python3", "main.py"]`);
+  }
+  return { command: argv, file: file ?? (single as string) };
 }
 
 function compileCommand(value: unknown): readonly [string, ...string[]] | undefined {

@@ -31,8 +31,15 @@ export interface RolloutContext {
   /** Heap limit of this child process in MiB (the spec's `sandbox.memoryMb`). */
   readonly memoryMb: number;
   readonly log: RolloutLogger;
-  /** Records a receipt for paid work; it reaches the coordinator with the Result, also when the rollout then fails. */
-  recordCost(receipt: CostReceipt): void;
+  /**
+   * Records a receipt for paid work; it reaches the coordinator with the Result, also when the
+   * rollout then fails. The returned promise resolves once the worker has stored it in Redis
+   * (per lease, first write per `id` wins), so a receipt awaited before a crash of the child or
+   * a SIGKILL of the worker is still reported by the lease's final Result (when Redis refuses
+   * the write it resolves anyway, and the receipt is written again when the attempt ends).
+   * Callers that do not need that guarantee may ignore the promise.
+   */
+  recordCost(receipt: CostReceipt): Promise<void>;
 }
 
 /** A run function: `run(rendered, task, ctx) → output` (JSON data), sync or async. */

@@ -7,3 +7,4 @@ export * from './result.js';
 export * from './json-schema.js';
 export * from './context.js';
 export * from './errors.js';
+export * from './dispatch-wire.js';

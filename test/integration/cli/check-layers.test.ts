@@ -84,6 +84,19 @@ describe('check-layers', () => {
     expect(output).toContain('(layer consumer may not import producer) at line 4');
   });
 
+  it('keeps the gateway off the consumer and the dispatch built-in on spec only (also via rollout-queue/dispatch)', async () => {
+    await plant({
+      ...CLEAN,
+      'dispatch/runner.ts': "import { v } from '../spec/index.js';\nimport { k } from '../lease/keys.js';\nexport const d = [v, k];\n",
+      'gateway/server.ts': "import { q } from '../producer/queue.js';\nimport { w } from '../consumer/worker.js';\nimport 'rollout-queue/dispatch';\nexport const g = [q, w];\n",
+    });
+    const { status, output } = check();
+    expect(status).toBe(1);
+    expect(output).toContain('(layer dispatch may not import lease)');
+    expect(output).toContain('imports ../consumer/worker.js (layer gateway may not import consumer)');
+    expect(output.match(/may not import/g)).toHaveLength(2);
+  });
+
   it('flags a folder that is no known layer', async () => {
     await plant({ ...CLEAN, 'misc/x.ts': 'export const x = 1;\n' });
     const { status, output } = check();

@@ -10,7 +10,7 @@ import { killLeftovers, REPO_ROOT, runCli, startCli, uniquePrefix, waitFor } fro
 // reference in docs/cli.md against the real --help.
 const README = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
 const CLI_DOC = readFileSync(path.join(REPO_ROOT, 'docs', 'cli.md'), 'utf8');
-const COMMANDS = ['worker', 'run', 'resume', 'status', 'cancel', 'dashboard', 'demo'];
+const COMMANDS = ['worker', 'run', 'resume', 'status', 'cancel', 'dashboard', 'gateway', 'demo'];
 let redis: TestRedis;
 
 beforeAll(async () => {

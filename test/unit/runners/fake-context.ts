@@ -38,7 +38,9 @@ export function fakeContext(overrides: Partial<RolloutContext> = {}): FakeContex
     timeouts: { runMs: 600_000, hangMs: 900_000 },
     memoryMb: 1024,
     log,
-    recordCost: (receipt) => costs.push(receipt),
+    recordCost: async (receipt) => {
+      costs.push(receipt);
+    },
     ...overrides,
     costs,
     logged,

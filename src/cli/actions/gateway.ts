@@ -1,0 +1,68 @@
+import { isLoopbackHost, startGateway, type Gateway } from '../../gateway/index.js';
+import { createLogger } from '../../platform/logger.js';
+import { buildRef, parseConfigOption } from '../build-drafts.js';
+import { cliEnvironment } from '../environment.js';
+import { CliError, EXIT, UsageError, type ExitCode } from '../errors.js';
+import { MSG } from '../messages.js';
+import { requireRedis } from '../redis-preflight.js';
+import { untilStopSignal } from '../signals.js';
+
+/** Parsed options of `gateway`. */
+export interface GatewayCommandOptions {
+  port: number;
+  host: string;
+  queue: string;
+  dispatch: string;
+  dispatchConfig?: string;
+  authTokenEnv?: string;
+  /** commander's `--no-auth`: false when given. */
+  auth: boolean;
+  maxBodyBytes?: number;
+}
+
+/**
+ * `rollout-queue gateway`: serves `POST /dispatch` and the runs API until SIGINT/SIGTERM, then
+ * answers what is in flight with 503 (leases keep running; a client's retry against the
+ * restarted gateway attaches to them) and exits 0. The token is read from the environment
+ * variable `--auth-token-env` names, never from the command line (it would show in `ps`).
+ * Usage errors (exit 2): neither or both of --auth-token-env / --no-auth, --no-auth off loopback,
+ * the variable unset or short, a bad --dispatch or --dispatch-config.
+ */
+export async function gatewayAction(options: GatewayCommandOptions): Promise<ExitCode> {
+  const env = cliEnvironment();
+  const noAuth = options.auth === false;
+  if (noAuth && options.authTokenEnv !== undefined) throw new UsageError(MSG.gatewayAuthBoth);
+  if (!noAuth && options.authTokenEnv === undefined) throw new UsageError(MSG.gatewayAuthMissing);
+  if (noAuth && !isLoopbackHost(options.host)) throw new UsageError(MSG.gatewayNoAuthOffLoopback(options.host));
+  let authToken: string | undefined;
+  if (options.authTokenEnv !== undefined) {
+    authToken = process.env[options.authTokenEnv];
+    if (!authToken) throw new UsageError(MSG.gatewayTokenUnset(options.authTokenEnv));
+    if (authToken.length < 16) throw new UsageError(MSG.gatewayTokenShort(options.authTokenEnv));
+  }
+  const dispatch = buildRef('--dispatch', options.dispatch, parseConfigOption('--dispatch-config', options.dispatchConfig));
+  await requireRedis(env);
+  let gateway: Gateway;
+  try {
+    gateway = await startGateway({
+      redisUrl: env.redisUrl,
+      prefix: env.prefix,
+      queue: options.queue,
+      port: options.port,
+      host: options.host,
+      dispatch,
+      noAuth,
+      ...(authToken !== undefined ? { authToken } : {}),
+      ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+      logger: createLogger({ component: 'gateway' }),
+    });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') throw new CliError(MSG.gatewayPortInUse(options.port));
+    throw new CliError(MSG.gatewayFailed((err as Error).message));
+  }
+  process.stdout.write(`${MSG.gatewayListening(gateway.url, options.queue, options.dispatch, !noAuth)}\n`);
+  await untilStopSignal();
+  await gateway.close();
+  return EXIT.ok;
+}

@@ -1,0 +1,26 @@
+import { Command, Option } from 'commander';
+import type { GatewayCommandOptions } from '../actions/gateway.js';
+import { queueOption, type CommandContext } from '../command-context.js';
+import { HELP } from '../messages.js';
+import { integerAtLeast, portOf } from '../option-parsers.js';
+
+/**
+ * `rollout-queue gateway --port P [--host 127.0.0.1] [--queue NAME] --dispatch TARGET
+ * [--dispatch-config JSON] (--auth-token-env NAME | --no-auth) [--max-body-bytes N]`.
+ */
+export function gatewayCommand(ctx: CommandContext): Command {
+  return new Command('gateway')
+    .description(HELP.gateway.description)
+    .addOption(new Option('--port <port>', HELP.gateway.port).argParser(portOf('--port', 8080)).makeOptionMandatory())
+    .option('--host <host>', HELP.gateway.host, '127.0.0.1')
+    .addOption(queueOption())
+    .requiredOption('--dispatch <module:export>', HELP.gateway.dispatch)
+    .option('--dispatch-config <json>', HELP.gateway.dispatchConfig)
+    .option('--auth-token-env <name>', HELP.gateway.authTokenEnv)
+    .option('--no-auth', HELP.gateway.noAuth)
+    .addOption(new Option('--max-body-bytes <n>', HELP.gateway.maxBodyBytes).argParser(integerAtLeast(1024)))
+    .action(async (options: GatewayCommandOptions) => {
+      const { gatewayAction } = await import('../actions/gateway.js');
+      ctx.exitCode = await gatewayAction(options);
+    });
+}

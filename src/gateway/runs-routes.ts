@@ -1,0 +1,112 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../platform/logger.js';
+import type { RolloutDraft, RolloutQueue } from '../producer/index.js';
+import { RunIdSchema } from '../spec/index.js';
+import { sendError, sendJson } from './http-io.js';
+import { ENDED_STATES, type RunLog } from './run-log.js';
+import { RunPump } from './run-pump.js';
+
+/** How often a results stream re-reads the log when no in-process append woke it (a run pumped by another gateway), ms. */
+const STREAM_POLL_MS = 1000;
+
+/** What the runs routes share with the gateway. */
+export interface RunsDeps {
+  readonly rq: RolloutQueue;
+  readonly log: RunLog;
+  readonly logger: Logger;
+  readonly pumps: Map<string, RunPump>;
+  readonly closing: () => boolean;
+}
+
+/**
+ * `POST /runs` `{ runId, drafts: [RolloutDraft...] }` (drafts as in schema/rollout-spec.json
+ * without `v`, `leaseId`, `runId`, `runAttemptId`) → 202 `{ runId, state }`. Starts the run, or
+ * resumes it after a gateway restart (posting the same drafts again enqueues nothing twice);
+ * a run already pumping here, or ended, is left as it is.
+ */
+export async function postRun(res: ServerResponse, body: unknown, deps: RunsDeps): Promise<void> {
+  const record = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+  const runId = RunIdSchema.safeParse(record?.runId);
+  if (!runId.success) return sendError(res, 400, 'InvalidRunRequest', `body field runId: ${runId.error.issues[0]?.message ?? 'invalid'}; send {"runId": "...", "drafts": [...]}`);
+  if (!Array.isArray(record?.drafts) || record.drafts.length === 0) {
+    return sendError(res, 400, 'InvalidRunRequest', 'body field drafts: must be a non-empty array of rollout drafts (see schema/rollout-spec.json); send {"runId": "...", "drafts": [...]}');
+  }
+  const id = runId.data;
+  const head = await deps.log.head(id);
+  // Checked again after the await, and the pump registered in the same tick: two posts at once start one pump.
+  if (!deps.pumps.has(id) && !(head && ENDED_STATES.has(head.state ?? 'running') && head.state !== 'failed')) {
+    const pump = new RunPump(deps.rq, deps.log, deps.logger, id, record.drafts as RolloutDraft[]);
+    deps.pumps.set(id, pump);
+    void pump.done.finally(() => deps.pumps.get(id) === pump && deps.pumps.delete(id));
+  }
+  sendJson(res, 202, { runId: id, state: (await deps.log.head(id))?.state ?? 'running' });
+}
+
+/** `GET /runs/ID` → 200 `{ runId, state, error, results, ackedThrough, run }` (run = the run record), 404 when unknown. */
+export async function getRun(res: ServerResponse, runId: string, deps: RunsDeps): Promise<void> {
+  const [head, status] = await Promise.all([deps.log.head(runId), deps.rq.status(runId)]);
+  if (!head && !status.run) return sendError(res, 404, 'NoSuchRun', `no run "${runId}" on queue "${status.queue}"; POST /runs first`);
+  sendJson(res, 200, { runId, state: head?.state ?? null, error: head?.error ?? null, results: head?.count ?? 0, ackedThrough: head?.ackedThrough ?? 0, run: status.run ?? null });
+}
+
+/** `POST /runs/ID/cancel` → 200 `{ runId, removed, workersNotified }`, 404 when unknown. */
+export async function cancelRunRoute(res: ServerResponse, runId: string, deps: RunsDeps): Promise<void> {
+  try {
+    const outcome = await deps.rq.cancel(runId, 'cancelled through the gateway');
+    const head = await deps.log.head(runId);
+    // A pump here ends itself as cancelled; a run nobody pumps is marked so its streams end.
+    if (!deps.pumps.has(runId) && head && !ENDED_STATES.has(head.state ?? 'running')) await deps.log.setState(runId, 'cancelled', 'cancelled through the gateway');
+    sendJson(res, 200, { runId, removed: outcome.removed.length, workersNotified: outcome.workersNotified });
+  } catch (err) {
+    if (/no run/.test((err as Error).message)) return sendError(res, 404, 'NoSuchRun', (err as Error).message);
+    throw err;
+  }
+}
+
+/**
+ * `GET /runs/ID/results?after=N` → 200 NDJSON: every listed Result from index N on (0-based; the
+ * client has the first N, which acknowledges them), waiting for new ones, then one trailer line
+ * `{ "end": true, "state", "error", "count" }` once the run has ended. Without `after` it starts
+ * at the last acknowledged cursor; header `x-rollout-queue-cursor` says where it started.
+ * 400 for a bad `after`, 404 for an unknown run.
+ */
+export async function streamResults(req: IncomingMessage, res: ServerResponse, runId: string, afterText: string | null, deps: RunsDeps): Promise<void> {
+  const { log } = deps;
+  const head = await log.head(runId);
+  if (!head) return sendError(res, 404, 'NoSuchRun', `no run "${runId}" in the runs API; POST /runs first`);
+  let cursor = afterText === null ? head.ackedThrough : Number(afterText);
+  if (!Number.isInteger(cursor) || cursor < 0) return sendError(res, 400, 'InvalidCursor', `query after=${JSON.stringify(afterText)}: must be a whole number ≥ 0 (the count of Results the client already has)`);
+  await log.acknowledge(runId, cursor);
+  // The cursor the stream starts at, so a client that omitted `after` can reconnect at the right place.
+  res.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store', 'x-rollout-queue-cursor': String(cursor) });
+  let gone = false;
+  let wake: (() => void) | undefined;
+  const onChange = (): void => wake?.();
+  res.once('close', () => {
+    gone = true;
+    wake?.();
+  });
+  log.changed.on(runId, onChange);
+  try {
+    while (!gone && !deps.closing()) {
+      const [lines, now] = await Promise.all([log.lines(runId, cursor), log.head(runId)]);
+      for (const line of lines) res.write(`${line}\n`);
+      cursor += lines.length;
+      if (now && now.state !== null && ENDED_STATES.has(now.state) && cursor >= now.count) {
+        res.write(`${JSON.stringify({ end: true, state: now.state, error: now.error, count: cursor })}\n`);
+        break;
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, STREAM_POLL_MS);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = undefined;
+    }
+  } finally {
+    log.changed.off(runId, onChange);
+    res.end();
+  }
+}

@@ -1,0 +1,230 @@
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { leaseIdFor, queueKeys, type QueueKeys } from '../lease/index.js';
+import type { CostReceipt, DispatchRequest, Result } from '../spec/index.js';
+import type { Dispatch, DispatchContext } from '../dispatch/index.js';
+import { AbortError } from './abort-error.js';
+import { connectProducerRedis } from './connect-producer-redis.js';
+import { deliverDispatch, replayReceipts } from './dispatch-delivery.js';
+import { DispatchError } from './dispatch-errors.js';
+import { compileQueueDispatchOptions, type CompiledQueueDispatchOptions, type QueueDispatchOptions } from './dispatch-options.js';
+import { checkedRequest, placementOf, readAnswer, readReceipts } from './dispatch-request.js';
+import { dispatchRunId } from './dispatch-run-id.js';
+import { forgetDispatchRun } from './forget-dispatch-run.js';
+import { compileProducerOptions } from './producer-options.js';
+import type { RolloutDraft } from './rollout-draft.js';
+import { RolloutQueue } from './rollout-queue.js';
+import { SharedCall } from './shared-dispatch-call.js';
+
+/** A Dispatch over the durable queue, with a `close()` for its connections. */
+export interface QueueDispatch extends Dispatch {
+  /** Opens the producer of the default queue now (a call does it lazily). */
+  ready(): Promise<void>;
+  /**
+   * Closes the producers and connections it opened; calls in flight on them reject (their leases
+   * keep running). A `producer` passed in is not closed: its calls reject when its owner closes it. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/** How often a cleanup of an aborted dispatch whose job is still active is tried again, ms, and how often at most. */
+const CLEANUP_RETRY_MS = 1000;
+const CLEANUP_TRIES = 120;
+
+/** The producer, a BullMQ Queue handle (for removing jobs) and the key layout of one queue. */
+interface Plane {
+  readonly rq: RolloutQueue;
+  readonly owned: boolean;
+  readonly queue: Queue;
+  readonly keys: QueueKeys;
+}
+
+/**
+ * The harness' `Dispatch` over the durable queue (coordinator side). Each call
+ * `dispatch(scenario, ctx)` becomes one lease of a one-spec run whose id is derived from
+ * `(ctx.runAttemptId, ctx.cellId)` ({@link dispatchRunId}), run on a worker by
+ * `rollout-queue/dispatch:dispatchRunner({ dispatch: options.dispatch })`:
+ * - a retried call of the same cell attempt, or two identical calls at once, attach to the
+ *   same lease and run once (in this process by sharing the call, across processes through
+ *   the run record); after delivery the answer stays `keepAnswerMs` for late retries and
+ *   every other key of the call is deleted;
+ * - `ctx.signal` cancels it (the lease is cancelled once no attached call waits) and the call
+ *   rejects with `AbortError` (never retry it); receipts stored so far are replayed first;
+ * - `ctx.placement` picks the queue (a string, or `{ queue, ...labels }`);
+ * - resolves to the artifact of an `ok` Result; rejects with {@link DispatchError}: `caller`
+ *   terminal (`retryable: false`), `infrastructure` retryable, `model` the dispatch's own error;
+ * - the Result's cost receipts are replayed into `ctx.cost.record` once per `callId`, also
+ *   when the dispatch failed after paying; files from `ctx.artifacts.write` go to the caller's
+ *   `ctx.artifacts.write`, else under `runDir`.
+ * - with a `ctx.trace.span`, the call runs inside a span `rollout-queue.dispatch` (attributes cellId, runAttemptId, queue).
+ * One long-lived producer per queue serves every call (one QueueEvents listener, no start-up per call).
+ * @throws Error synchronously for invalid options (naming the option).
+ */
+export function queueDispatch(input: QueueDispatchOptions): QueueDispatch {
+  const dispatcher = new QueueDispatcher(compileQueueDispatchOptions(input));
+  const dispatch = ((scenario: unknown, ctx: DispatchContext) => dispatcher.call(scenario, ctx)) as QueueDispatch;
+  dispatch.ready = async () => {
+    await dispatcher.plane(dispatcher.options.queue);
+  };
+  dispatch.close = () => dispatcher.close();
+  return dispatch;
+}
+
+class QueueDispatcher {
+  private readonly planes = new Map<string, Promise<Plane>>();
+  private readonly inflight = new Map<string, SharedCall>();
+  private readonly cleanups = new Set<NodeJS.Timeout>();
+  private redisValue: Promise<Redis> | undefined;
+  private closed = false;
+
+  constructor(readonly options: CompiledQueueDispatchOptions) {}
+
+  async call(scenario: unknown, ctx: DispatchContext): Promise<unknown> {
+    if (this.closed) throw new Error('queueDispatch is closed; create a new one');
+    const request = checkedRequest(scenario, ctx);
+    const { queue, labels } = placementOf(ctx.placement, this.options.queue);
+    if (typeof ctx.trace?.span !== 'function') return this.attach(request, queue, labels, ctx);
+    return ctx.trace.span('rollout-queue.dispatch', () => this.attach(request, queue, labels, ctx), { cellId: request.cellId, runAttemptId: request.runAttemptId, queue });
+  }
+
+  /** Joins (or starts) the lease of the call and delivers its Result to this caller. */
+  private async attach(request: DispatchRequest, queue: string, labels: Record<string, string>, ctx: DispatchContext): Promise<unknown> {
+    const runId = dispatchRunId(request.runAttemptId, request.cellId);
+    const leaseId = leaseIdFor(runId, request.cellId);
+    const abortError = (): AbortError => new AbortError(runId, `dispatch of cell ${JSON.stringify(request.cellId)} (run attempt ${JSON.stringify(request.runAttemptId)}) was aborted by the caller`, { cause: ctx.signal?.reason });
+    if (ctx.signal?.aborted) throw abortError();
+    const key = `${queue}\n${runId}`;
+    let shared = this.inflight.get(key);
+    if (!shared) {
+      const fresh = new SharedCall();
+      fresh.done = this.run(queue, runId, leaseId, request, labels, fresh.controller.signal);
+      this.inflight.set(key, fresh);
+      fresh.done.then(() => this.inflight.delete(key), () => this.inflight.delete(key));
+      shared = fresh;
+    }
+    let result: Result;
+    try {
+      result = await shared.join(ctx.signal, abortError);
+    } catch (err) {
+      if (err instanceof AbortError) await replayReceipts((err as AbortError & { receipts?: CostReceipt[] }).receipts ?? [], ctx.cost);
+      throw err;
+    }
+    return deliverDispatch(result, ctx, this.options.runDir);
+  }
+
+  /** The lease's Result: the kept answer of an earlier delivery, or a (resumed) one-spec run. */
+  private async run(queueName: string, runId: string, leaseId: string, request: DispatchRequest, labels: Record<string, string>, signal: AbortSignal): Promise<Result> {
+    const plane = await this.plane(queueName);
+    const redis = await this.redis();
+    const answerKey = plane.keys.dispatchAnswer(runId);
+    const kept = await readAnswer(redis, answerKey);
+    if (kept) return kept;
+    const { options } = this;
+    const draft: RolloutDraft = {
+      rendered: '',
+      task: { id: request.cellId, ...request } as Record<string, unknown>,
+      run: options.runRef,
+      reward: { $ref: 'rollout-queue/dispatch:noReward', config: {} },
+      class: 'evaluation',
+      placement: labels,
+      ...(Object.keys(options.timeouts).length > 0 ? { timeouts: options.timeouts } : {}),
+      ...(Object.keys(options.sandbox).length > 0 ? { sandbox: options.sandbox } : {}),
+    } as RolloutDraft;
+    let result: Result;
+    try {
+      result = await plane.rq.rollout(draft, { runId, signal });
+    } catch (err) {
+      if (err instanceof AbortError) {
+        const receipts = await readReceipts(redis, plane.keys, leaseId).catch(() => []);
+        this.cleanupLater(plane, runId, leaseId, 0);
+        throw Object.assign(err, { receipts });
+      }
+      // Delivered before (a retry racing the first delivery in another process): the answer says what it was.
+      const late = await readAnswer(redis, answerKey).catch(() => undefined);
+      if (late) return late;
+      throw new DispatchError('infrastructure', { type: 'DispatchFailed', message: `dispatch of cell ${JSON.stringify(request.cellId)}: ${(err as Error).message}` });
+    }
+    // A transient is not kept, and its keys go before the call returns: the caller's retry
+    // must run the cell again, on a fresh lease. Otherwise the kept answer covers a retry that
+    // races the cleanup, which then need not hold up the call.
+    if (result.kind === 'infrastructure' || options.keepAnswerMs === 0) {
+      if (!(await forgetDispatchRun(redis, plane.queue, plane.keys, runId, leaseId).catch(() => false))) this.cleanupLater(plane, runId, leaseId, 1);
+    } else {
+      await redis.set(answerKey, JSON.stringify(result), 'PX', options.keepAnswerMs);
+      this.cleanupLater(plane, runId, leaseId, 0);
+    }
+    return result;
+  }
+
+  /** Deletes a delivered (or aborted) call's keys in the background; retried while its job is still active. */
+  private cleanupLater(plane: Plane, runId: string, leaseId: string, tries: number): void {
+    const attempt = async (): Promise<void> => {
+      if (this.closed) return;
+      const redis = await this.redis();
+      const done = await forgetDispatchRun(redis, plane.queue, plane.keys, runId, leaseId).catch(() => false);
+      if (!done && tries + 1 < CLEANUP_TRIES) this.cleanupLater(plane, runId, leaseId, tries + 1);
+    };
+    if (tries === 0) {
+      void attempt();
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.cleanups.delete(timer);
+      void attempt();
+    }, CLEANUP_RETRY_MS);
+    timer.unref();
+    this.cleanups.add(timer);
+  }
+
+  /** The producer of one queue, created on first use (the `producer` option serves its own queue). */
+  plane(queueName: string): Promise<Plane> {
+    let plane = this.planes.get(queueName);
+    if (!plane) {
+      plane = this.openPlane(queueName);
+      this.planes.set(queueName, plane);
+      plane.catch(() => this.planes.delete(queueName));
+    }
+    return plane;
+  }
+
+  private async openPlane(queueName: string): Promise<Plane> {
+    const { producer, producerOptions } = this.options;
+    const given = producer && producer.options.queue === queueName ? producer : undefined;
+    const base = producer
+      ? {
+          redisUrl: producer.options.redisUrl, prefix: producer.options.prefix, reconcileMs: producer.options.reconcileMs,
+          maxSpecBytes: producer.options.maxSpecBytes, maxTaskBytes: producer.options.maxTaskBytes, logger: producer.options.logger,
+        }
+      : producerOptions;
+    const rq = given ?? (await RolloutQueue.create({ ...base, queue: queueName, stopOnCaller: false }));
+    const redis = await this.redis();
+    const queue = new Queue(queueName, { prefix: rq.options.prefix, connection: redis });
+    queue.on('error', () => undefined);
+    return { rq, owned: !given, queue, keys: queueKeys(rq.options.prefix, queueName) };
+  }
+
+  private redis(): Promise<Redis> {
+    if (!this.redisValue) {
+      const { producer, producerOptions } = this.options;
+      const compiled = producer?.options ?? compileProducerOptions(producerOptions);
+      this.redisValue = connectProducerRedis(compiled.redisUrl, compiled.connectTimeoutMs, compiled.logger);
+      this.redisValue.catch(() => (this.redisValue = undefined));
+    }
+    return this.redisValue;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const timer of this.cleanups) clearTimeout(timer);
+    this.cleanups.clear();
+    const planes = await Promise.allSettled([...this.planes.values()]);
+    for (const settled of planes) {
+      if (settled.status !== 'fulfilled') continue;
+      if (settled.value.owned) await settled.value.rq.close();
+      await settled.value.queue.close().catch(() => undefined);
+    }
+    const redis = await this.redisValue?.catch(() => undefined);
+    if (redis) await redis.quit().catch(() => redis.disconnect());
+  }
+}

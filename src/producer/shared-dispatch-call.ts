@@ -1,0 +1,35 @@
+import type { Result } from '../spec/index.js';
+import { AbortError } from './abort-error.js';
+
+/** One lease shared by every call attached to it. */
+export class SharedCall {
+  readonly controller = new AbortController();
+  private waiters = 0;
+  done!: Promise<Result>;
+
+  /** Waits for the lease's Result; the caller's own abort rejects at once, and the last one leaving cancels the lease. */
+  join(signal: AbortSignal | undefined, abortError: () => AbortError): Promise<Result> {
+    this.waiters++;
+    return new Promise<Result>((resolve, reject) => {
+      const onAbort = (): void => {
+        this.waiters--;
+        if (this.waiters > 0) return reject(abortError());
+        this.controller.abort(signal?.reason);
+        // Wait for the cancel to land, so the receipts stored so far travel with the error.
+        this.done.then(() => reject(abortError()), (err: unknown) => reject(err instanceof AbortError ? err : abortError()));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.done.then(
+        (result) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(result);
+        },
+        (err: unknown) => {
+          if (signal?.aborted) return;
+          signal?.removeEventListener('abort', onAbort);
+          reject(err);
+        },
+      );
+    });
+  }
+}

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import { findJsonDataIssue } from './json-data.js';
+
+/**
+ * The evaluation harness' dispatch wire (`POST /dispatch` body, and the `task` of a dispatch
+ * lease): `{ scenario, cellId, runAttemptId, rep, seed, generation?, placement?, cycleId? }`.
+ * Unknown fields are dropped, so a client of a newer harness still gets through.
+ */
+export const DispatchRequestSchema = z
+  .object({
+    scenario: z.unknown().describe('The scenario, JSON data; handed to the Dispatch unchanged.'),
+    cellId: z.string().min(1).max(512).describe('Names the cell (scenario × rep); with runAttemptId it keys the lease.'),
+    runAttemptId: z.string().min(1).max(128).describe('Names the attempt of the evaluation run.'),
+    rep: z.number().int().min(0).default(0),
+    seed: z.number().int().default(0),
+    generation: z.number().int().min(0).optional(),
+    placement: z.union([z.string().min(1).max(256), z.record(z.string().max(64), z.string().max(256))]).optional(),
+    cycleId: z.string().min(1).max(256).optional(),
+  })
+  .superRefine((request, ctx) => {
+    const issue = request.scenario === undefined
+      ? { path: 'scenario', message: 'is required (JSON data; null is allowed)' }
+      : findJsonDataIssue(request.scenario, 'scenario', { scalarArraysOnly: false });
+    if (issue) ctx.addIssue({ code: 'custom', path: ['scenario'], message: `${issue.path}: ${issue.message}` });
+  })
+  .meta({ id: 'DispatchRequest' });
+export type DispatchRequest = z.infer<typeof DispatchRequestSchema>;
+
+/** One finished span of `ctx.trace.span` on the worker. */
+export const DispatchSpanSchema = z.object({
+  name: z.string(),
+  startMs: z.number(),
+  durationMs: z.number().min(0),
+  error: z.object({ type: z.string(), message: z.string() }).optional(),
+  attributes: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+});
+
+/**
+ * The output of `rollout-queue/dispatch:dispatchRunner`: the artifact, the small files the
+ * dispatch wrote (`ctx.artifacts.write`, relative path → UTF-8 content) and its spans.
+ */
+export const DispatchOutputSchema = z
+  .object({
+    artifact: z.unknown(),
+    files: z.record(z.string(), z.string()).default({}),
+    spans: z.array(DispatchSpanSchema).default([]),
+  })
+  .meta({ id: 'DispatchOutput' });
+export type DispatchOutput = z.infer<typeof DispatchOutputSchema>;

@@ -1,0 +1,256 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Dispatch, DispatchCostReceipt } from '../../../src/dispatch/index.js';
+import { createLogger } from '../../../src/platform/logger.js';
+import { leaseIdFor } from '../../../src/lease/index.js';
+import { DispatchError, dispatchRunId, queueDispatch, type QueueDispatch } from '../../../src/producer/index.js';
+import { RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { waitFor } from '../../helpers/wait-for.js';
+import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
+
+// Short locks so a SIGKILLed worker's lease comes back in seconds.
+const FAST = { lockDurationMs: 2000, stalledIntervalMs: 1000, shutdownGraceMs: 200 };
+const DISPATCH = { $ref: 'rq-fixtures/dispatches:scripted', config: {} };
+const quiet = createLogger({}, { write: () => true });
+
+let redis: TestRedis;
+let dir: string;
+beforeAll(async () => {
+  redis = await startRedis();
+  dir = mkdtempSync(path.join(os.tmpdir(), 'rq-dispatch-'));
+});
+afterAll(async () => {
+  await redis.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A ledger like the harness' coordinator one: every receipt recorded, in order. */
+function ledger(): { record(receipt: DispatchCostReceipt): void; receipts: DispatchCostReceipt[] } {
+  const receipts: DispatchCostReceipt[] = [];
+  return { record: (receipt) => void receipts.push(receipt), receipts };
+}
+
+const lines = (file: string): string[] => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []);
+
+interface Cell {
+  readonly cellId: string;
+  readonly rep: number;
+  readonly scenario: Record<string, unknown>;
+}
+type Outcome = { artifact: unknown } | { error: DispatchError } | { aborted: true };
+
+/**
+ * The evaluation harness' loop as it calls Dispatch: cells (scenarios × reps) taken by `lanes`
+ * concurrent lanes, each retried while the error says `retryable` (up to `maxTries`), and
+ * everything stopped by the owner's signal (an aborted call is never retried).
+ */
+async function harnessLoop(dispatch: Dispatch, cells: readonly Cell[], options: { lanes: number; maxTries: number; signal?: AbortSignal; runAttemptId: string; cost?: ReturnType<typeof ledger> }): Promise<{ outcomes: Map<string, Outcome>; tries: Map<string, number> }> {
+  const outcomes = new Map<string, Outcome>();
+  const tries = new Map<string, number>();
+  const todo = [...cells];
+  const lane = async (): Promise<void> => {
+    for (let cell = todo.shift(); cell && !options.signal?.aborted; cell = todo.shift()) {
+      for (let attempt = 1; ; attempt++) {
+        tries.set(cell.cellId, attempt);
+        try {
+          const ctx = { cellId: cell.cellId, runAttemptId: options.runAttemptId, rep: cell.rep, seed: 1000 + cell.rep, ...(options.signal ? { signal: options.signal } : {}), ...(options.cost ? { cost: options.cost } : {}) };
+          outcomes.set(cell.cellId, { artifact: await dispatch(cell.scenario, ctx) });
+          break;
+        } catch (err) {
+          if ((err as Error).name === 'AbortError') {
+            outcomes.set(cell.cellId, { aborted: true });
+            return;
+          }
+          if (err instanceof DispatchError && err.retryable && attempt < options.maxTries) continue;
+          outcomes.set(cell.cellId, { error: err as DispatchError });
+          break;
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: options.lanes }, lane));
+  return { outcomes, tries };
+}
+
+async function stop(workers: WorkerProcess[]): Promise<void> {
+  for (const worker of workers) worker.signal('SIGTERM');
+  await Promise.all(workers.map((worker) => worker.exited()));
+}
+
+/** Keys a dispatch call may leave behind for longer than its answer's TTL: job hashes and run bookkeeping. */
+async function leftoverKeys(q: RawQueue): Promise<string[]> {
+  const keys = await q.redis.keys(`${TEST_PREFIX}:${q.name}:*`);
+  return keys.filter((key) => !key.includes(':~dispatch:') && (key.includes(':dispatch-') || key.includes(':~run:') || key.includes(':~lease:')));
+}
+
+function open(q: RawQueue, extra: Partial<Parameters<typeof queueDispatch>[0]> = {}): QueueDispatch {
+  return queueDispatch({ dispatch: DISPATCH, producerOptions: { redisUrl: redis.url, queue: q.name, prefix: TEST_PREFIX, logger: quiet }, ...extra });
+}
+
+describe('queueDispatch: the harness Dispatch over the durable queue', () => {
+  it('runs the harness loop (scenarios × reps in lanes), retries transients, replays receipts once and leaves no per-call keys', async () => {
+    const q = new RawQueue(redis.url);
+    const workers = await Promise.all([startWorkerProcess(q.workerOptions({ concurrency: 2 })), startWorkerProcess(q.workerOptions({ concurrency: 2 }))]);
+    const dispatch = open(q, { runDir: path.join(dir, 'run-dir') });
+    const logFile = path.join(dir, 'loop.log');
+    try {
+      const scenarios = [
+        { echo: 'plain', logFile },
+        { echo: 'paid', logFile, paidCalls: 2, usd: 0.25 },
+        { echo: 'flaky', logFile, transientUntil: 2 },
+        { echo: 'files', logFile, files: { 'notes/out.txt': 'hello' } },
+      ];
+      const cells = scenarios.flatMap((scenario, s) => [0, 1].map((rep) => ({ cellId: `s${s}-r${rep}`, rep, scenario })));
+      const cost = ledger();
+      const { outcomes, tries } = await harnessLoop(dispatch, cells, { lanes: 3, maxTries: 3, runAttemptId: 'attempt-1', cost });
+      for (const cell of cells) {
+        expect(outcomes.get(cell.cellId)).toMatchObject({ artifact: { echo: cell.scenario.echo, cellId: cell.cellId, rep: cell.rep, seed: 1000 + cell.rep } });
+      }
+      // The flaky cells failed once as infrastructure (retryable) and ran again on a fresh lease.
+      expect(tries.get('s2-r0')).toBe(2);
+      expect(tries.get('s2-r1')).toBe(2);
+      expect(tries.get('s0-r0')).toBe(1);
+      expect(lines(logFile)).toHaveLength(cells.length + 2);
+      expect(cost.receipts.map((r) => r.callId).sort()).toEqual(['s1-r0-call-0', 's1-r0-call-1', 's1-r1-call-0', 's1-r1-call-1']);
+      expect(cost.receipts.every((r) => r.usd === 0.25 && r.label === 'fixture')).toBe(true);
+      expect(readFileSync(path.join(dir, 'run-dir', 'attempt-1', 's3-r0', 'notes', 'out.txt'), 'utf8')).toBe('hello');
+      // Every call's job, run record and ledger are deleted after delivery; only answers (with a TTL) stay.
+      await waitFor(async () => (await leftoverKeys(q)).length === 0, 'per-call keys deleted');
+      const answers = await q.redis.keys(`${TEST_PREFIX}:${q.name}:~dispatch:*`);
+      expect(answers).toHaveLength(cells.length);
+      expect(await q.redis.pttl(answers[0] as string)).toBeGreaterThan(0);
+    } finally {
+      await dispatch.close();
+      await stop(workers);
+      await q.close();
+    }
+  });
+
+  it('a retried call and two identical calls at once attach to one lease and run once', async () => {
+    const q = new RawQueue(redis.url);
+    const workers = [await startWorkerProcess(q.workerOptions({ concurrency: 2 }))];
+    const dispatch = open(q);
+    const logFile = path.join(dir, 'same.log');
+    try {
+      const spans: { name: string; attributes: unknown }[] = [];
+      const trace = { span: async <T>(name: string, fn: () => T | Promise<T>, attributes?: unknown): Promise<T> => (spans.push({ name, attributes }), fn()) };
+      const ctx = { cellId: 'cell-a', runAttemptId: 'attempt-same', rep: 0, seed: 7, trace };
+      const scenario = { echo: 'once', logFile, delayMs: 300 };
+      const [first, second] = await Promise.all([dispatch(scenario, ctx), dispatch(scenario, ctx)]);
+      expect(spans).toEqual([0, 1].map(() => ({ name: 'rollout-queue.dispatch', attributes: { cellId: 'cell-a', runAttemptId: 'attempt-same', queue: q.name } })));
+      expect(first).toEqual(second);
+      const retried = await dispatch(scenario, ctx);
+      expect(retried).toEqual(first);
+      expect(lines(logFile)).toHaveLength(1);
+      // Another process (a second dispatcher, e.g. a restarted gateway) attaches too.
+      const other = open(q);
+      try {
+        expect(await other(scenario, ctx)).toEqual(first);
+      } finally {
+        await other.close();
+      }
+      expect(lines(logFile)).toHaveLength(1);
+    } finally {
+      await dispatch.close();
+      await stop(workers);
+      await q.close();
+    }
+  });
+
+  it('receipts of a dispatch that failed after two paid calls reach the coordinator once each; a model failure is not retryable', async () => {
+    const q = new RawQueue(redis.url);
+    const workers = [await startWorkerProcess(q.workerOptions())];
+    const dispatch = open(q);
+    try {
+      const cost = ledger();
+      const ctx = { cellId: 'pays-then-fails', runAttemptId: 'attempt-pay', rep: 0, seed: 0, cost };
+      const failure = await dispatch({ paidCalls: 2, usd: 0.5, throw: { name: 'JudgeRefused', message: 'the answer was empty' } }, ctx).catch((err: unknown) => err);
+      expect(failure).toBeInstanceOf(DispatchError);
+      expect(failure).toMatchObject({ kind: 'model', retryable: false, type: 'JudgeRefused' });
+      expect((failure as Error).message).toContain('the answer was empty');
+      expect([...cost.receipts].sort((a, b) => a.callId.localeCompare(b.callId))).toEqual([
+        { callId: 'pays-then-fails-call-0', usd: 0.5, label: 'fixture', units: { calls: 1 } },
+        { callId: 'pays-then-fails-call-1', usd: 0.5, label: 'fixture', units: { calls: 1 } },
+      ]);
+      // A retry of the same cell attempt gets the same failure and replays nothing twice.
+      await expect(dispatch({ paidCalls: 2, usd: 0.5, throw: { name: 'JudgeRefused' } }, ctx)).rejects.toMatchObject({ kind: 'model' });
+      expect(cost.receipts).toHaveLength(2);
+    } finally {
+      await dispatch.close();
+      await stop(workers);
+      await q.close();
+    }
+  });
+
+  it('a bad call is a terminal caller error naming the field; a Ref the workers refuse is caller too', async () => {
+    const q = new RawQueue(redis.url);
+    const workers = [await startWorkerProcess(q.workerOptions())];
+    const dispatch = open(q);
+    const refused = open(q, { dispatch: { $ref: 'not-allowed-pkg:thing', config: {} } });
+    try {
+      await expect(dispatch({}, { cellId: 'c', runAttemptId: '', rep: 0, seed: 0 })).rejects.toMatchObject({ kind: 'caller', retryable: false, message: expect.stringContaining('ctx.runAttemptId') });
+      await expect(refused({}, { cellId: 'c', runAttemptId: 'a', rep: 0, seed: 0 })).rejects.toMatchObject({ kind: 'caller', retryable: false, message: expect.stringContaining('not-allowed-pkg') });
+    } finally {
+      await refused.close();
+      await dispatch.close();
+      await stop(workers);
+      await q.close();
+    }
+  });
+
+  it("the owner's abort cancels in-flight leases at once and nothing is retried", async () => {
+    const q = new RawQueue(redis.url);
+    const workers = [await startWorkerProcess(q.workerOptions({ concurrency: 2 }))];
+    const dispatch = open(q);
+    const logFile = path.join(dir, 'abort.log');
+    try {
+      const owner = new AbortController();
+      const cells = [0, 1, 2, 3].map((i) => ({ cellId: `slow-${i}`, rep: 0, scenario: { logFile, delayMs: 60_000 } }));
+      const loop = harnessLoop(dispatch, cells, { lanes: 2, maxTries: 3, signal: owner.signal, runAttemptId: 'attempt-abort' });
+      await waitFor(() => lines(logFile).length === 2, 'two dispatches running on the worker');
+      owner.abort('owner cancelled the evaluation');
+      const { outcomes, tries } = await loop;
+      expect([...outcomes.values()]).toEqual([{ aborted: true }, { aborted: true }]);
+      expect([...tries.values()]).toEqual([1, 1]);
+      // The running attempts were stopped on the worker and their keys cleaned up.
+      await waitFor(async () => (await leftoverKeys(q)).length === 0, 'aborted calls cleaned up', 20_000);
+      expect(lines(logFile)).toHaveLength(2);
+    } finally {
+      await dispatch.close();
+      await stop(workers);
+      await q.close();
+    }
+  });
+
+  it('a worker SIGKILLed mid-dispatch: the lease is re-dispatched, one artifact, its receipt replayed once', async () => {
+    const q = new RawQueue(redis.url);
+    const victim = await startWorkerProcess(q.workerOptions({ ...FAST, concurrency: 1 }));
+    const dispatch = open(q);
+    const logFile = path.join(dir, 'kill.log');
+    let survivor: WorkerProcess | undefined;
+    try {
+      const cost = ledger();
+      const call = dispatch({ echo: 'survives', logFile, paidCalls: 1, callIdPerProcess: true, delayMs: 1500 }, { cellId: 'killed', runAttemptId: 'attempt-kill', rep: 0, seed: 0, cost });
+      // The victim's paid call is stored in Redis as it is recorded, before the worker dies.
+      const ledgerKey = q.keys.lease(leaseIdFor(dispatchRunId('attempt-kill', 'killed'), 'killed'));
+      await waitFor(async () => Object.keys(await q.redis.hgetall(ledgerKey)).some((field) => field.startsWith('cost:')), 'the victim to store its receipt');
+      expect((await victim.kill()).signal).toBe('SIGKILL');
+      survivor = await startWorkerProcess(q.workerOptions({ ...FAST, concurrency: 1 }));
+      const artifact = (await call) as { pid: number; echo: string };
+      expect(artifact.echo).toBe('survives');
+      const started = lines(logFile);
+      expect(started).toHaveLength(2);
+      expect(started[0]).not.toBe(started[1]);
+      // One receipt per attempt that paid, each once: the SIGKILLed one's too.
+      const pids = started.map((line) => line.split(' ')[2]);
+      expect(cost.receipts.map((r) => r.callId).sort()).toEqual(pids.map((pid) => `killed-call-0-${pid}`).sort());
+    } finally {
+      await dispatch.close();
+      await stop(survivor ? [survivor] : []);
+      await q.close();
+    }
+  });
+});

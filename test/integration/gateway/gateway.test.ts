@@ -1,0 +1,268 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { waitFor } from '../../helpers/wait-for.js';
+import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
+import { runCli, startCli, type CliProcess } from '../cli/cli-process.js';
+
+const TOKEN = 'test-token-0123456789abcdef';
+const MAX_BODY_BYTES = 4096;
+
+let redis: TestRedis;
+let dir: string;
+let q: RawQueue;
+let worker: WorkerProcess;
+
+/** A `rollout-queue gateway` process (the real bin), and where it answers. */
+interface GatewayProcess {
+  readonly cli: CliProcess;
+  readonly url: string;
+  readonly port: number;
+}
+
+async function startGatewayProcess(port = 0): Promise<GatewayProcess> {
+  const cli = startCli(
+    ['gateway', '--port', String(port), '--queue', q.name, '--dispatch', 'rq-fixtures/dispatches:scripted', '--auth-token-env', 'GW_TOKEN', '--max-body-bytes', String(MAX_BODY_BYTES)],
+    { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: TEST_PREFIX, GW_TOKEN: TOKEN, LOG_LEVEL: 'info' } },
+  );
+  let match: RegExpExecArray | null = null;
+  await waitFor(() => {
+    if (cli.child.exitCode !== null) throw new Error(`gateway exited early:\n${cli.stderr()}`);
+    match = /gateway: (http:\/\/127\.0\.0\.1:(\d+))/.exec(cli.stdout());
+    return match !== null;
+  }, 'the gateway to listen', 20_000);
+  const [, url, shownPort] = match as unknown as [string, string, string];
+  return { cli, url, port: Number(shownPort) };
+}
+
+async function stopGateway(gateway: GatewayProcess): Promise<void> {
+  gateway.cli.child.kill('SIGTERM');
+  const outcome = await gateway.cli.done;
+  expect(outcome.code).toBe(0);
+}
+
+let gateway: GatewayProcess;
+beforeAll(async () => {
+  redis = await startRedis();
+  dir = mkdtempSync(path.join(os.tmpdir(), 'rq-gateway-'));
+  q = new RawQueue(redis.url);
+  worker = await startWorkerProcess(q.workerOptions({ concurrency: 2 }));
+  gateway = await startGatewayProcess();
+});
+afterAll(async () => {
+  if (gateway) await stopGateway(gateway);
+  worker?.signal('SIGTERM');
+  await worker?.exited();
+  await q?.close();
+  await redis.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const lines = (file: string): string[] => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []);
+
+interface Answer {
+  readonly status: number;
+  readonly json: Record<string, unknown>;
+  /** Requests made (1 + retries). */
+  readonly tries: number;
+}
+
+/**
+ * The harness' `httpDispatch` client as it behaves: POST /dispatch with a bearer token, retry
+ * on 5xx/408/429 and lost connections with back-off, never on 4xx; an aborted signal throws
+ * AbortError and is never retried.
+ */
+async function httpDispatch(url: string, body: unknown, options: { token?: string | null; signal?: AbortSignal; maxTries?: number; raw?: string } = {}): Promise<Answer> {
+  const maxTries = options.maxTries ?? 4;
+  for (let tries = 1; ; tries++) {
+    let status: number;
+    let json: Record<string, unknown>;
+    try {
+      const response = await fetch(`${url}/dispatch`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(options.token === null ? {} : { authorization: `Bearer ${options.token ?? TOKEN}` }) },
+        body: options.raw ?? JSON.stringify(body),
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      status = response.status;
+      json = (await response.json()) as Record<string, unknown>;
+    } catch (err) {
+      if ((err as Error).name === 'AbortError' || tries >= maxTries) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** tries));
+      continue;
+    }
+    const retryable = status >= 500 || status === 408 || status === 429;
+    if (!retryable || tries >= maxTries) return { status, json, tries };
+    await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** tries));
+  }
+}
+
+/** Reads `GET /runs/ID/results` NDJSON until the trailer, or until `enough` items (then hangs up). */
+async function readResults(url: string, runId: string, after: number | null, enough = Infinity): Promise<{ items: Record<string, unknown>[]; end: Record<string, unknown> | undefined; cursor: string | null }> {
+  const response = await fetch(`${url}/runs/${runId}/results${after === null ? '' : `?after=${after}`}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  expect(response.status).toBe(200);
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  const items: Record<string, unknown>[] = [];
+  let buffered = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return { items, end: undefined, cursor: response.headers.get('x-rollout-queue-cursor') };
+    buffered += decoder.decode(value, { stream: true });
+    let newline: number;
+    while ((newline = buffered.indexOf('\n')) >= 0) {
+      const item = JSON.parse(buffered.slice(0, newline)) as Record<string, unknown>;
+      buffered = buffered.slice(newline + 1);
+      if (item.end) {
+        await reader.cancel();
+        return { items, end: item, cursor: response.headers.get('x-rollout-queue-cursor') };
+      }
+      items.push(item);
+      if (items.length >= enough) {
+        await reader.cancel();
+        return { items, end: undefined, cursor: response.headers.get('x-rollout-queue-cursor') };
+      }
+    }
+  }
+}
+
+const request = (cellId: string, scenario: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ scenario, cellId, runAttemptId: 'gw-attempt-1', rep: 0, seed: 3, ...extra });
+
+describe('rollout-queue gateway: the harness dispatch wire over the durable queue', () => {
+  it('200 with the artifact and the receipts; a retry of the same cell attempt gets it again without a second run', async () => {
+    const logFile = path.join(dir, 'ok.log');
+    const first = await httpDispatch(gateway.url, request('ok-cell', { echo: 'hello', logFile, paidCalls: 2, usd: 0.1, files: { 'trace/notes.txt': 'small file' } }, { placement: { gpu: 'none' } }));
+    expect(first.status).toBe(200);
+    expect(first.json.files).toEqual({ 'trace/notes.txt': 'small file' });
+    expect(first.json.artifact).toMatchObject({ echo: 'hello', cellId: 'ok-cell', rep: 0, seed: 3, placement: { gpu: 'none' } });
+    expect((first.json.costReceipts as { callId: string }[]).map((r) => r.callId).sort()).toEqual(['ok-cell-call-0', 'ok-cell-call-1']);
+    const again = await httpDispatch(gateway.url, request('ok-cell', { echo: 'hello', logFile, paidCalls: 2, usd: 0.1, files: { 'trace/notes.txt': 'small file' } }));
+    expect(again.json.artifact).toEqual(first.json.artifact);
+    expect(lines(logFile)).toHaveLength(1);
+  });
+
+  it('two identical requests at once attach to one lease and run once', async () => {
+    const logFile = path.join(dir, 'twice.log');
+    const body = request('twin-cell', { echo: 'twin', logFile, delayMs: 300 });
+    const [a, b] = await Promise.all([httpDispatch(gateway.url, body), httpDispatch(gateway.url, body)]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(a.json.artifact).toEqual(b.json.artifact);
+    expect(lines(logFile)).toHaveLength(1);
+  });
+
+  it('4xx answers are terminal and never retried: 401, 400 (malformed JSON, missing runAttemptId), 404, 413', async () => {
+    const missingToken = await httpDispatch(gateway.url, request('c', {}), { token: null });
+    expect(missingToken).toMatchObject({ status: 401, tries: 1, json: { error: { type: 'Unauthorized' } } });
+    const wrongToken = await httpDispatch(gateway.url, request('c', {}), { token: 'not-the-token-at-all' });
+    expect(wrongToken).toMatchObject({ status: 401, tries: 1 });
+    const malformed = await httpDispatch(gateway.url, undefined, { raw: '{"scenario": ' });
+    expect(malformed).toMatchObject({ status: 400, tries: 1, json: { error: { type: 'MalformedJson' } } });
+    const noAttempt = await httpDispatch(gateway.url, { scenario: {}, cellId: 'c' });
+    expect(noAttempt).toMatchObject({ status: 400, tries: 1, json: { error: { type: 'InvalidDispatchRequest', message: expect.stringContaining('runAttemptId') } } });
+    const tooBig = await httpDispatch(gateway.url, request('big', { blob: 'x'.repeat(MAX_BODY_BYTES) }));
+    expect(tooBig).toMatchObject({ status: 413, tries: 1, json: { error: { type: 'BodyTooLarge', message: expect.stringContaining(String(MAX_BODY_BYTES)) } } });
+    for (const [method, where] of [['GET', '/dispatch'], ['POST', '/elsewhere'], ['DELETE', '/runs/x']] as const) {
+      const response = await fetch(`${gateway.url}${where}`, { method, headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(response.status).toBe(404);
+    }
+  });
+
+  it('503 for infrastructure is retried by the client; 500 for a model failure carries {error: {type, message}} and its receipts', async () => {
+    const logFile = path.join(dir, 'flaky.log');
+    const flaky = await httpDispatch(gateway.url, request('flaky-cell', { echo: 'recovered', logFile, transientUntil: 2 }));
+    expect(flaky.status).toBe(200);
+    expect(flaky.tries).toBe(2);
+    expect(lines(logFile)).toHaveLength(2);
+    const down = await httpDispatch(gateway.url, request('down-cell', { logFile: path.join(dir, 'down.log'), transientUntil: 100 }), { maxTries: 2 });
+    expect(down).toMatchObject({ status: 503, tries: 2, json: { error: { type: 'Transient' }, kind: 'infrastructure' } });
+    const model = await httpDispatch(gateway.url, request('model-cell', { paidCalls: 2, throw: { name: 'WrongAnswer', message: 'expected 4' } }), { maxTries: 1 });
+    expect(model).toMatchObject({ status: 500, json: { error: { type: 'WrongAnswer', message: expect.stringContaining('expected 4') }, kind: 'model' } });
+    expect((model.json.costReceipts as unknown[]).length).toBe(2);
+  });
+
+  it('499: a client that hangs up cancels the lease on the worker', async () => {
+    const logFile = path.join(dir, 'hangup.log');
+    const body = JSON.stringify(request('hangup-cell', { logFile, delayMs: 60_000 }));
+    const req = http.request(`${gateway.url}/dispatch`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } });
+    req.on('error', () => undefined);
+    req.end(body);
+    await waitFor(() => lines(logFile).length === 1, 'the dispatch to start on the worker');
+    req.destroy();
+    await waitFor(() => /dispatch cancelled: the client went away/.test(gateway.cli.stderr()), 'the gateway to cancel the lease', 10_000);
+    // The worker stopped the attempt (its job finished early) and the call's keys were deleted.
+    await waitFor(async () => (await q.redis.keys(`${TEST_PREFIX}:${q.name}:dispatch-*`)).length === 0, 'the cancelled job to finish and be cleaned up', 20_000);
+    expect(lines(logFile)).toHaveLength(1);
+  });
+
+  it('a gateway restarted mid-dispatch (SIGTERM): the client retries against the new one and the lease runs once', async () => {
+    const logFile = path.join(dir, 'restart.log');
+    const call = httpDispatch(gateway.url, request('restart-cell', { echo: 'after restart', logFile, delayMs: 1500 }), { maxTries: 8 });
+    await waitFor(() => lines(logFile).length === 1, 'the dispatch to start on the worker');
+    const port = gateway.port;
+    await stopGateway(gateway);
+    gateway = await startGatewayProcess(port);
+    const answer = await call;
+    expect(answer.status).toBe(200);
+    expect(answer.tries).toBeGreaterThan(1);
+    expect(answer.json.artifact).toMatchObject({ echo: 'after restart' });
+    expect(lines(logFile)).toHaveLength(1);
+  });
+
+  it('a gateway SIGKILLed mid-dispatch: the restarted one takes the run over once its coordinator lease expires; one run', async () => {
+    const logFile = path.join(dir, 'sigkill.log');
+    const call = httpDispatch(gateway.url, request('sigkill-cell', { echo: 'after a crash', logFile, delayMs: 1000 }), { maxTries: 10 });
+    await waitFor(() => lines(logFile).length === 1, 'the dispatch to start on the worker');
+    const port = gateway.port;
+    gateway.cli.child.kill('SIGKILL');
+    expect((await gateway.cli.done).signal).toBe('SIGKILL');
+    gateway = await startGatewayProcess(port);
+    const answer = await call;
+    expect(answer.status).toBe(200);
+    expect(answer.json.artifact).toMatchObject({ echo: 'after a crash' });
+    expect(lines(logFile)).toHaveLength(1);
+  });
+
+  it('runs API: NDJSON Results with a cursor, each exactly once across a gateway restart (SIGTERM)', async () => {
+    const runId = 'gw-runs-restart';
+    const drafts = Array.from({ length: 6 }, (_, i) => ({
+      rendered: 'r',
+      task: { id: `t${i}`, delayMs: 150 + 250 * i },
+      run: { $ref: 'rq-fixtures/failures:echo', config: {} },
+      reward: { $ref: 'rq-fixtures/failures:constant', config: {} },
+    }));
+    const post = (): Promise<Response> => fetch(`${gateway.url}/runs`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ runId, drafts }) });
+    expect((await post()).status).toBe(202);
+    const first = await readResults(gateway.url, runId, 0, 2);
+    expect(first.items).toHaveLength(2);
+    const port = gateway.port;
+    await stopGateway(gateway);
+    gateway = await startGatewayProcess(port);
+    expect((await post()).status).toBe(202);
+    const rest = await readResults(gateway.url, runId, first.items.length);
+    expect(rest.end).toMatchObject({ end: true, state: 'completed', count: 6 });
+    const leases = [...first.items, ...rest.items].map((item) => item.leaseId);
+    expect([...leases].sort()).toEqual(drafts.map((_, i) => `${runId}.t${i}`));
+    // Without `after` a stream starts at the last acknowledged cursor.
+    const resumed = await readResults(gateway.url, runId, null);
+    expect(resumed.cursor).toBe('2');
+    expect(resumed.items.map((item) => item.leaseId)).toEqual(rest.items.map((item) => item.leaseId));
+    const status = await (await fetch(`${gateway.url}/runs/${runId}`, { headers: { authorization: `Bearer ${TOKEN}` } })).json() as Record<string, unknown>;
+    expect(status).toMatchObject({ runId, state: 'completed', results: 6, run: { delivered: 6, status: 'completed' } });
+    const unknown = await fetch(`${gateway.url}/runs/no-such-run/results`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(unknown.status).toBe(404);
+  });
+
+  it('refuses to start without auth off loopback, and without any auth choice', async () => {
+    const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: TEST_PREFIX };
+    const offLoopback = await runCli(['gateway', '--port', '0', '--host', '0.0.0.0', '--dispatch', 'rq-fixtures/dispatches:scripted', '--no-auth'], { env });
+    expect(offLoopback.code).toBe(2);
+    expect(offLoopback.stderr).toContain('--no-auth is refused with --host 0.0.0.0');
+    const noChoice = await runCli(['gateway', '--port', '0', '--dispatch', 'rq-fixtures/dispatches:scripted'], { env });
+    expect(noChoice.code).toBe(2);
+    expect(noChoice.stderr).toContain('--auth-token-env');
+  });
+});
