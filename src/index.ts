@@ -5,7 +5,7 @@
  * - Worker side: {@link RolloutWorker}.
  * - Building specs: {@link ref} for Refs, the zod wire contract (`RolloutSpecSchema`, `ResultSchema`).
  */
-export { RolloutQueue, RunStoppedError, RunBusyError, AbortError, type RolloutDraft, type MapRolloutsOptions, type ProducerOptions, type QueueStatus } from './producer/index.js';
+export { RolloutQueue, RunStoppedError, RunBusyError, CoordinatorLeaseLostError, AbortError, type RolloutDraft, type MapRolloutsOptions, type ProducerOptions, type QueueStatus } from './producer/index.js';
 export { RolloutWorker, type WorkerOptions } from './consumer/index.js';
 export { ref, RefError, Allowlist, DEFAULT_ALLOWLIST } from './ref/index.js';
 export { leaseIdFor } from './lease/index.js';

@@ -81,6 +81,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     if (outcome.kind === 'writeFailed') {
       throw new CliError(MSG.resultsWriteFailed(file.path, outcome.error.code, runId, queue));
     }
+    file.refresh();
     const status = await within(readStatus(q, runId), WIND_DOWN_MS);
     const run = status?.run;
     const end = runEnd(outcome, file.count, total);

@@ -5,7 +5,7 @@
 export { RolloutQueue } from './rollout-queue.js';
 export type { MapRolloutsOptions, QueueStatus, RolloutQueueState } from './rollout-queue.js';
 export { RunStoppedError } from './run-stopped-error.js';
-export { RunBusyError, COORDINATOR_LEASE_MS } from './coordinator-lease.js';
+export { RunBusyError, CoordinatorLeaseLostError, COORDINATOR_LEASE_MS, LEASE_LOST_WAIT_MS } from './coordinator-lease.js';
 export { AbortError } from './abort-error.js';
 export { ProducerOptionsSchema, compileProducerOptions, DEFAULT_MAX_TASK_BYTES } from './producer-options.js';
 export type { CompiledProducerOptions, ProducerOptions } from './producer-options.js';

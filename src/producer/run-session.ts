@@ -61,6 +61,8 @@ export class RunSession {
   private closedError: (() => Error) | undefined;
   /** This process's right to deliver the run (one coordinator per run at a time). */
   private coordinatorLease: CoordinatorLease | undefined;
+  /** The lease's retake count when this session last re-read the delivered set. */
+  private seenEpoch = 0;
   private readonly onAbort = (): void => this.ending.abortBy(this.plan.signal?.reason);
 
   constructor(private readonly deps: SessionDeps, private readonly plan: SessionPlan) {
@@ -88,6 +90,9 @@ export class RunSession {
         const { stop, abort } = this.ending;
         if (abort) throw await this.ended(abort);
         if (this.failure) throw this.failure;
+        // The fence: deliver only while holding the coordinator lease, and never a lease another
+        // coordinator delivered while ours was lost. Nothing awaits between it and the yield.
+        if (this.tracker.readyCount > 0) await this.fence();
         const result = this.tracker.takeReady();
         if (result) {
           unacknowledged = result;
@@ -136,6 +141,8 @@ export class RunSession {
   abandon(error: () => Error): void {
     this.abandoned = true;
     this.closedError = error;
+    // Ends a wait for a lost lease too (waitHeld throws once the lease is released).
+    void this.coordinatorLease?.release();
     this.enqueuer?.halt();
     this.reconciler.stop();
     this.tracker.notify();
@@ -225,8 +232,35 @@ export class RunSession {
     return this.closedError ? this.closedError() : error;
   }
 
+  /**
+   * Acknowledges a delivered Result, fenced by the coordinator lease: when the lease was lost,
+   * waits for it to be retaken (then acknowledges, unless another coordinator did) or throws.
+   */
   private async acknowledge(result: Result): Promise<void> {
-    if (!this.abandoned) await this.deps.store.acknowledge(result);
+    const lease = this.coordinatorLease;
+    if (this.abandoned || !lease) return;
+    while ((await this.deps.store.acknowledge(result, lease.token)) === 'fenced') {
+      if (this.abandoned) return;
+      await this.fence();
+    }
+  }
+
+  /**
+   * Resolves while this coordinator holds its lease (waiting for it to be retaken when it was
+   * lost); after a retake, first drops what another coordinator delivered in between.
+   * @throws CoordinatorLeaseLostError when another coordinator keeps the lease.
+   */
+  private async fence(): Promise<void> {
+    const lease = this.coordinatorLease;
+    if (!lease) return;
+    for (;;) {
+      if (!lease.holds()) await lease.waitHeld();
+      if (lease.epoch === this.seenEpoch) return;
+      this.seenEpoch = lease.epoch;
+      const delivered = await this.deps.store.deliveredAmong(this.runId, this.tracker.pendingLeases());
+      const dropped = this.tracker.dropDelivered(delivered);
+      if (dropped > 0) this.deps.logger.warn({ runId: this.runId, dropped }, 'another coordinator delivered some Results while this one had lost its lease; they are not delivered again');
+    }
   }
 
   /** Every lease answered and acknowledged: record the end, or say what is missing. */

@@ -52,9 +52,11 @@ export interface LeaseFlags {
 }
 
 // SADD delivered, and count the kind only when the lease was not delivered before: the
-// consumer may see a Result twice (at-least-once), the counters count it once.
-// KEYS: runDelivered, run. ARGV: leaseId, kind field.
+// consumer may see a Result twice (at-least-once), the counters count it once. Fenced: only
+// the holder of the coordinator lease (its token in KEYS[3]) may acknowledge; else -1.
+// KEYS: runDelivered, run, runCoordinator. ARGV: leaseId, kind field, lease token.
 const ACKNOWLEDGE = `
+if redis.call('GET', KEYS[3]) ~= ARGV[3] then return -1 end
 if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
   redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
   return 1
@@ -173,12 +175,28 @@ export class RunStore {
     return (await this.redis.eval(RECORD_LEASES, 2, this.keys.runLeases(runId), this.keys.run(runId), RUN_FIELDS.enqueued, ...args)) as number;
   }
 
-  /** Marks a Result delivered and counts its kind, once per lease. True when it was new. */
-  async acknowledge(result: Result): Promise<boolean> {
+  /**
+   * Marks a Result delivered and counts its kind, once per lease, if `token` still holds the
+   * run's coordinator lease (checked in the same script).
+   * @returns `new`, `again` (delivered before), or `fenced` (the lease is not ours: nothing written).
+   */
+  async acknowledge(result: Result, token: string): Promise<'new' | 'again' | 'fenced'> {
+    const { runId } = result;
     const added = await this.redis.eval(
-      ACKNOWLEDGE, 2, this.keys.runDelivered(result.runId), this.keys.run(result.runId), result.leaseId, RUN_FIELDS.kind(result.kind),
+      ACKNOWLEDGE, 3, this.keys.runDelivered(runId), this.keys.run(runId), this.keys.runCoordinator(runId), result.leaseId, RUN_FIELDS.kind(result.kind), token,
     );
-    return added === 1;
+    return added === 1 ? 'new' : added === -1 ? 'fenced' : 'again';
+  }
+
+  /** The leases among `leaseIds` that are in the run's delivered set (one round trip). */
+  async deliveredAmong(runId: string, leaseIds: readonly string[]): Promise<Set<string>> {
+    const delivered = new Set<string>();
+    for (let i = 0; i < leaseIds.length; i += 1000) {
+      const batch = leaseIds.slice(i, i + 1000);
+      const flags = await this.leaseFlags(runId, batch);
+      for (const leaseId of batch) if (flags.get(leaseId)?.delivered) delivered.add(leaseId);
+    }
+    return delivered;
   }
 
   /**
