@@ -32,6 +32,8 @@ export interface ExecuteRunOptions {
   readonly resumeHint?: boolean;
   /** Warn once when no worker serves the queue (default true; the demo starts its own). */
   readonly warnNoWorker?: boolean;
+  /** Retention of the delivered run, ms (default: the producer's, 3 days). */
+  readonly retainMs?: number;
 }
 
 /** Longest wait for closing the queue or reading counters after an interrupt, ms. */
@@ -55,7 +57,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
   const logger = options.logger ?? coordinatorLogger('coordinator');
-  const q = await openQueue(env, queue, logger, source.kind === 'map' ? source.maxInFlight : undefined);
+  const q = await openQueue(env, queue, logger, source.kind === 'map' ? source.maxInFlight : undefined, options.retainMs);
   let file: ResultsFile | undefined;
   let outcome: CollectOutcome | undefined;
   try {

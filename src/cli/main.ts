@@ -9,6 +9,7 @@ import { createContext } from './command-context.js';
 import { cancelCommand } from './commands/cancel.js';
 import { dashboardCommand } from './commands/dashboard.js';
 import { demoCommand } from './commands/demo.js';
+import { purgeCommand } from './commands/purge.js';
 import { resumeCommand } from './commands/resume.js';
 import { runCommand } from './commands/run.js';
 import { statusCommand } from './commands/status.js';
@@ -49,6 +50,7 @@ export async function runCli(argv: readonly string[]): Promise<ExitCode> {
     .addCommand(resumeCommand(context))
     .addCommand(statusCommand(context))
     .addCommand(cancelCommand(context))
+    .addCommand(purgeCommand(context))
     .addCommand(dashboardCommand(context))
     .addCommand(demoCommand(context));
   configure(program);

@@ -1,6 +1,7 @@
 import { ErrorCode, WaitingError, type Job } from 'bullmq';
 import type { Logger } from '../platform/logger.js';
-import { parseRolloutSpec, type ErrorInfo, type Result, type ResultKind, type RolloutSpec } from '../spec/index.js';
+import { isStoredRendered, parseRolloutSpec, type ErrorInfo, type Result, type ResultKind, type RolloutSpec } from '../spec/index.js';
+import type { ArtifactCache } from './artifact-cache.js';
 import type { ChildPool } from './child-pool.js';
 import { ChildStartError, type AttemptOutcome } from './rollout-child.js';
 import type { ExitInfo, LeaseLedger } from './lease-ledger.js';
@@ -54,6 +55,7 @@ export class RolloutProcessor {
     private readonly ledger: LeaseLedger,
     private readonly logger: Logger,
     private readonly events: ProcessorEvents,
+    private readonly artifacts: ArtifactCache,
   ) {}
 
   /** Aborts one rollout (lock lost), every rollout of a run (cancelled) or all (shutdown). */
@@ -74,7 +76,7 @@ export class RolloutProcessor {
     const startedAt = Date.now();
     const parsed = parseRolloutSpec(job.data);
     if (!parsed.success) return this.malformed(job, parsed.error.issues);
-    const spec = parsed.data;
+    let spec = parsed.data;
     if (spec.leaseId !== job.id) {
       return this.finish(job, spec, startedAt, { kind: 'caller', error: { type: 'InvalidSpec', message: `job id "${job.id}" differs from spec.leaseId "${spec.leaseId}"; add the job with jobId = leaseId` } });
     }
@@ -86,6 +88,13 @@ export class RolloutProcessor {
     if (redispatched > this.options.maxRedispatches) {
       const { lastExit } = await this.ledger.read(spec.leaseId);
       return this.quarantine(job, spec, startedAt, lastExit);
+    }
+    if (isStoredRendered(spec.rendered)) {
+      const rendered = await this.artifacts.resolve(spec.runId, spec.rendered);
+      if (!rendered) {
+        return this.finish(job, spec, startedAt, { kind: 'infrastructure', error: { type: 'ArtifactMissing', message: `the stored artifact ${spec.rendered.sha256} of run ${spec.runId} is gone from Redis (the run was purged or its retention ended); re-run the spec under a new run id` } });
+      }
+      spec = { ...spec, rendered };
     }
     const missing = spec.sandbox.env.filter((name) => process.env[name] === undefined);
     if (missing.length > 0) {

@@ -19,6 +19,10 @@ export const RUN_FIELDS = {
   redispatched: 'redispatched',
   duplicatesDropped: 'duplicatesDropped',
   alreadyEnqueued: 'alreadyEnqueued',
+  /** When every Result was delivered, by the Redis clock (ms since the epoch); set with the retention. */
+  endedAt: 'endedAt',
+  /** Retention of the delivered run, ms: its keys expire this long after `endedAt`. */
+  retainMs: 'retainMs',
   /** `kind:<kind>`: delivered Results of that kind (counted once, at first delivery). */
   kind: (kind: ResultKind) => `kind:${kind}`,
 } as const;

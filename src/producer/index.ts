@@ -11,3 +11,7 @@ export { ProducerOptionsSchema, compileProducerOptions, DEFAULT_MAX_TASK_BYTES }
 export type { CompiledProducerOptions, ProducerOptions } from './producer-options.js';
 export type { RolloutDraft } from './rollout-draft.js';
 export type { CancelOutcome } from './cancel-run.js';
+export { RunActiveError } from './purge-run.js';
+export type { PurgeOutcome, PurgeOlderOutcome } from './purge-run.js';
+export { DEFAULT_RETAIN_MS } from './run-retention.js';
+export { STORE_ARTIFACT_MIN_BYTES } from './artifact-storer.js';

@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
+import { ArtifactStorer } from './artifact-storer.js';
 import { DraftEnqueuer } from './draft-enqueuer.js';
 import { LeaseTracker } from './lease-tracker.js';
 import type { JobOutcome } from './read-job-outcomes.js';
@@ -11,6 +12,7 @@ import { removeWaitingJobs } from './remove-waiting-jobs.js';
 import { resultForMissingJob, resultFromFailedJob, resultFromReturnValue } from './result-from-job.js';
 import { RunEnding, type Ending } from './run-ending.js';
 import { RunReconciler } from './run-reconciler.js';
+import { applyRetention, persistRun } from './run-retention.js';
 import { RunStoppedError } from './run-stopped-error.js';
 import type { RunHead, RunStore } from './run-store.js';
 
@@ -25,6 +27,8 @@ export interface SessionDeps {
   readonly maxSpecBytes: number;
   readonly maxTaskBytes: number;
   readonly reconcileMs: number;
+  /** Retention of a run once every Result is delivered, ms (see `applyRetention`). */
+  readonly retainMs: number;
   /** Routes QueueEvents of the run here; throws when the run already has a live session. */
   readonly register: (session: RunSession) => void;
   readonly unregister: (session: RunSession) => void;
@@ -166,7 +170,8 @@ export class RunSession {
         // Finish what a coordinator killed mid-stop left: no waiting job of a stopped run may start.
         for (const leaseId of await removeWaitingJobs(this.deps.redis, this.deps.queue, this.runId)) this.tracker.forget(leaseId);
       } else if (head.status === 'completed' && this.plan.drafts) {
-        await store.setStatus(this.runId, 'running', ['completed']);
+        // Running again inside its retention window: its records must not expire mid-run.
+        if (await store.setStatus(this.runId, 'running', ['completed'])) await persistRun(this.deps.redis, this.deps.keys, this.runId);
       }
       logger.info({ runId: this.runId, status: head.status, undelivered: this.tracker.unfinishedCount }, 'resuming run');
     }
@@ -179,6 +184,7 @@ export class RunSession {
       runId: this.runId, queue: this.deps.queue, store, tracker: this.tracker, logger,
       maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
       prepareRun: () => store.ensureRun(this.runId, this.plan.runAttemptId, this.plan.specCount),
+      artifacts: new ArtifactStorer(this.deps.redis, this.deps.keys),
       onRefused: (result) => {
         this.tracker.pushReady(result);
         if (this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
@@ -267,6 +273,8 @@ export class RunSession {
   private async finish(): Promise<void> {
     const { store } = this.deps;
     if (this.earlier) {
+      // Every Result of the stopped run is delivered now: its retention starts.
+      await this.retain();
       throw new RunStoppedError(this.runId, null, `run "${this.runId}" was ${this.earlier.status} earlier (${this.earlier.stopReason ?? 'no reason recorded'}); ` +
         'its remaining Results were delivered and nothing new was enqueued; start a new run id to run its specs again');
     }
@@ -278,7 +286,13 @@ export class RunSession {
           'every Result of the enqueued ones was delivered; call mapRollouts again with the same runId and the specs to run the rest');
       }
     }
-    await store.setStatus(this.runId, 'completed', ['running']);
+    const changed = await store.setStatus(this.runId, 'completed', ['running']);
+    if (changed || (await store.readHead(this.runId))?.status === 'completed') await this.retain();
+  }
+
+  private async retain(): Promise<void> {
+    await applyRetention(this.deps.redis, this.deps.queue, this.deps.keys, this.runId, this.deps.retainMs);
+    this.deps.logger.info({ runId: this.runId, retainMs: this.deps.retainMs }, 'every Result delivered; the run expires from Redis after its retention');
   }
 
   private async teardown(): Promise<void> {

@@ -43,7 +43,24 @@ export const TimeoutsSchema = z
   .meta({ id: 'Timeouts' });
 export type Timeouts = z.infer<typeof TimeoutsSchema>;
 
-/** The artifact under test: source text, or files by relative path. */
+/**
+ * A stored artifact, by content hash: the producer keeps one copy per run in Redis
+ * (`keys.runArtifact(runId, sha256)`, the JSON text of the `rendered` value) and every job of
+ * the run carries only this reference. Workers fetch it once and cache it on disk by hash,
+ * and hand the run function the stored value, never this reference.
+ * - `sha256`: lower-case hex SHA-256 of the stored JSON text (UTF-8).
+ * - `bytes`: size of that text in bytes.
+ */
+export const StoredRenderedSchema = z
+  .object({
+    sha256: z.string().regex(/^[0-9a-f]{64}$/, 'sha256 must be 64 lower-case hex digits'),
+    bytes: z.number().int().min(0),
+  })
+  .strict()
+  .meta({ id: 'StoredRendered' });
+export type StoredRendered = z.infer<typeof StoredRenderedSchema>;
+
+/** The artifact under test: source text, files by relative path, or (written by the producer) a stored artifact's hash. */
 export const RenderedSchema = z
   .union([
     z.string().describe('The artifact as one string (e.g. a program or a prompt).'),
@@ -51,9 +68,15 @@ export const RenderedSchema = z
       .object({ files: z.record(z.string().min(1).max(512), z.string()) })
       .strict()
       .describe('Files by relative path, written to a fresh directory before the run.'),
+    StoredRenderedSchema.describe("The run's stored artifact by content hash (the producer writes this form for artifacts of 1 KiB or more)."),
   ])
   .meta({ id: 'Rendered' });
 export type Rendered = z.infer<typeof RenderedSchema>;
+
+/** True when `rendered` is the stored-artifact reference rather than the artifact itself. */
+export function isStoredRendered(rendered: Rendered): rendered is StoredRendered {
+  return typeof rendered === 'object' && 'sha256' in rendered;
+}
 
 /** A task: a JSON object; `task.id` (string or number), when present, names it. */
 export const TaskSchema = z
