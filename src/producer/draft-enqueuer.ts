@@ -170,7 +170,9 @@ export class DraftEnqueuer {
       const data: RolloutSpec[] = [];
       for (const { draft } of drafts) data.push(await this.deps.artifacts.jobData(draft.spec));
       await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i], opts: { jobId: draft.leaseId, attempts: 1 } })));
-      await store.recordLeases(runId, drafts.map(({ draft, index }) => ({ leaseId: draft.leaseId, index })));
+      await store.recordLeases(runId, drafts.map(({ draft, index }) => ({
+        leaseId: draft.leaseId, index, scheduleToStartMs: draft.spec.timeouts.scheduleToStartMs, scheduleToCloseMs: draft.spec.timeouts.scheduleToCloseMs,
+      })));
       for (const { draft } of drafts) tracker.confirm(draft.leaseId);
     } catch (err) {
       for (const { draft } of drafts) tracker.forget(draft.leaseId);

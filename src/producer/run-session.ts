@@ -6,13 +6,14 @@ import type { Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
 import { ArtifactStorer } from './artifact-storer.js';
 import { DraftEnqueuer } from './draft-enqueuer.js';
+import { LeaseDeadlines } from './lease-deadlines.js';
 import { LeaseTracker } from './lease-tracker.js';
 import type { JobOutcome } from './read-job-outcomes.js';
 import { removeWaitingJobs } from './remove-waiting-jobs.js';
 import { resultForMissingJob, resultFromFailedJob, resultFromReturnValue } from './result-from-job.js';
 import { RunEnding, type Ending } from './run-ending.js';
 import { RunReconciler } from './run-reconciler.js';
-import { applyRetention, persistRun } from './run-retention.js';
+import { applyRetention, persistRun, redisNowMs } from './run-retention.js';
 import { RunStoppedError } from './run-stopped-error.js';
 import type { RunHead, RunStore } from './run-store.js';
 
@@ -76,6 +77,8 @@ export class RunSession {
       logger: deps.logger, reconcileMs: deps.reconcileMs,
       onHead: (head) => this.noticeHead(head),
       onOutcome: (leaseId, outcome, head) => this.settle(leaseId, outcome, head),
+      deadlines: new LeaseDeadlines({ runId: plan.runId, redis: deps.redis, keys: deps.keys, queue: deps.queue, logger: deps.logger }),
+      onVerdict: (result) => this.accept(result),
     });
     this.ending = new RunEnding({
       runId: plan.runId, redis: deps.redis, queue: deps.queue, store: deps.store, logger: deps.logger, tracker: this.tracker,
@@ -212,7 +215,7 @@ export class RunSession {
     if (!this.tracker.awaits(leaseId)) return;
     if (outcome.state === 'completed') return this.accept(resultFromReturnValue(leaseId, this.runId, outcome.returnvalue));
     if (outcome.state === 'failed') {
-      const result = resultFromFailedJob(leaseId, this.runId, outcome);
+      const result = resultFromFailedJob(leaseId, this.runId, outcome, await redisNowMs(this.deps.redis));
       if (result.error?.type === 'WorkerLost') {
         await this.deps.store.quarantine(this.runId, leaseId, { reason: outcome.failedReason, exitCode: null, signal: null, stderrTail: '' });
       }

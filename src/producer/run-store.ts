@@ -20,12 +20,19 @@ export interface QuarantineRecord {
 }
 
 // ZADD NX each lease then count the new ones, atomically: a lease is counted in `enqueued`
-// exactly once however often it is re-submitted. KEYS: runLeases, run.
-// ARGV: enqueued field, then score, leaseId pairs.
+// exactly once however often it is re-submitted. A new lease also gets its clock entry:
+// JSON [enqueuedAt by Redis TIME in ms, scheduleToStartMs, scheduleToCloseMs] (0 = none).
+// KEYS: runLeases, run, runEnqueuedAt. ARGV: enqueued field, then score, leaseId, start, close quads.
 const RECORD_LEASES = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local added = 0
-for i = 2, #ARGV, 2 do
-  added = added + redis.call('ZADD', KEYS[1], 'NX', ARGV[i], ARGV[i + 1])
+for i = 2, #ARGV, 4 do
+  local new = redis.call('ZADD', KEYS[1], 'NX', ARGV[i], ARGV[i + 1])
+  if new == 1 then
+    redis.call('HSETNX', KEYS[3], ARGV[i + 1], '[' .. string.format('%d', now) .. ',' .. ARGV[i + 2] .. ',' .. ARGV[i + 3] .. ']')
+  end
+  added = added + new
 end
 if added > 0 then redis.call('HINCRBY', KEYS[2], ARGV[1], added) end
 return added`;
@@ -42,6 +49,14 @@ for i = 1, #ARGV do
   flags[i] = f
 end
 return flags`;
+
+/** A lease {@link RunStore.recordLeases} records: its submission index and its coordinator-side deadlines. */
+export interface LeaseToRecord {
+  readonly leaseId: string;
+  readonly index: number;
+  readonly scheduleToStartMs?: number | undefined;
+  readonly scheduleToCloseMs?: number | undefined;
+}
 
 /** What {@link RunStore.leaseFlags} knows of a lease. */
 export interface LeaseFlags {
@@ -166,13 +181,14 @@ export class RunStore {
   }
 
   /**
-   * Records enqueued leases (score = submission index) in one script call; returns how many
+   * Records enqueued leases (score = submission index) and, for new ones, their enqueue time by
+   * the Redis clock and deadlines (`keys.runEnqueuedAt`), in one script call; returns how many
    * were new (only those count in `enqueued`).
    */
-  async recordLeases(runId: string, leases: readonly { readonly leaseId: string; readonly index: number }[]): Promise<number> {
+  async recordLeases(runId: string, leases: readonly LeaseToRecord[]): Promise<number> {
     if (leases.length === 0) return 0;
-    const args = leases.flatMap(({ leaseId, index }) => [index, leaseId]);
-    return (await this.redis.eval(RECORD_LEASES, 2, this.keys.runLeases(runId), this.keys.run(runId), RUN_FIELDS.enqueued, ...args)) as number;
+    const args = leases.flatMap(({ leaseId, index, scheduleToStartMs, scheduleToCloseMs }) => [index, leaseId, scheduleToStartMs ?? 0, scheduleToCloseMs ?? 0]);
+    return (await this.redis.eval(RECORD_LEASES, 3, this.keys.runLeases(runId), this.keys.run(runId), this.keys.runEnqueuedAt(runId), RUN_FIELDS.enqueued, ...args)) as number;
   }
 
   /**

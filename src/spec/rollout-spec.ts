@@ -26,6 +26,9 @@ export const SandboxSpecSchema = z
   .meta({ id: 'SandboxSpec' });
 export type SandboxSpec = z.infer<typeof SandboxSpecSchema>;
 
+/** Default `timeouts.scheduleToStartMs`: 5 minutes. */
+export const DEFAULT_SCHEDULE_TO_START_MS = 300_000;
+
 /**
  * Time limits of one rollout, in milliseconds.
  * - `runMs`: the rollout's own limit (default 600 000 = 10 min). Past it `ctx.signal` aborts
@@ -33,11 +36,23 @@ export type SandboxSpec = z.infer<typeof SandboxSpecSchema>;
  * - `hangMs`: the plane's limit (default 900 000 = 15 min). Past it the worker kills the
  *   child's process tree and re-dispatches the lease (`infrastructure` after two). Keep it
  *   above `runMs`, so a slow rollout is judged before it is presumed wedged.
+ * - `scheduleToStartMs`: the coordinator ends a lease that no worker has started this long
+ *   after its enqueue, *while no worker served the queue all that time*, as `infrastructure`
+ *   / `NoWorker` (default 300 000 = 5 min; 0 = never). A queue whose workers are merely busy
+ *   never triggers it, so a long queue behind back-pressure is safe; a run started with no
+ *   worker (or whose workers all died) ends instead of waiting forever.
+ * - `scheduleToCloseMs`: the coordinator ends a lease without a Result this long after its
+ *   enqueue as `infrastructure` / `DeadlineExceeded`, whatever it is doing (default none). An
+ *   attempt still running is not killed (`hangMs` bounds it); its late answer is dropped and
+ *   counted in `duplicatesDropped`.
+ * Both are measured by the Redis clock (enqueue time and now from `TIME`), never a host's.
  */
 export const TimeoutsSchema = z
   .object({
     runMs: z.number().int().min(1).max(86_400_000).default(600_000),
     hangMs: z.number().int().min(100).max(86_400_000).default(900_000),
+    scheduleToStartMs: z.number().int().min(0).max(30 * 86_400_000).default(DEFAULT_SCHEDULE_TO_START_MS),
+    scheduleToCloseMs: z.number().int().min(1000).max(30 * 86_400_000).optional(),
   })
   .strict()
   .meta({ id: 'Timeouts' });
@@ -113,7 +128,7 @@ export const RolloutSpecSchema = z
       .record(z.string().max(64), z.string().max(256))
       .default({})
       .describe('Labels for where the rollout should run (e.g. {"gpu":"a100"}); passed to ctx.placement.'),
-    timeouts: TimeoutsSchema.default({ runMs: 600_000, hangMs: 900_000 }),
+    timeouts: TimeoutsSchema.default({ runMs: 600_000, hangMs: 900_000, scheduleToStartMs: DEFAULT_SCHEDULE_TO_START_MS }),
     class: z.enum(['rollout', 'evaluation']).default('rollout'),
     rewardRange: z
       .tuple([z.number(), z.number()])
