@@ -5,6 +5,7 @@ import type { CliEnvironment } from './environment.js';
 import { CliError, EXIT, type ExitCode } from './errors.js';
 import { MSG } from './messages.js';
 import { coordinatorLogger, openQueue, readStatus, type RolloutQueue } from './plane.js';
+import { watchNoWorker } from './no-worker-watch.js';
 import { createProgress } from './progress.js';
 import { ResultsFile } from './results-file.js';
 import { formatSummary, type RunEnd } from './summary.js';
@@ -60,11 +61,13 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
   const q = await openQueue(env, queue, logger, source.kind === 'map' ? source.maxInFlight : undefined, options.retainMs);
   let file: ResultsFile | undefined;
   let outcome: CollectOutcome | undefined;
+  let stopWatching = (): void => undefined;
   try {
     const total = source.kind === 'map' ? source.drafts.length : await attachTotal(q, options);
     if (options.warnNoWorker !== false) {
       const workers = await within(readStatus(q), WIND_DOWN_MS);
       if (workers && workers.workers.length === 0) stderr.write(`${MSG.noWorker(queue, env.prefix)}\n`);
+      stopWatching = watchNoWorker(q, queue, env.prefix, stderr);
     }
     file = ResultsFile.open(options.out, runId);
     if (file.reopened.count > 0 || file.reopened.droppedPartial) {
@@ -110,6 +113,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     stderr.write(`${MSG.runIncomplete(runId, file.count, total ?? 0, file.path)}\n`);
     return EXIT.failure;
   } finally {
+    stopWatching();
     file?.close();
     if (outcome?.kind === 'interrupted' || outcome?.kind === 'writeFailed') await within(q.close(), WIND_DOWN_MS);
     else await q.close();

@@ -191,6 +191,8 @@ export const MSG = {
   purgeSkipped: (runId: string, why: string) => `  skipped ${runId}: ${why}`,
   notADuration: (value: string) =>
     `"${value}" is not a duration: write a whole number with a unit, ms, s, m, h or d (e.g. 500ms, 90s, 30m, 12h, 3d)`,
+  noWorkerStill: (queue: string, prefix: string, seconds: number) =>
+    `still no worker serving queue "${queue}" (prefix "${prefix}") after ${seconds} s; leases no worker starts within timeouts.scheduleToStartMs (default 5 min) end as infrastructure / NoWorker. Start one with: rollout-queue worker --queue ${queue}`,
   runCancelled: (runId: string, removed: number, workers: number) =>
     `cancelled run ${runId}: ${removed} waiting rollout(s) removed, ${workers} worker(s) told to stop its active ones`,
   progressLine: (done: number, total: number | null) =>
