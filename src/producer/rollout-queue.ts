@@ -110,10 +110,17 @@ export class RolloutQueue {
    * - aborting `signal` cancels the run and throws {@link AbortError};
    * - a run stopped or cancelled earlier enqueues nothing: its undelivered Results are yielded,
    *   then {@link RunStoppedError} says so.
-   * An empty array returns at once with no Results. One live iterator per run per RolloutQueue;
-   * two coordinators iterating the same run at once would both receive its Results.
-   * @throws (from the iterator) RunStoppedError, AbortError, the closed-queue error after
-   * `close()`, or an error from the draft source or from enqueuing (the run stays resumable).
+   * - delivery is fenced by the run's coordinator lease: a Result is yielded or acknowledged only
+   *   while this process holds it, so two coordinators never both deliver one lease; a lost lease
+   *   is retaken when free (Results another coordinator delivered meanwhile are not yielded);
+   * - a lease no worker starts or finishes in time (`timeouts.scheduleToStartMs`,
+   *   `scheduleToCloseMs`) yields an `infrastructure` Result (`NoWorker`, `DeadlineExceeded`);
+   * - once every Result is delivered the run's keys expire after `retainMs`.
+   * An empty array returns at once with no Results. One live iterator per run per RolloutQueue.
+   * @throws (from the iterator) RunStoppedError, AbortError, RunBusyError (another coordinator
+   * delivers the run), CoordinatorLeaseLostError (it took this one's lease and kept it), the
+   * closed-queue error after `close()`, or an error from the draft source or from enqueuing
+   * (the run stays resumable).
    * @throws Error synchronously when the queue is closed or `runId` is invalid.
    */
   mapRollouts(drafts: Iterable<RolloutDraft> | AsyncIterable<RolloutDraft>, options: MapRolloutsOptions): AsyncGenerator<Result, void, undefined> {
