@@ -215,6 +215,7 @@ export const MSG = {
   statusNoWorkers: '  none: start one with `rollout-queue worker`',
   statusRun: (runId: string, status: string, created: string | null) => `Run ${runId}: ${status}${created ? ` (created ${created})` : ''}`,
   statusStopReason: (reason: string) => `  stop reason     ${reason}`,
+  statusRetention: (endedAt: string, expiresAt: string) => `  delivered       ${endedAt}; expires from Redis at ${expiresAt} (purge removes it now)`,
   statusRuns: (runs: string) => `Runs: ${runs}`,
   statusQuarantined: (count: number) => `Quarantined leases (ended by the re-dispatch limit): ${count}`,
   statusQuarantineLine: (leaseId: string, exitCode: string, signal: string, reason: string) =>

@@ -41,6 +41,10 @@ export interface RunRecord {
   readonly duplicatesDropped: number;
   readonly alreadyEnqueued: number;
   readonly kinds: Readonly<Record<ResultKind, number>>;
+  /** When every Result was delivered (Redis clock, ISO 8601), or null while it is not. */
+  readonly endedAt: string | null;
+  /** Retention of the delivered run, ms (its keys expire `retainMs` after `endedAt`), or null. */
+  readonly retainMs: number | null;
   /** Leases ended by the re-dispatch limit: leaseId → {reason, exitCode, signal, stderrTail}. */
   readonly quarantined: Readonly<Record<string, unknown>>;
 }
@@ -82,6 +86,8 @@ export async function readRunRecord(redis: Redis, keys: QueueKeys, runId: string
       infrastructure: int(hash[RUN_FIELDS.kind('infrastructure')]),
       caller: int(hash[RUN_FIELDS.kind('caller')]),
     },
+    endedAt: hash[RUN_FIELDS.endedAt] ? new Date(int(hash[RUN_FIELDS.endedAt])).toISOString() : null,
+    retainMs: hash[RUN_FIELDS.retainMs] !== undefined ? int(hash[RUN_FIELDS.retainMs]) : null,
     quarantined: parsedQuarantine,
   };
 }

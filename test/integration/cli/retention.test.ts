@@ -64,6 +64,9 @@ describe('BR-43: a delivered run does not stay in Redis for good', () => {
     }
     expect((await scan(`${prefix}:${queue}:${runId}.*`)).length).toBe(100);
 
+    const status = await runCli(['status', runId, '--queue', queue], { env });
+    expect(status.stdout).toMatch(/delivered +\S+; expires from Redis at \S+ \(purge removes it now\)/);
+
     const purge = await runCli(['purge', runId, '--queue', queue], { env });
     expect(purge.code, purge.stderr).toBe(0);
     expect(purge.stdout).toContain(`purged run ${runId}: 100 lease(s)`);
