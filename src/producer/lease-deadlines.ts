@@ -14,17 +14,12 @@ const BATCH = 500;
 const CHECK_EVERY_MS = 1000;
 
 // The coordinator's verdict on a lease, atomic with the job's state: none when the job already
-// has its real answer (completed/failed: that one is delivered), or, for NoWorker, when a worker
-// started it; the first verdict wins. Returns 1 written, 2 one existed, 0 none.
-// KEYS: job hash, completed, failed, runVerdicts. ARGV: leaseId, Result JSON, 'start' | 'close'.
+// has its real answer (completed/failed: that one is delivered); the first verdict wins.
+// Returns 1 written, 2 one existed, 0 none. KEYS: completed, failed, runVerdicts. ARGV: leaseId, Result JSON.
 const VERDICT = `
-if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 1 then return 2 end
-if redis.call('ZSCORE', KEYS[2], ARGV[1]) or redis.call('ZSCORE', KEYS[3], ARGV[1]) then return 0 end
-if ARGV[3] == 'start' then
-  local started = tonumber(redis.call('HGET', KEYS[1], 'ats') or '0')
-  if started > 0 or redis.call('HEXISTS', KEYS[1], 'processedOn') == 1 then return 0 end
-end
-redis.call('HSET', KEYS[4], ARGV[1], ARGV[2])
+if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then return 2 end
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
 return 1`;
 
 /** What the deadline checks of one run need. */
@@ -40,8 +35,10 @@ export interface LeaseDeadlinesDeps {
 /**
  * The coordinator-side deadlines of a run's leases (spec `timeouts.scheduleToStartMs` and
  * `scheduleToCloseMs`), so no lease waits forever for a worker that never comes:
- * - `NoWorker`: not started `scheduleToStartMs` after its enqueue while no worker served the
- *   queue for that long (live workers are BullMQ `getWorkers()`, sampled by each check);
+ * - `NoWorker`: unfinished `scheduleToStartMs` after its enqueue while no worker served the
+ *   queue for that long (live workers are BullMQ `getWorkers()`, sampled by each check): nobody
+ *   took it, or the worker that took it is gone and no worker is left to run BullMQ's stalled
+ *   check and re-dispatch it (such a lease would stay `active` forever);
  * - `DeadlineExceeded`: no Result `scheduleToCloseMs` after its enqueue.
  * Enqueue times and "now" both come from the Redis clock (`keys.runEnqueuedAt`, `TIME`); the
  * no-worker span from this process's monotonic clock. A verdict is an `infrastructure` Result
@@ -83,12 +80,18 @@ export class LeaseDeadlines {
       const [at, startMs, closeMs] = JSON.parse(json) as [number, number, number];
       const waited = now - at;
       if (closeMs > 0 && waited >= closeMs) {
-        const verdict = await this.decide(leaseId, 'close', 'DeadlineExceeded',
+        const verdict = await this.decide(leaseId, 'DeadlineExceeded',
           `lease ${leaseId} had no Result ${closeMs} ms after it was enqueued (timeouts.scheduleToCloseMs); the coordinator ended it. An attempt still running is not killed; its late answer is dropped`, now);
         if (verdict) verdicts.push(verdict);
       } else if (startMs > 0 && waited >= startMs && noWorkerMs >= startMs) {
-        const verdict = await this.decide(leaseId, 'start', 'NoWorker',
-          `no worker started lease ${leaseId} within ${startMs} ms of its enqueue, and no worker served queue "${keys.queue}" (prefix "${keys.prefix}") in that time (timeouts.scheduleToStartMs); start workers with \`rollout-queue worker --queue ${keys.queue}\` and re-run the spec under a new run id`, now);
+        // Started once but no worker left to finish or re-dispatch it (BullMQ's stalled check
+        // runs in workers): as stuck as a lease nobody took.
+        const started = Number((await redis.hget(this.deps.queue.toKey(leaseId), 'ats')) ?? 0) > 0;
+        const what = started
+          ? `lease ${leaseId} was started, but no worker has served queue "${keys.queue}" (prefix "${keys.prefix}") for ${startMs} ms, so nothing can finish or re-dispatch it`
+          : `no worker started lease ${leaseId} within ${startMs} ms of its enqueue, and no worker served queue "${keys.queue}" (prefix "${keys.prefix}") in that time`;
+        const verdict = await this.decide(leaseId, 'NoWorker',
+          `${what} (timeouts.scheduleToStartMs); start workers with \`rollout-queue worker --queue ${keys.queue}\` and re-run the spec under a new run id`, now);
         if (verdict) verdicts.push(verdict);
       }
     }
@@ -104,11 +107,11 @@ export class LeaseDeadlines {
     }
   }
 
-  private async decide(leaseId: string, which: 'start' | 'close', type: string, message: string, nowMs: number): Promise<Result | undefined> {
+  private async decide(leaseId: string, type: string, message: string, nowMs: number): Promise<Result | undefined> {
     const { redis, keys, runId, queue, logger } = this.deps;
     const result = { ...producerResult('infrastructure', leaseId, runId, taskKeyOf(leaseId, runId), type, message), finishedAt: new Date(nowMs).toISOString() };
     const json = JSON.stringify(result);
-    const outcome = await redis.eval(VERDICT, 4, queue.toKey(leaseId), queue.toKey('completed'), queue.toKey('failed'), keys.runVerdicts(runId), leaseId, json, which);
+    const outcome = await redis.eval(VERDICT, 3, queue.toKey('completed'), queue.toKey('failed'), keys.runVerdicts(runId), leaseId, json);
     if (outcome === 0) return undefined;
     if (outcome === 2) return parseVerdict(await redis.hget(keys.runVerdicts(runId), leaseId));
     // Refused while a worker holds it: that attempt runs to its end and its answer is dropped.

@@ -36,11 +36,12 @@ export const DEFAULT_SCHEDULE_TO_START_MS = 300_000;
  * - `hangMs`: the plane's limit (default 900 000 = 15 min). Past it the worker kills the
  *   child's process tree and re-dispatches the lease (`infrastructure` after two). Keep it
  *   above `runMs`, so a slow rollout is judged before it is presumed wedged.
- * - `scheduleToStartMs`: the coordinator ends a lease that no worker has started this long
- *   after its enqueue, *while no worker served the queue all that time*, as `infrastructure`
- *   / `NoWorker` (default 300 000 = 5 min; 0 = never). A queue whose workers are merely busy
- *   never triggers it, so a long queue behind back-pressure is safe; a run started with no
- *   worker (or whose workers all died) ends instead of waiting forever.
+ * - `scheduleToStartMs`: the coordinator ends a lease still without a Result this long after
+ *   its enqueue, *while no worker served the queue all that time*, as `infrastructure` /
+ *   `NoWorker` (default 300 000 = 5 min; 0 = never): nobody took it, or the worker that took it
+ *   died and no worker is left to re-dispatch it. A queue whose workers are merely busy never
+ *   triggers it, so a long queue behind back-pressure is safe; a run started with no worker (or
+ *   whose workers all died) ends instead of waiting forever.
  * - `scheduleToCloseMs`: the coordinator ends a lease without a Result this long after its
  *   enqueue as `infrastructure` / `DeadlineExceeded`, whatever it is doing (default none). An
  *   attempt still running is not killed (`hangMs` bounds it); its late answer is dropped and

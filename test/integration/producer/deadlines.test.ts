@@ -56,6 +56,27 @@ describe('timeouts.scheduleToStartMs', () => {
   });
 });
 
+describe('timeouts.scheduleToStartMs, the only worker dead', () => {
+  it('a lease its SIGKILLed worker held (nobody left to re-dispatch it, it would stay active forever) ends as NoWorker', async () => {
+    const raw = new RawQueue(redis.url);
+    const worker = await startWorkerProcess(raw.workerOptions({ concurrency: 1 }));
+    const rq = await RolloutQueue.create({ redisUrl: redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, logger: createLogger({}, { write: () => true }) });
+    try {
+      const held: RolloutDraft = { rendered: 'x', task: { id: 'held', delayMs: 60_000 }, run: fixture('echo'), reward: fixture('constant'), timeouts: { scheduleToStartMs: 1000 } as RolloutDraft['timeouts'] };
+      const results = rq.mapRollouts([held], { runId: 'orphan' });
+      const first = results.next();
+      await waitFor(async () => (await raw.queue.getJobState('orphan.held')) === 'active', 'the worker to take the lease', 20_000);
+      await worker.kill();
+      const { value } = await first;
+      expect(value).toMatchObject({ kind: 'infrastructure', error: { type: 'NoWorker', message: expect.stringMatching(/was started, but no worker has served queue/) } });
+      expect((await results.next()).done).toBe(true);
+    } finally {
+      await rq.close();
+      await raw.close();
+    }
+  });
+});
+
 describe('timeouts.scheduleToCloseMs', () => {
   it('a lease still running past it ends once as DeadlineExceeded; the late real answer is counted in duplicatesDropped', async () => {
     const raw = new RawQueue(redis.url);
