@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Redis } from 'ioredis';
@@ -9,6 +9,11 @@ import { isStoredRendered, RenderedSchema, type Rendered, type StoredRendered } 
 /** Default directory of the worker's artifact cache: `<os tmpdir>/rollout-queue-artifacts`. */
 export const DEFAULT_ARTIFACT_CACHE_DIR = path.join(os.tmpdir(), 'rollout-queue-artifacts');
 
+/** The cache keeps at most this many artifacts; the least recently written go first. */
+export const MAX_CACHED_ARTIFACTS = 128;
+/** …and at most this many bytes of them. */
+export const MAX_CACHED_BYTES = 512 * 1024 * 1024;
+
 const sha256Of = (bytes: Buffer): string => createHash('sha256').update(bytes).digest('hex');
 
 /**
@@ -16,12 +21,15 @@ const sha256Of = (bytes: Buffer): string => createHash('sha256').update(bytes).d
  * artifact by content hash from `keys.runArtifact(runId, sha256)` once, checks the hash, and
  * keeps it on disk as `<dir>/<sha256>.json` (written to a temp name, then renamed, so a
  * reader never sees half a file), so later rollouts of the run read no artifact from Redis.
+ * The directory is bounded ({@link MAX_CACHED_ARTIFACTS}, {@link MAX_CACHED_BYTES}): after each
+ * write the oldest files go (a training loop makes a new artifact every step).
  */
 export class ArtifactCache {
   constructor(
     private readonly redis: Redis,
     private readonly keys: QueueKeys,
     private readonly dir: string = DEFAULT_ARTIFACT_CACHE_DIR,
+    private readonly limits: { readonly maxFiles: number; readonly maxBytes: number } = { maxFiles: MAX_CACHED_ARTIFACTS, maxBytes: MAX_CACHED_BYTES },
   ) {}
 
   /**
@@ -43,7 +51,21 @@ export class ArtifactCache {
     const temp = `${file}.${randomUUID()}.tmp`;
     await writeFile(temp, stored);
     await rename(temp, file);
+    await this.prune().catch(() => undefined);
     return value;
+  }
+
+  /** Removes the oldest cached artifacts past the count and byte bounds (best effort: another worker may prune too). */
+  private async prune(): Promise<void> {
+    const names = (await readdir(this.dir)).filter((name) => name.endsWith('.json'));
+    if (names.length <= 1) return;
+    const files = await Promise.all(names.map(async (name) => ({ path: path.join(this.dir, name), info: await stat(path.join(this.dir, name)) })));
+    files.sort((a, b) => b.info.mtimeMs - a.info.mtimeMs);
+    let bytes = 0;
+    for (const [i, { path: file, info }] of files.entries()) {
+      bytes += info.size;
+      if (i >= this.limits.maxFiles || (i > 0 && bytes > this.limits.maxBytes)) await unlink(file).catch(() => undefined);
+    }
   }
 
   private parse(bytes: Buffer, ref: StoredRendered): Rendered {
