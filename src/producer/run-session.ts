@@ -5,6 +5,7 @@ import type { QueueKeys } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
 import { ArtifactStorer } from './artifact-storer.js';
+import { DeliveryFence } from './delivery-fence.js';
 import { DraftEnqueuer } from './draft-enqueuer.js';
 import { LeaseDeadlines } from './lease-deadlines.js';
 import { LeaseTracker } from './lease-tracker.js';
@@ -66,8 +67,7 @@ export class RunSession {
   private closedError: (() => Error) | undefined;
   /** This process's right to deliver the run (one coordinator per run at a time). */
   private coordinatorLease: CoordinatorLease | undefined;
-  /** The lease's retake count when this session last re-read the delivered set. */
-  private seenEpoch = 0;
+  private fence: DeliveryFence | undefined;
   private readonly onAbort = (): void => this.ending.abortBy(this.plan.signal?.reason);
 
   constructor(private readonly deps: SessionDeps, private readonly plan: SessionPlan) {
@@ -99,7 +99,7 @@ export class RunSession {
         if (this.failure) throw this.failure;
         // The fence: deliver only while holding the coordinator lease, and never a lease another
         // coordinator delivered while ours was lost. Nothing awaits between it and the yield.
-        if (this.tracker.readyCount > 0) await this.fence();
+        if (this.tracker.readyCount > 0) await this.fence?.open();
         const result = this.tracker.takeReady();
         if (result) {
           unacknowledged = result;
@@ -162,6 +162,7 @@ export class RunSession {
     if (signal?.aborted) return this.ending.abortBy(signal.reason);
     signal?.addEventListener('abort', this.onAbort, { once: true });
     this.coordinatorLease = await CoordinatorLease.acquire(this.deps.redis, this.deps.keys.runCoordinator(this.runId), this.runId, logger);
+    this.fence = new DeliveryFence(this.runId, this.coordinatorLease, store, this.tracker, logger);
     const head = await store.readHead(this.runId);
     if (!head && !this.plan.drafts) {
       throw new Error(`no run "${this.runId}" on queue "${this.deps.keys.queue}" (prefix "${this.deps.keys.prefix}"); check the run id, queue and prefix`);
@@ -241,35 +242,9 @@ export class RunSession {
     return this.closedError ? this.closedError() : error;
   }
 
-  /**
-   * Acknowledges a delivered Result, fenced by the coordinator lease: when the lease was lost,
-   * waits for it to be retaken (then acknowledges, unless another coordinator did) or throws.
-   */
+  /** Acknowledges a delivered Result through the fence (see `DeliveryFence.acknowledge`). */
   private async acknowledge(result: Result): Promise<void> {
-    const lease = this.coordinatorLease;
-    if (this.abandoned || !lease) return;
-    while ((await this.deps.store.acknowledge(result, lease.token)) === 'fenced') {
-      if (this.abandoned) return;
-      await this.fence();
-    }
-  }
-
-  /**
-   * Resolves while this coordinator holds its lease (waiting for it to be retaken when it was
-   * lost); after a retake, first drops what another coordinator delivered in between.
-   * @throws CoordinatorLeaseLostError when another coordinator keeps the lease.
-   */
-  private async fence(): Promise<void> {
-    const lease = this.coordinatorLease;
-    if (!lease) return;
-    for (;;) {
-      if (!lease.holds()) await lease.waitHeld();
-      if (lease.epoch === this.seenEpoch) return;
-      this.seenEpoch = lease.epoch;
-      const delivered = await this.deps.store.deliveredAmong(this.runId, this.tracker.pendingLeases());
-      const dropped = this.tracker.dropDelivered(delivered);
-      if (dropped > 0) this.deps.logger.warn({ runId: this.runId, dropped }, 'another coordinator delivered some Results while this one had lost its lease; they are not delivered again');
-    }
+    if (!this.abandoned) await this.fence?.acknowledge(result, () => this.abandoned);
   }
 
   /** Every lease answered and acknowledged: record the end, or say what is missing. */
