@@ -17,6 +17,8 @@ export interface InterruptibleRunOptions {
   readonly source: RunSource;
   /** Print the run id line (a generated id) once Redis answered. */
   readonly announceRunId?: boolean;
+  /** `--retain`: retention of the delivered run, ms (default: the producer's). */
+  readonly retainMs?: number;
 }
 
 /**
@@ -43,6 +45,7 @@ export async function executeInterruptibleRun(options: InterruptibleRunOptions):
       out,
       source: options.source,
       interrupt: interrupt.signal,
+      ...(options.retainMs !== undefined ? { retainMs: options.retainMs } : {}),
     });
   } finally {
     interrupt.dispose();

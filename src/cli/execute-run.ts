@@ -5,6 +5,7 @@ import type { CliEnvironment } from './environment.js';
 import { CliError, EXIT, type ExitCode } from './errors.js';
 import { MSG } from './messages.js';
 import { coordinatorLogger, openQueue, readStatus, type RolloutQueue } from './plane.js';
+import { watchNoWorker } from './no-worker-watch.js';
 import { createProgress } from './progress.js';
 import { ResultsFile } from './results-file.js';
 import { formatSummary, type RunEnd } from './summary.js';
@@ -32,6 +33,8 @@ export interface ExecuteRunOptions {
   readonly resumeHint?: boolean;
   /** Warn once when no worker serves the queue (default true; the demo starts its own). */
   readonly warnNoWorker?: boolean;
+  /** Retention of the delivered run, ms (default: the producer's, 3 days). */
+  readonly retainMs?: number;
 }
 
 /** Longest wait for closing the queue or reading counters after an interrupt, ms. */
@@ -55,14 +58,16 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
   const logger = options.logger ?? coordinatorLogger('coordinator');
-  const q = await openQueue(env, queue, logger, source.kind === 'map' ? source.maxInFlight : undefined);
+  const q = await openQueue(env, queue, logger, source.kind === 'map' ? source.maxInFlight : undefined, options.retainMs);
   let file: ResultsFile | undefined;
   let outcome: CollectOutcome | undefined;
+  let stopWatching = (): void => undefined;
   try {
     const total = source.kind === 'map' ? source.drafts.length : await attachTotal(q, options);
     if (options.warnNoWorker !== false) {
       const workers = await within(readStatus(q), WIND_DOWN_MS);
       if (workers && workers.workers.length === 0) stderr.write(`${MSG.noWorker(queue, env.prefix)}\n`);
+      stopWatching = watchNoWorker(q, queue, env.prefix, stderr);
     }
     file = ResultsFile.open(options.out, runId);
     if (file.reopened.count > 0 || file.reopened.droppedPartial) {
@@ -81,6 +86,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     if (outcome.kind === 'writeFailed') {
       throw new CliError(MSG.resultsWriteFailed(file.path, outcome.error.code, runId, queue));
     }
+    file.refresh();
     const status = await within(readStatus(q, runId), WIND_DOWN_MS);
     const run = status?.run;
     const end = runEnd(outcome, file.count, total);
@@ -107,6 +113,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     stderr.write(`${MSG.runIncomplete(runId, file.count, total ?? 0, file.path)}\n`);
     return EXIT.failure;
   } finally {
+    stopWatching();
     file?.close();
     if (outcome?.kind === 'interrupted' || outcome?.kind === 'writeFailed') await within(q.close(), WIND_DOWN_MS);
     else await q.close();

@@ -10,6 +10,7 @@ import { cancelCommand } from './commands/cancel.js';
 import { dashboardCommand } from './commands/dashboard.js';
 import { demoCommand } from './commands/demo.js';
 import { gatewayCommand } from './commands/gateway.js';
+import { purgeCommand } from './commands/purge.js';
 import { resumeCommand } from './commands/resume.js';
 import { runCommand } from './commands/run.js';
 import { statusCommand } from './commands/status.js';
@@ -50,6 +51,7 @@ export async function runCli(argv: readonly string[]): Promise<ExitCode> {
     .addCommand(resumeCommand(context))
     .addCommand(statusCommand(context))
     .addCommand(cancelCommand(context))
+    .addCommand(purgeCommand(context))
     .addCommand(dashboardCommand(context))
     .addCommand(gatewayCommand(context))
     .addCommand(demoCommand(context));

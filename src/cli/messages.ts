@@ -43,10 +43,15 @@ export const HELP = {
     runMs: "the rollout's own time limit, ms; past it: a model result (default 600000)",
     hangMs: "the plane's limit, ms; past it the child is killed and the lease re-dispatched (default 900000)",
     memoryMb: "heap limit of the rollout's child process, MiB (default 1024)",
+    retain: 'how long the run stays in Redis once every result is delivered, e.g. 3d, 12h, 30m (default 3d; 0 removes it at once)',
   },
   resume: {
     description: 'Re-attach to a run and write the results not yet delivered (after the coordinator died).',
     out: 'results file (default results-<runId>.jsonl); leases already in it are not written again',
+  },
+  purge: {
+    description: 'Remove a finished (completed, stopped or cancelled) run from Redis now: its jobs, records and artifact.',
+    olderThan: 'instead of one run id: purge every finished run that ended at least this long ago, e.g. 7d, 12h',
   },
   status: {
     description: 'Show jobs by state, connected workers and, for a run, results by kind, counters and quarantined leases.',
@@ -190,6 +195,14 @@ export const MSG = {
     `interrupted: run ${runId} goes on in Redis. Collect the rest with\n  rollout-queue resume ${runId}${queueFlag(queue)} --out ${out}\nor stop it with\n  rollout-queue cancel ${runId}${queueFlag(queue)}`,
   noWorker: (queue: string, prefix: string) =>
     `no worker is serving queue "${queue}" (prefix "${prefix}") yet; start one with: rollout-queue worker --queue ${queue}`,
+  purgeNeedsOne: 'purge needs a run id or --older-than <duration> (not both): e.g. rollout-queue purge RUN_ID, or rollout-queue purge --older-than 7d',
+  runPurged: (runId: string, leases: number) => `purged run ${runId}: ${leases} lease(s), their jobs, records and stored artifact removed from Redis`,
+  purgedOlder: (count: number, age: string) => `purged ${count} run(s) that ended ${age} ago or earlier`,
+  purgeSkipped: (runId: string, why: string) => `  skipped ${runId}: ${why}`,
+  notADuration: (value: string) =>
+    `"${value}" is not a duration: write a whole number with a unit, ms, s, m, h or d (e.g. 500ms, 90s, 30m, 12h, 3d)`,
+  noWorkerStill: (queue: string, prefix: string, seconds: number) =>
+    `still no worker serving queue "${queue}" (prefix "${prefix}") after ${seconds} s; leases no worker starts within timeouts.scheduleToStartMs (default 5 min) end as infrastructure / NoWorker. Start one with: rollout-queue worker --queue ${queue}`,
   runCancelled: (runId: string, removed: number, workers: number) =>
     `cancelled run ${runId}: ${removed} waiting rollout(s) removed, ${workers} worker(s) told to stop its active ones`,
   progressLine: (done: number, total: number | null) =>
@@ -212,6 +225,7 @@ export const MSG = {
   statusNoWorkers: '  none: start one with `rollout-queue worker`',
   statusRun: (runId: string, status: string, created: string | null) => `Run ${runId}: ${status}${created ? ` (created ${created})` : ''}`,
   statusStopReason: (reason: string) => `  stop reason     ${reason}`,
+  statusRetention: (endedAt: string, expiresAt: string) => `  delivered       ${endedAt}; expires from Redis at ${expiresAt} (purge removes it now)`,
   statusRuns: (runs: string) => `Runs: ${runs}`,
   statusQuarantined: (count: number) => `Quarantined leases (ended by the re-dispatch limit): ${count}`,
   statusQuarantineLine: (leaseId: string, exitCode: string, signal: string, reason: string) =>

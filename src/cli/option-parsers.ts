@@ -63,3 +63,16 @@ export function envNameList(value: string, previous: string[] | undefined): stri
 export function stringList(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
 }
+
+const DURATION_UNITS_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration like `500ms`, `90s`, `30m`, `12h`, `3d` (or `0`), in ms; a unit is required otherwise. */
+export function durationMs(value: string): number {
+  const match = /^(\d+)(ms|s|m|h|d)?$/.exec(value.trim());
+  const amount = match ? Number(match[1]) : Number.NaN;
+  const unit = match?.[2];
+  if (!match || (unit === undefined && amount !== 0)) throw new InvalidArgumentError(MSG.notADuration(value));
+  const ms = amount * (unit ? (DURATION_UNITS_MS[unit] as number) : 1);
+  if (!Number.isSafeInteger(ms)) throw new InvalidArgumentError(MSG.notADuration(value));
+  return ms;
+}

@@ -22,13 +22,15 @@ export function coordinatorLogger(component: string): Logger {
 /**
  * Opens the coordinator side of one queue.
  * @param maxInFlight undefined: the producer's default.
+ * @param retainMs retention of a delivered run, ms; undefined: the producer's default.
  */
-export async function openQueue(env: CliEnvironment, queue: string, logger: Logger, maxInFlight?: number): Promise<RolloutQueue> {
+export async function openQueue(env: CliEnvironment, queue: string, logger: Logger, maxInFlight?: number, retainMs?: number): Promise<RolloutQueue> {
   return RolloutQueue.create({
     redisUrl: env.redisUrl,
     queue,
     prefix: env.prefix,
     ...(maxInFlight !== undefined ? { maxInFlight } : {}),
+    ...(retainMs !== undefined ? { retainMs } : {}),
     logger,
   });
 }

@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync, readFileSync, rmdirSync, statSync, truncateSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, rmdirSync, statSync, truncateSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import type { Result } from '../spec/index.js';
 import { CliError, UsageError } from './errors.js';
@@ -10,7 +10,8 @@ import { RunTally, toResultLine, type ResultLine } from './run-tally.js';
  *
  * Opening an existing file keeps its complete lines, drops a partial last line (the process
  * died mid-write) and remembers every lease in it, so a re-attached run writes each lease
- * exactly once. Lines are written with one synchronous `write` each, before the next result is
+ * exactly once. Each append first reads what others appended since (a coordinator that took
+ * the run over while this one was paused), so the file never holds a lease twice. Lines are written with one synchronous `write` each, before the next result is
  * pulled from the producer (which acknowledges a result only then): a result is in the file
  * before Redis forgets it, and a SIGKILL at any point loses nothing.
  */
@@ -23,12 +24,15 @@ export class ResultsFile {
   readonly reopened: { readonly count: number; readonly droppedPartial: boolean };
   private readonly leases = new Set<string>();
   private fd: number | undefined;
+  /** Bytes of the file read into {@link leases} so far (complete lines only). */
+  private scanned: number;
 
-  private constructor(file: string, existing: readonly ResultLine[], droppedPartial: boolean) {
+  private constructor(file: string, existing: readonly ResultLine[], droppedPartial: boolean, scanned: number) {
     this.path = file;
     for (const line of existing) this.remember(line);
     this.reopened = { count: existing.length, droppedPartial };
-    this.fd = openSync(file, 'a');
+    this.fd = openSync(file, 'a+');
+    this.scanned = scanned;
   }
 
   /**
@@ -39,7 +43,7 @@ export class ResultsFile {
     const absolute = path.resolve(file);
     if (!outFileStats(file, absolute)) {
       makeDirs(file, path.dirname(absolute));
-      return ResultsFile.create(file, absolute, [], false);
+      return ResultsFile.create(file, absolute, [], false, 0);
     }
     let text: string;
     try {
@@ -58,12 +62,12 @@ export class ResultsFile {
       if (line.runId !== runId) throw new UsageError(MSG.resultsOtherRun(file, line.runId, runId));
       lines.push(line);
     });
-    return ResultsFile.create(file, absolute, lines, droppedPartial);
+    return ResultsFile.create(file, absolute, lines, droppedPartial, Buffer.byteLength(text.slice(0, end), 'utf8'));
   }
 
-  private static create(file: string, absolute: string, lines: readonly ResultLine[], droppedPartial: boolean): ResultsFile {
+  private static create(file: string, absolute: string, lines: readonly ResultLine[], droppedPartial: boolean, scanned: number): ResultsFile {
     try {
-      return new ResultsFile(absolute, lines, droppedPartial);
+      return new ResultsFile(absolute, lines, droppedPartial, scanned);
     } catch (err) {
       throw new UsageError(MSG.outNotWritable(file, errorCode(err)));
     }
@@ -84,8 +88,11 @@ export class ResultsFile {
    * @returns true when a line was written.
    */
   append(result: Result): boolean {
-    if (this.leases.has(result.leaseId)) return false;
     if (this.fd === undefined) throw new Error(`results file ${this.path} is closed`);
+    // Checked against the file itself, not only our memory: another coordinator of the run
+    // (one that took over while this one was paused) may have appended since.
+    this.catchUp(this.fd);
+    if (this.leases.has(result.leaseId)) return false;
     const line = toResultLine(result);
     const text = `${JSON.stringify(line)}\n`;
     try {
@@ -99,10 +106,40 @@ export class ResultsFile {
     return true;
   }
 
+  /**
+   * Re-reads what others appended since the last look (another coordinator of the run that
+   * delivered while this one had lost its lease), so counts and totals cover the whole file.
+   */
+  refresh(): void {
+    if (this.fd !== undefined) this.catchUp(this.fd);
+  }
+
   /** Closes the file (idempotent). */
   close(): void {
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
+  }
+
+  /**
+   * Reads the complete lines appended by anyone since the last look and remembers their
+   * leases (a partial last line of another writer is read once it is complete).
+   * @throws ResultsWriteError when the file cannot be read.
+   */
+  private catchUp(fd: number): void {
+    try {
+      const size = fstatSync(fd).size;
+      if (size <= this.scanned) return;
+      const chunk = Buffer.alloc(size - this.scanned);
+      const read = readSync(fd, chunk, 0, chunk.length, this.scanned);
+      const end = chunk.subarray(0, read).lastIndexOf(0x0a) + 1;
+      for (const raw of chunk.subarray(0, end).toString('utf8').split('\n')) {
+        const line = raw.trim() === '' ? undefined : parseLine(raw);
+        if (line) this.remember(line);
+      }
+      this.scanned += end;
+    } catch (err) {
+      throw new ResultsWriteError(this.path, errorCode(err));
+    }
   }
 
   private remember(line: ResultLine): void {

@@ -50,6 +50,7 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
   }
   lines.push(MSG.statusRun(run.runId, run.status, run.createdAt));
   if (run.stopReason) lines.push(MSG.statusStopReason(run.stopReason));
+  if (run.endedAt && run.retainMs !== null) lines.push(MSG.statusRetention(run.endedAt, new Date(Date.parse(run.endedAt) + run.retainMs).toISOString()));
   lines.push(row('specs', text(run.specCount)), row('enqueued', run.enqueued), row('delivered', run.delivered));
   for (const kind of KINDS) lines.push(row(kind, run.kinds[kind]));
   lines.push(row('redispatched', run.redispatched), row('duplicates dropped', run.duplicatesDropped), row('already enqueued', run.alreadyEnqueued));

@@ -22,7 +22,14 @@ if stc > seen then
   redis.call('HINCRBY', KEYS[2], '${RUN_FIELDS.redispatched}', stc - seen)
   redis.call('HSET', KEYS[1], 'lastExit', ARGV[2])
 end
-return {tonumber(redis.call('HGET', KEYS[1], 'redispatched') or '0'), redis.call('HGET', KEYS[2], '${RUN_FIELDS.status}') or ''}
+local queued = -1
+local clock = redis.call('HGET', KEYS[3], ARGV[3])
+if clock then
+  local t = redis.call('TIME')
+  queued = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - cjson.decode(clock)[1]
+  if queued < 0 then queued = 0 end
+end
+return {tonumber(redis.call('HGET', KEYS[1], 'redispatched') or '0'), redis.call('HGET', KEYS[2], '${RUN_FIELDS.status}') or '', queued}
 `;
 
 /**
@@ -42,10 +49,32 @@ export class LeaseLedger {
    * @returns the lease's re-dispatch count so far, and the run's status (undefined when the
    *   run has no record, e.g. a job added by another client).
    */
-  async noteStart(leaseId: string, runId: string, stalledCounter: number): Promise<{ redispatched: number; runStatus: RunStatus | undefined }> {
+  async noteStart(leaseId: string, runId: string, stalledCounter: number): Promise<{ redispatched: number; runStatus: RunStatus | undefined; queuedMs: number | null }> {
     const lost: ExitInfo = { reason: 'WorkerLost', exitCode: null, signal: null, stderrTail: 'the worker holding this lease stopped renewing its lock (killed, frozen or cut off from Redis)' };
-    const [count, status] = (await this.redis.eval(NOTE_START, 2, this.keys.lease(leaseId), this.keys.run(runId), stalledCounter, JSON.stringify(lost))) as [number, string];
-    return { redispatched: Number(count), runStatus: (status || undefined) as RunStatus | undefined };
+    const [count, status, queued] = (await this.redis.eval(
+      NOTE_START, 3, this.keys.lease(leaseId), this.keys.run(runId), this.keys.runEnqueuedAt(runId), stalledCounter, JSON.stringify(lost), leaseId,
+    )) as [number, string, number];
+    return { redispatched: Number(count), runStatus: (status || undefined) as RunStatus | undefined, queuedMs: Number(queued) >= 0 ? Number(queued) : null };
+  }
+
+  /**
+   * What finishing an attempt needs, in one round trip: the lease's re-dispatches and cost
+   * receipts, the Redis clock now (ms; `finishedAt` is taken from it, not from this host), and
+   * whether the coordinator already ended the lease (`keys.runVerdicts`: NoWorker,
+   * DeadlineExceeded), which makes this answer a late duplicate.
+   */
+  async readForFinish(leaseId: string, runId: string): Promise<{ redispatched: number; costs: CostReceipt[]; nowMs: number; verdict: boolean }> {
+    const [[, hash], [, time], [, verdict]] = (await this.redis
+      .multi()
+      .hgetall(this.keys.lease(leaseId))
+      .time()
+      .hexists(this.keys.runVerdicts(runId), leaseId)
+      .exec()) as [[unknown, Record<string, string>], [unknown, [string, string]], [unknown, number]];
+    const costs = Object.entries(hash ?? {})
+      .filter(([field]) => field.startsWith('cost:'))
+      .map(([, json]) => CostReceiptSchema.parse(JSON.parse(json)));
+    const nowMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+    return { redispatched: Number(hash?.redispatched ?? 0), costs, nowMs, verdict: verdict === 1 };
   }
 
   /** Counts one re-dispatch caused on this worker (crash, hang, start failure, missing secret). */

@@ -1,6 +1,8 @@
+import { performance } from 'node:perf_hooks';
 import { ErrorCode, WaitingError, type Job } from 'bullmq';
 import type { Logger } from '../platform/logger.js';
-import { parseRolloutSpec, type ErrorInfo, type Result, type ResultKind, type RolloutSpec } from '../spec/index.js';
+import { isStoredRendered, parseRolloutSpec, type ErrorInfo, type Result, type ResultKind, type RolloutSpec } from '../spec/index.js';
+import type { ArtifactCache } from './artifact-cache.js';
 import type { ChildPool } from './child-pool.js';
 import { ChildStartError, type AttemptOutcome } from './rollout-child.js';
 import type { ExitInfo, LeaseLedger } from './lease-ledger.js';
@@ -47,6 +49,8 @@ export class RolloutProcessor {
   readonly active = new Map<string, ActiveRollout>();
   /** Leases whose Result was handed to BullMQ and not yet confirmed, by lease id → run id. */
   readonly finishing = new Map<string, string>();
+  /** `queuedMs` of the running attempt of each lease, by the Redis clock (null: enqueued by another client). */
+  private readonly queuedMs = new Map<string, number | null>();
 
   constructor(
     private readonly options: CompiledWorkerOptions,
@@ -54,6 +58,7 @@ export class RolloutProcessor {
     private readonly ledger: LeaseLedger,
     private readonly logger: Logger,
     private readonly events: ProcessorEvents,
+    private readonly artifacts: ArtifactCache,
   ) {}
 
   /** Aborts one rollout (lock lost), every rollout of a run (cancelled) or all (shutdown). */
@@ -74,18 +79,26 @@ export class RolloutProcessor {
     const startedAt = Date.now();
     const parsed = parseRolloutSpec(job.data);
     if (!parsed.success) return this.malformed(job, parsed.error.issues);
-    const spec = parsed.data;
+    let spec = parsed.data;
     if (spec.leaseId !== job.id) {
       return this.finish(job, spec, startedAt, { kind: 'caller', error: { type: 'InvalidSpec', message: `job id "${job.id}" differs from spec.leaseId "${spec.leaseId}"; add the job with jobId = leaseId` } });
     }
     const log = this.logger.child({ runId: spec.runId, leaseId: spec.leaseId });
-    const { redispatched, runStatus } = await this.ledger.noteStart(spec.leaseId, spec.runId, job.stalledCounter ?? 0);
+    const { redispatched, runStatus, queuedMs } = await this.ledger.noteStart(spec.leaseId, spec.runId, job.stalledCounter ?? 0);
+    this.queuedMs.set(spec.leaseId, queuedMs);
     if (runStatus === 'cancelled') {
       return this.finish(job, spec, startedAt, { kind: 'caller', error: { type: 'Cancelled', message: 'the run was cancelled before this rollout started' } });
     }
     if (redispatched > this.options.maxRedispatches) {
       const { lastExit } = await this.ledger.read(spec.leaseId);
       return this.quarantine(job, spec, startedAt, lastExit);
+    }
+    if (isStoredRendered(spec.rendered)) {
+      const rendered = await this.artifacts.resolve(spec.runId, spec.rendered);
+      if (!rendered) {
+        return this.finish(job, spec, startedAt, { kind: 'infrastructure', error: { type: 'ArtifactMissing', message: `the stored artifact ${spec.rendered.sha256} of run ${spec.runId} is gone from Redis (the run was purged or its retention ended); re-run the spec under a new run id` } });
+      }
+      spec = { ...spec, rendered };
     }
     const missing = spec.sandbox.env.filter((name) => process.env[name] === undefined);
     if (missing.length > 0) {
@@ -109,16 +122,18 @@ export class RolloutProcessor {
         log.error({ exitCode: err.exitCode, signal: err.signal, stderrTail: tail(err.stderrTail, 500) }, 'rollout child failed to start');
         return await this.redispatch(job, token, spec, startedAt, { reason: 'ChildStartFailed', exitCode: err.exitCode, signal: err.signal, stderrTail: tail(err.stderrTail) });
       }
-      const runStarted = Date.now();
+      // The worker's monotonic clock: an NTP step during the rollout cannot bend runMs.
+      const runStarted = performance.now();
       const outcome = await child.run(
         { type: 'run', spec, taskId: taskIdOf(spec), attempt: job.attemptsStarted || 1, secrets },
         { hangMs: spec.timeouts.hangMs, killGraceMs: this.options.killGraceMs, signal: controller.signal, onCost: (receipt) => this.ledger.recordCosts(spec.leaseId, [receipt]) },
       );
       await this.pool.release(child, { retire: outcome.type !== 'done' || outcome.done.recycle });
       await this.ledger.recordCosts(spec.leaseId, outcome.costs);
-      return await this.settle(job, token, spec, startedAt, Date.now() - runStarted, outcome);
+      return await this.settle(job, token, spec, startedAt, Math.round(performance.now() - runStarted), outcome);
     } finally {
       this.active.delete(spec.leaseId);
+      this.queuedMs.delete(spec.leaseId);
     }
   };
 
@@ -198,7 +213,8 @@ export class RolloutProcessor {
       attempts: job.attemptsStarted || 1,
       redispatched: 0,
       worker: this.options.name,
-      queuedMs: job.processedOn ? Math.max(0, job.processedOn - job.timestamp) : null,
+      // BullMQ's timestamp (the enqueuer's clock) and processedOn (ours) are two clocks: no queuedMs.
+      queuedMs: null,
       runMs: null,
       finishedAt: new Date().toISOString(),
       cost: [],
@@ -216,7 +232,15 @@ export class RolloutProcessor {
     outcome: { kind: ResultKind; output?: unknown; reward?: number | null; error?: ErrorInfo | null },
     runMs: number | null = null,
   ): Promise<Result> {
-    const { redispatched, costs } = await this.ledger.read(spec.leaseId);
+    const { redispatched, costs, nowMs, verdict } = await this.ledger.readForFinish(spec.leaseId, spec.runId);
+    const queuedMs = this.queuedMs.get(spec.leaseId);
+    this.queuedMs.delete(spec.leaseId);
+    if (verdict) {
+      // The coordinator already ended this lease (NoWorker / DeadlineExceeded): it delivers its
+      // own Result, never this one. Counted once, here.
+      await this.ledger.countDuplicate(spec.runId);
+      this.logger.warn({ runId: spec.runId, leaseId: spec.leaseId }, 'late answer dropped: the coordinator ended this lease past its deadline');
+    }
     const result: Result = {
       leaseId: spec.leaseId,
       runId: spec.runId,
@@ -228,9 +252,9 @@ export class RolloutProcessor {
       attempts: job.attemptsStarted || 1,
       redispatched,
       worker: this.options.name,
-      queuedMs: job.processedOn ? Math.max(0, job.processedOn - job.timestamp) : Math.max(0, startedAt - job.timestamp),
+      queuedMs: queuedMs ?? null,
       runMs,
-      finishedAt: new Date().toISOString(),
+      finishedAt: new Date(nowMs).toISOString(),
       cost: costs,
     };
     this.finishing.set(spec.leaseId, spec.runId);

@@ -5,6 +5,7 @@ import { queueKeys, type QueueKeys } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import { redactRedisUrl, redisOptionsFromUrl } from '../platform/redis-connection.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
+import { ArtifactCache } from './artifact-cache.js';
 import { ChildPool } from './child-pool.js';
 import { LeaseLedger } from './lease-ledger.js';
 import { isLostOwnership, RolloutProcessor } from './rollout-processor.js';
@@ -105,7 +106,7 @@ export class RolloutWorker {
       onStart: () => {
         if (self) self.lastStartAt = Date.now();
       },
-    });
+    }, new ArtifactCache(redis, keys));
     const worker = new Worker(options.queue, processor.process, {
       connection: bullConnection,
       prefix: options.prefix,

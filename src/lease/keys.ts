@@ -28,6 +28,14 @@ export interface QueueKeys {
   runQuarantined(runId: string): string;
   /** STRING lease of the one coordinator delivering a run: JSON {token, pid, host}, with PX TTL. */
   runCoordinator(runId: string): string;
+  /** STRING one artifact of the run, stored once: the JSON of a `rendered` value whose SHA-256 (hex) is `sha256`. */
+  runArtifact(runId: string, sha256: string): string;
+  /** SET the `sha256`s of the run's stored artifacts (retention and purge find them here). */
+  runArtifacts(runId: string): string;
+  /** HASH leaseId → JSON Result of leases the coordinator ended itself (NoWorker, DeadlineExceeded); first verdict wins. */
+  runVerdicts(runId: string): string;
+  /** HASH leaseId → enqueue time by the Redis clock (`TIME`, ms): the one clock deadlines and `queuedMs` are measured with. */
+  runEnqueuedAt(runId: string): string;
   /** SET run ids known on this queue (for `status`). */
   runs(): string;
   /** HASH per-lease bookkeeping on the worker side: redispatched, stallsSeen, handbacks. */
@@ -61,6 +69,10 @@ export function queueKeys(prefix: string = DEFAULT_PREFIX, queue: string = DEFAU
     runDelivered: (runId) => `${base}run:${runId}:delivered`,
     runQuarantined: (runId) => `${base}run:${runId}:quarantined`,
     runCoordinator: (runId) => `${base}run:${runId}:coordinator`,
+    runArtifact: (runId, sha256) => `${base}run:${runId}:artifact:${sha256}`,
+    runArtifacts: (runId) => `${base}run:${runId}:artifacts`,
+    runVerdicts: (runId) => `${base}run:${runId}:verdicts`,
+    runEnqueuedAt: (runId) => `${base}run:${runId}:enqueued-at`,
     runs: () => `${base}runs`,
     lease: (leaseId) => `${base}lease:${leaseId}`,
     cancelChannel: () => `${base}cancel`,
@@ -68,6 +80,16 @@ export function queueKeys(prefix: string = DEFAULT_PREFIX, queue: string = DEFAU
     gatewayRun: (runId) => `${base}gw:${runId}`,
     gatewayResults: (runId) => `${base}gw:${runId}:results`,
   };
+}
+
+/** BullMQ's LIST of a job's log lines, next to the job hash `jobKey` (BullMQ `src/classes/job.ts`, `toKey(id) + ':logs'`). */
+export function bullJobLogsKey(jobKey: string): string {
+  return `${jobKey}:logs`;
+}
+
+/** BullMQ's lock STRING of an active job, next to the job hash `jobKey` (BullMQ `includes/isLocked.lua`). */
+export function bullJobLockKey(jobKey: string): string {
+  return `${jobKey}:lock`;
 }
 
 /** BullMQ keeps one `<prefix>:<queue>:meta` HASH per queue (BullMQ `src/classes/queue-keys.ts`). */
@@ -84,4 +106,15 @@ export function queueNameOfMetaKey(prefix: string, key: string): string | undefi
   if (!key.startsWith(head) || !key.endsWith(BULL_META_SUFFIX)) return undefined;
   const name = key.slice(head.length, key.length - BULL_META_SUFFIX.length);
   return name !== '' && !name.includes(':') ? name : undefined;
+}
+
+/**
+ * Every key of a run's own bookkeeping (not its jobs, lease hashes or artifacts), for retention
+ * and purge: what `keys.run*` builds for `runId`, in one list.
+ */
+export function runOwnKeys(keys: QueueKeys, runId: string): string[] {
+  return [
+    keys.run(runId), keys.runLeases(runId), keys.runDelivered(runId), keys.runQuarantined(runId),
+    keys.runArtifacts(runId), keys.runVerdicts(runId), keys.runEnqueuedAt(runId),
+  ];
 }

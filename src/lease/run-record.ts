@@ -19,6 +19,10 @@ export const RUN_FIELDS = {
   redispatched: 'redispatched',
   duplicatesDropped: 'duplicatesDropped',
   alreadyEnqueued: 'alreadyEnqueued',
+  /** When every Result was delivered, by the Redis clock (ms since the epoch); set with the retention. */
+  endedAt: 'endedAt',
+  /** Retention of the delivered run, ms: its keys expire this long after `endedAt`. */
+  retainMs: 'retainMs',
   /** `kind:<kind>`: delivered Results of that kind (counted once, at first delivery). */
   kind: (kind: ResultKind) => `kind:${kind}`,
 } as const;
@@ -37,6 +41,10 @@ export interface RunRecord {
   readonly duplicatesDropped: number;
   readonly alreadyEnqueued: number;
   readonly kinds: Readonly<Record<ResultKind, number>>;
+  /** When every Result was delivered (Redis clock, ISO 8601), or null while it is not. */
+  readonly endedAt: string | null;
+  /** Retention of the delivered run, ms (its keys expire `retainMs` after `endedAt`), or null. */
+  readonly retainMs: number | null;
   /** Leases ended by the re-dispatch limit: leaseId → {reason, exitCode, signal, stderrTail}. */
   readonly quarantined: Readonly<Record<string, unknown>>;
 }
@@ -78,6 +86,8 @@ export async function readRunRecord(redis: Redis, keys: QueueKeys, runId: string
       infrastructure: int(hash[RUN_FIELDS.kind('infrastructure')]),
       caller: int(hash[RUN_FIELDS.kind('caller')]),
     },
+    endedAt: hash[RUN_FIELDS.endedAt] ? new Date(int(hash[RUN_FIELDS.endedAt])).toISOString() : null,
+    retainMs: hash[RUN_FIELDS.retainMs] !== undefined ? int(hash[RUN_FIELDS.retainMs]) : null,
     quarantined: parsedQuarantine,
   };
 }

@@ -1,7 +1,8 @@
 import type { Queue } from 'bullmq';
 import { ROLLOUT_JOB_NAME } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
-import type { Result } from '../spec/index.js';
+import type { Result, RolloutSpec } from '../spec/index.js';
+import type { ArtifactStorer } from './artifact-storer.js';
 import { callerResult } from './caller-result.js';
 import { DraftSource } from './draft-source.js';
 import type { LeaseTracker } from './lease-tracker.js';
@@ -22,6 +23,8 @@ export interface EnqueuerDeps {
   readonly prepareRun: () => Promise<string>;
   /** Receives the caller Result of a refused draft (the session decides whether to stop). */
   readonly onRefused: (result: Result) => void;
+  /** Turns a spec into job data (a large artifact stored once, referenced by hash). */
+  readonly artifacts: ArtifactStorer;
 }
 
 type ValidDraft = Extract<PreparedDraft, { ok: true }>;
@@ -164,8 +167,12 @@ export class DraftEnqueuer {
   private async addJobs(drafts: readonly Positioned<ValidDraft>[]): Promise<void> {
     const { queue, store, tracker, runId } = this.deps;
     try {
-      await queue.addBulk(drafts.map(({ draft }) => ({ name: ROLLOUT_JOB_NAME, data: draft.spec, opts: { jobId: draft.leaseId, attempts: 1 } })));
-      await store.recordLeases(runId, drafts.map(({ draft, index }) => ({ leaseId: draft.leaseId, index })));
+      const data: RolloutSpec[] = [];
+      for (const { draft } of drafts) data.push(await this.deps.artifacts.jobData(draft.spec));
+      await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i], opts: { jobId: draft.leaseId, attempts: 1 } })));
+      await store.recordLeases(runId, drafts.map(({ draft, index }) => ({
+        leaseId: draft.leaseId, index, scheduleToStartMs: draft.spec.timeouts.scheduleToStartMs, scheduleToCloseMs: draft.spec.timeouts.scheduleToCloseMs,
+      })));
       for (const { draft } of drafts) tracker.confirm(draft.leaseId);
     } catch (err) {
       for (const { draft } of drafts) tracker.forget(draft.leaseId);

@@ -5,7 +5,7 @@
 export { RolloutQueue } from './rollout-queue.js';
 export type { MapRolloutsOptions, QueueStatus, RolloutQueueState } from './rollout-queue.js';
 export { RunStoppedError } from './run-stopped-error.js';
-export { RunBusyError, COORDINATOR_LEASE_MS } from './coordinator-lease.js';
+export { RunBusyError, CoordinatorLeaseLostError, COORDINATOR_LEASE_MS, LEASE_LOST_WAIT_MS } from './coordinator-lease.js';
 export { AbortError } from './abort-error.js';
 export { ProducerOptionsSchema, compileProducerOptions, DEFAULT_MAX_TASK_BYTES } from './producer-options.js';
 export type { CompiledProducerOptions, ProducerOptions } from './producer-options.js';
@@ -16,3 +16,7 @@ export { DispatchError } from './dispatch-errors.js';
 export { dispatchRunId } from './dispatch-run-id.js';
 export { QueueDispatchOptionsSchema, DEFAULT_KEEP_ANSWER_MS, type QueueDispatchOptions } from './dispatch-options.js';
 export { connectProducerRedis } from './connect-producer-redis.js';
+export { RunActiveError } from './purge-run.js';
+export type { PurgeOutcome, PurgeOlderOutcome } from './purge-run.js';
+export { DEFAULT_RETAIN_MS } from './run-retention.js';
+export { STORE_ARTIFACT_MIN_BYTES } from './artifact-storer.js';

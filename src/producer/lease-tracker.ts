@@ -77,6 +77,28 @@ export class LeaseTracker {
     this.notify();
   }
 
+  /** Every lease this session still cares about: unfinished or with a Result not yet yielded. */
+  pendingLeases(): string[] {
+    return [...this.unfinished.keys(), ...this.ready.map((result) => result.leaseId)];
+  }
+
+  /**
+   * Forgets leases another coordinator delivered while this one had lost its lease: their
+   * Results must not be yielded again (nor awaited). Returns how many were dropped.
+   */
+  dropDelivered(delivered: ReadonlySet<string>): number {
+    let dropped = 0;
+    for (const leaseId of delivered) if (this.unfinished.delete(leaseId)) dropped++;
+    for (let i = this.ready.length - 1; i >= 0; i--) {
+      if (delivered.has((this.ready[i] as Result).leaseId)) {
+        this.ready.splice(i, 1);
+        dropped++;
+      }
+    }
+    if (dropped > 0) this.notify();
+    return dropped;
+  }
+
   /** The next Result for the consumer, in completion order. */
   takeReady(): Result | undefined {
     return this.ready.shift();

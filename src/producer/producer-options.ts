@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DEFAULT_PREFIX, DEFAULT_QUEUE, queueKeys } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import { DEFAULT_REDIS_URL } from '../platform/redis-connection.js';
+import { DEFAULT_RETAIN_MS } from './run-retention.js';
 
 /** 1 MiB in bytes: the default {@link ProducerOptions.maxSpecBytes}. */
 export const ONE_MIB = 1024 * 1024;
@@ -66,6 +67,13 @@ export const ProducerOptionsSchema = z
      * `false` relies on reconciliation alone (results arrive within `reconcileMs`). Default true.
      */
     queueEvents: z.boolean().default(true),
+    /**
+     * How long a run stays in Redis once every Result is delivered, ms: then its job hashes,
+     * lease hashes, stored artifact and run records expire (PEXPIRE set when the run completes;
+     * docs/retention.md). `purge` removes a run at once. Default 259 200 000 (3 days), bounds
+     * 0 (remove as soon as it is delivered) to 31 536 000 000 (365 days).
+     */
+    retainMs: z.number().int().min(0).max(365 * 24 * 3600 * 1000).default(DEFAULT_RETAIN_MS),
     /** pino logger. Default: a JSON logger to stdout with `component: "producer"` and secret redaction. */
     logger: z.custom<Logger>(isLogger, 'logger must be a pino logger (info/warn/error/debug/child)').optional(),
   })
@@ -86,6 +94,7 @@ export interface CompiledProducerOptions {
   readonly maxTaskBytes: number;
   readonly connectTimeoutMs: number;
   readonly queueEvents: boolean;
+  readonly retainMs: number;
   readonly logger: Logger;
 }
 
@@ -114,6 +123,7 @@ export function compileProducerOptions(input: ProducerOptions = {}, env: NodeJS.
     maxTaskBytes: value.maxTaskBytes,
     connectTimeoutMs: value.connectTimeoutMs,
     queueEvents: value.queueEvents,
+    retainMs: value.retainMs,
     logger: value.logger ?? createLogger({ component: 'producer' }),
   });
 }

@@ -47,8 +47,9 @@ export function resultFromReturnValue(leaseId: string, runId: string, returnvalu
  * stall limit ended it, else `WorkerError`, with BullMQ's failedReason as message.
  * `attempts` = BullMQ `attemptsStarted`; `redispatched` = the worker's count for the lease or
  * BullMQ's `stalledCounter`, whichever is larger (a stall the worker never saw still counts).
+ * `finishedAt` = `nowMs` (the Redis clock when the coordinator read the failure), else this host's clock.
  */
-export function resultFromFailedJob(leaseId: string, runId: string, outcome: FailedOutcome): Result {
+export function resultFromFailedJob(leaseId: string, runId: string, outcome: FailedOutcome, nowMs?: number): Result {
   const stalled = outcome.failedReason === STALL_LIMIT_REASON;
   const result = plane(leaseId, runId, outcome.taskId ?? taskKeyOf(leaseId, runId), stalled ? 'WorkerLost' : 'WorkerError',
     outcome.failedReason || 'BullMQ failed the job without a reason');
@@ -58,9 +59,12 @@ export function resultFromFailedJob(leaseId: string, runId: string, outcome: Fai
     attempts: outcome.attemptsStarted,
     redispatched: Math.max(outcome.leaseRedispatched, outcome.stalledCounter),
     worker: outcome.processedBy,
-    queuedMs: started !== null && outcome.timestamp !== null ? Math.max(0, started - outcome.timestamp) : null,
-    runMs: started !== null && outcome.finishedOn !== null ? Math.max(0, outcome.finishedOn - started) : null,
-    finishedAt: outcome.finishedOn !== null ? new Date(outcome.finishedOn).toISOString() : result.finishedAt,
+    // BullMQ's `timestamp` is the enqueuer's clock and `processedOn` a worker's: no queuedMs
+    // from them. A stalled job's `finishedOn` is the clock of whichever worker ran the stalled
+    // check, so runMs only when the same worker started and failed it.
+    queuedMs: null,
+    runMs: !stalled && started !== null && outcome.finishedOn !== null ? Math.max(0, outcome.finishedOn - started) : null,
+    finishedAt: nowMs !== undefined ? new Date(nowMs).toISOString() : result.finishedAt,
   };
 }
 

@@ -9,6 +9,7 @@ import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { connectProducerRedis } from './connect-producer-redis.js';
 import { compileProducerOptions, type CompiledProducerOptions, type ProducerOptions } from './producer-options.js';
 import type { RolloutDraft } from './rollout-draft.js';
+import { purgeOlderThan, purgeRun, RunActiveError, type PurgeOlderOutcome, type PurgeOutcome } from './purge-run.js';
 import { RunSession } from './run-session.js';
 import { RunStore } from './run-store.js';
 
@@ -109,10 +110,17 @@ export class RolloutQueue {
    * - aborting `signal` cancels the run and throws {@link AbortError};
    * - a run stopped or cancelled earlier enqueues nothing: its undelivered Results are yielded,
    *   then {@link RunStoppedError} says so.
-   * An empty array returns at once with no Results. One live iterator per run per RolloutQueue;
-   * two coordinators iterating the same run at once would both receive its Results.
-   * @throws (from the iterator) RunStoppedError, AbortError, the closed-queue error after
-   * `close()`, or an error from the draft source or from enqueuing (the run stays resumable).
+   * - delivery is fenced by the run's coordinator lease: a Result is yielded or acknowledged only
+   *   while this process holds it, so two coordinators never both deliver one lease; a lost lease
+   *   is retaken when free (Results another coordinator delivered meanwhile are not yielded);
+   * - a lease no worker starts or finishes in time (`timeouts.scheduleToStartMs`,
+   *   `scheduleToCloseMs`) yields an `infrastructure` Result (`NoWorker`, `DeadlineExceeded`);
+   * - once every Result is delivered the run's keys expire after `retainMs`.
+   * An empty array returns at once with no Results. One live iterator per run per RolloutQueue.
+   * @throws (from the iterator) RunStoppedError, AbortError, RunBusyError (another coordinator
+   * delivers the run), CoordinatorLeaseLostError (it took this one's lease and kept it), the
+   * closed-queue error after `close()`, or an error from the draft source or from enqueuing
+   * (the run stays resumable).
    * @throws Error synchronously when the queue is closed or `runId` is invalid.
    */
   mapRollouts(drafts: Iterable<RolloutDraft> | AsyncIterable<RolloutDraft>, options: MapRolloutsOptions): AsyncGenerator<Result, void, undefined> {
@@ -163,6 +171,33 @@ export class RolloutQueue {
     return outcome;
   }
 
+  /**
+   * Removes a finished run from Redis now (see `purgeRun`): its jobs, lease hashes, stored
+   * artifacts and records. Returns how many leases it had.
+   * @throws RunActiveError while the run is running, being delivered, or has active rollouts.
+   * @throws Error when the queue is closed or no such run exists.
+   */
+  async purge(runId: string): Promise<PurgeOutcome> {
+    this.assertOpen();
+    this.checkRunId(runId);
+    if (this.sessions.has(runId)) throw new RunActiveError(runId, 'has a live iterator in this process');
+    const outcome = await purgeRun(this.redis, this.queue, this.keys, runId);
+    if (!outcome.found) throw new Error(`no run "${runId}" on queue "${this.options.queue}" (prefix "${this.options.prefix}"); nothing to purge (a run past its retention is gone already)`);
+    this.options.logger.info({ runId, leases: outcome.leases }, 'run purged');
+    return outcome;
+  }
+
+  /**
+   * Purges every run that ended at least `ageMs` ago (Redis clock); running or active runs are
+   * skipped and listed with why.
+   * @throws Error when the queue is closed.
+   */
+  async purgeOlderThan(ageMs: number): Promise<PurgeOlderOutcome> {
+    this.assertOpen();
+    if (!Number.isSafeInteger(ageMs) || ageMs < 0) throw new Error(`purgeOlderThan: ageMs must be a whole number of ms >= 0, got ${ageMs}`);
+    return purgeOlderThan(this.redis, this.queue, this.keys, ageMs);
+  }
+
   /** Job counts of the queue, the run record (when `runId` is given) and the queue's workers. */
   async status(runId?: string): Promise<QueueStatus> {
     this.assertOpen();
@@ -197,6 +232,7 @@ export class RolloutQueue {
     const session = new RunSession({
       redis: this.redis, queue: this.queue, keys: this.keys, store: this.store, logger: this.options.logger,
       maxInFlight: this.options.maxInFlight, maxSpecBytes: this.options.maxSpecBytes, maxTaskBytes: this.options.maxTaskBytes, reconcileMs: this.options.reconcileMs,
+      retainMs: this.options.retainMs,
       register: (s) => {
         this.assertOpen();
         if (this.sessions.has(s.runId)) throw new Error(`run "${s.runId}" already has a live iterator on this RolloutQueue; consume that one (one iterator per run)`);

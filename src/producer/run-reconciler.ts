@@ -1,6 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
+import type { Result } from '../spec/index.js';
+import type { LeaseDeadlines } from './lease-deadlines.js';
 import type { LeaseTracker } from './lease-tracker.js';
 import { readJobOutcomes, type BullKeys, type JobOutcome } from './read-job-outcomes.js';
 import type { RunHead, RunStore } from './run-store.js';
@@ -19,6 +21,10 @@ export interface ReconcilerDeps {
   readonly onHead: (head: RunHead | undefined) => void;
   /** Settles one lease from its job's state. */
   readonly onOutcome: (leaseId: string, outcome: JobOutcome, head: RunHead | undefined) => Promise<void>;
+  /** The coordinator's own verdicts (NoWorker, DeadlineExceeded), read and decided before job states. */
+  readonly deadlines: LeaseDeadlines;
+  /** Settles one lease with its verdict. */
+  readonly onVerdict: (result: Result) => void;
 }
 
 /**
@@ -65,7 +71,11 @@ export class RunReconciler {
         const head = await store.readHead(runId);
         this.deps.onHead(head);
         if (ids.length > 0 && !this.stopped) {
-          const outcomes = await readJobOutcomes(this.deps.redis, this.deps.bull, this.deps.keys, ids);
+          // A verdict wins over the job's state: the job of a NoWorker lease is removed, and the
+          // late answer of a DeadlineExceeded one must not be delivered after it.
+          for (const verdict of await this.deps.deadlines.check(ids)) this.deps.onVerdict(verdict);
+          const rest = ids.filter((leaseId) => tracker.awaits(leaseId));
+          const outcomes = await readJobOutcomes(this.deps.redis, this.deps.bull, this.deps.keys, rest);
           for (const [leaseId, outcome] of outcomes) await this.deps.onOutcome(leaseId, outcome, head);
         }
       } catch (err) {

@@ -4,13 +4,17 @@ import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
+import { ArtifactStorer } from './artifact-storer.js';
+import { DeliveryFence } from './delivery-fence.js';
 import { DraftEnqueuer } from './draft-enqueuer.js';
+import { LeaseDeadlines } from './lease-deadlines.js';
 import { LeaseTracker } from './lease-tracker.js';
 import type { JobOutcome } from './read-job-outcomes.js';
 import { removeWaitingJobs } from './remove-waiting-jobs.js';
 import { resultForMissingJob, resultFromFailedJob, resultFromReturnValue } from './result-from-job.js';
 import { RunEnding, type Ending } from './run-ending.js';
 import { RunReconciler } from './run-reconciler.js';
+import { applyRetention, persistRun, redisNowMs } from './run-retention.js';
 import { RunStoppedError } from './run-stopped-error.js';
 import type { RunHead, RunStore } from './run-store.js';
 
@@ -25,6 +29,8 @@ export interface SessionDeps {
   readonly maxSpecBytes: number;
   readonly maxTaskBytes: number;
   readonly reconcileMs: number;
+  /** Retention of a run once every Result is delivered, ms (see `applyRetention`). */
+  readonly retainMs: number;
   /** Routes QueueEvents of the run here; throws when the run already has a live session. */
   readonly register: (session: RunSession) => void;
   readonly unregister: (session: RunSession) => void;
@@ -61,6 +67,7 @@ export class RunSession {
   private closedError: (() => Error) | undefined;
   /** This process's right to deliver the run (one coordinator per run at a time). */
   private coordinatorLease: CoordinatorLease | undefined;
+  private fence: DeliveryFence | undefined;
   private readonly onAbort = (): void => this.ending.abortBy(this.plan.signal?.reason);
 
   constructor(private readonly deps: SessionDeps, private readonly plan: SessionPlan) {
@@ -70,6 +77,8 @@ export class RunSession {
       logger: deps.logger, reconcileMs: deps.reconcileMs,
       onHead: (head) => this.noticeHead(head),
       onOutcome: (leaseId, outcome, head) => this.settle(leaseId, outcome, head),
+      deadlines: new LeaseDeadlines({ runId: plan.runId, redis: deps.redis, keys: deps.keys, queue: deps.queue, logger: deps.logger }),
+      onVerdict: (result) => this.accept(result),
     });
     this.ending = new RunEnding({
       runId: plan.runId, redis: deps.redis, queue: deps.queue, store: deps.store, logger: deps.logger, tracker: this.tracker,
@@ -88,6 +97,9 @@ export class RunSession {
         const { stop, abort } = this.ending;
         if (abort) throw await this.ended(abort);
         if (this.failure) throw this.failure;
+        // The fence: deliver only while holding the coordinator lease, and never a lease another
+        // coordinator delivered while ours was lost. Nothing awaits between it and the yield.
+        if (this.tracker.readyCount > 0) await this.fence?.open();
         const result = this.tracker.takeReady();
         if (result) {
           unacknowledged = result;
@@ -136,6 +148,8 @@ export class RunSession {
   abandon(error: () => Error): void {
     this.abandoned = true;
     this.closedError = error;
+    // Ends a wait for a lost lease too (waitHeld throws once the lease is released).
+    void this.coordinatorLease?.release();
     this.enqueuer?.halt();
     this.reconciler.stop();
     this.tracker.notify();
@@ -148,6 +162,7 @@ export class RunSession {
     if (signal?.aborted) return this.ending.abortBy(signal.reason);
     signal?.addEventListener('abort', this.onAbort, { once: true });
     this.coordinatorLease = await CoordinatorLease.acquire(this.deps.redis, this.deps.keys.runCoordinator(this.runId), this.runId, logger);
+    this.fence = new DeliveryFence(this.runId, this.coordinatorLease, store, this.tracker, logger);
     const head = await store.readHead(this.runId);
     if (!head && !this.plan.drafts) {
       throw new Error(`no run "${this.runId}" on queue "${this.deps.keys.queue}" (prefix "${this.deps.keys.prefix}"); check the run id, queue and prefix`);
@@ -159,7 +174,8 @@ export class RunSession {
         // Finish what a coordinator killed mid-stop left: no waiting job of a stopped run may start.
         for (const leaseId of await removeWaitingJobs(this.deps.redis, this.deps.queue, this.runId)) this.tracker.forget(leaseId);
       } else if (head.status === 'completed' && this.plan.drafts) {
-        await store.setStatus(this.runId, 'running', ['completed']);
+        // Running again inside its retention window: its records must not expire mid-run.
+        if (await store.setStatus(this.runId, 'running', ['completed'])) await persistRun(this.deps.redis, this.deps.keys, this.runId);
       }
       logger.info({ runId: this.runId, status: head.status, undelivered: this.tracker.unfinishedCount }, 'resuming run');
     }
@@ -172,6 +188,7 @@ export class RunSession {
       runId: this.runId, queue: this.deps.queue, store, tracker: this.tracker, logger,
       maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
       prepareRun: () => store.ensureRun(this.runId, this.plan.runAttemptId, this.plan.specCount),
+      artifacts: new ArtifactStorer(this.deps.redis, this.deps.keys),
       onRefused: (result) => {
         this.tracker.pushReady(result);
         if (this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
@@ -199,7 +216,7 @@ export class RunSession {
     if (!this.tracker.awaits(leaseId)) return;
     if (outcome.state === 'completed') return this.accept(resultFromReturnValue(leaseId, this.runId, outcome.returnvalue));
     if (outcome.state === 'failed') {
-      const result = resultFromFailedJob(leaseId, this.runId, outcome);
+      const result = resultFromFailedJob(leaseId, this.runId, outcome, await redisNowMs(this.deps.redis));
       if (result.error?.type === 'WorkerLost') {
         await this.deps.store.quarantine(this.runId, leaseId, { reason: outcome.failedReason, exitCode: null, signal: null, stderrTail: '' });
       }
@@ -225,14 +242,17 @@ export class RunSession {
     return this.closedError ? this.closedError() : error;
   }
 
+  /** Acknowledges a delivered Result through the fence (see `DeliveryFence.acknowledge`). */
   private async acknowledge(result: Result): Promise<void> {
-    if (!this.abandoned) await this.deps.store.acknowledge(result);
+    if (!this.abandoned) await this.fence?.acknowledge(result, () => this.abandoned);
   }
 
   /** Every lease answered and acknowledged: record the end, or say what is missing. */
   private async finish(): Promise<void> {
     const { store } = this.deps;
     if (this.earlier) {
+      // Every Result of the stopped run is delivered now: its retention starts.
+      await this.retain();
       throw new RunStoppedError(this.runId, null, `run "${this.runId}" was ${this.earlier.status} earlier (${this.earlier.stopReason ?? 'no reason recorded'}); ` +
         'its remaining Results were delivered and nothing new was enqueued; start a new run id to run its specs again');
     }
@@ -244,7 +264,13 @@ export class RunSession {
           'every Result of the enqueued ones was delivered; call mapRollouts again with the same runId and the specs to run the rest');
       }
     }
-    await store.setStatus(this.runId, 'completed', ['running']);
+    const changed = await store.setStatus(this.runId, 'completed', ['running']);
+    if (changed || (await store.readHead(this.runId))?.status === 'completed') await this.retain();
+  }
+
+  private async retain(): Promise<void> {
+    await applyRetention(this.deps.redis, this.deps.queue, this.deps.keys, this.runId, this.deps.retainMs);
+    this.deps.logger.info({ runId: this.runId, retainMs: this.deps.retainMs }, 'every Result delivered; the run expires from Redis after its retention');
   }
 
   private async teardown(): Promise<void> {

@@ -20,12 +20,19 @@ export interface QuarantineRecord {
 }
 
 // ZADD NX each lease then count the new ones, atomically: a lease is counted in `enqueued`
-// exactly once however often it is re-submitted. KEYS: runLeases, run.
-// ARGV: enqueued field, then score, leaseId pairs.
+// exactly once however often it is re-submitted. A new lease also gets its clock entry:
+// JSON [enqueuedAt by Redis TIME in ms, scheduleToStartMs, scheduleToCloseMs] (0 = none).
+// KEYS: runLeases, run, runEnqueuedAt. ARGV: enqueued field, then score, leaseId, start, close quads.
 const RECORD_LEASES = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local added = 0
-for i = 2, #ARGV, 2 do
-  added = added + redis.call('ZADD', KEYS[1], 'NX', ARGV[i], ARGV[i + 1])
+for i = 2, #ARGV, 4 do
+  local new = redis.call('ZADD', KEYS[1], 'NX', ARGV[i], ARGV[i + 1])
+  if new == 1 then
+    redis.call('HSETNX', KEYS[3], ARGV[i + 1], '[' .. string.format('%d', now) .. ',' .. ARGV[i + 2] .. ',' .. ARGV[i + 3] .. ']')
+  end
+  added = added + new
 end
 if added > 0 then redis.call('HINCRBY', KEYS[2], ARGV[1], added) end
 return added`;
@@ -43,6 +50,14 @@ for i = 1, #ARGV do
 end
 return flags`;
 
+/** A lease {@link RunStore.recordLeases} records: its submission index and its coordinator-side deadlines. */
+export interface LeaseToRecord {
+  readonly leaseId: string;
+  readonly index: number;
+  readonly scheduleToStartMs?: number | undefined;
+  readonly scheduleToCloseMs?: number | undefined;
+}
+
 /** What {@link RunStore.leaseFlags} knows of a lease. */
 export interface LeaseFlags {
   /** In the run's enqueued set: a re-submission must not add it again. */
@@ -52,9 +67,11 @@ export interface LeaseFlags {
 }
 
 // SADD delivered, and count the kind only when the lease was not delivered before: the
-// consumer may see a Result twice (at-least-once), the counters count it once.
-// KEYS: runDelivered, run. ARGV: leaseId, kind field.
+// consumer may see a Result twice (at-least-once), the counters count it once. Fenced: only
+// the holder of the coordinator lease (its token in KEYS[3]) may acknowledge; else -1.
+// KEYS: runDelivered, run, runCoordinator. ARGV: leaseId, kind field, lease token.
 const ACKNOWLEDGE = `
+if redis.call('GET', KEYS[3]) ~= ARGV[3] then return -1 end
 if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
   redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
   return 1
@@ -164,21 +181,38 @@ export class RunStore {
   }
 
   /**
-   * Records enqueued leases (score = submission index) in one script call; returns how many
+   * Records enqueued leases (score = submission index) and, for new ones, their enqueue time by
+   * the Redis clock and deadlines (`keys.runEnqueuedAt`), in one script call; returns how many
    * were new (only those count in `enqueued`).
    */
-  async recordLeases(runId: string, leases: readonly { readonly leaseId: string; readonly index: number }[]): Promise<number> {
+  async recordLeases(runId: string, leases: readonly LeaseToRecord[]): Promise<number> {
     if (leases.length === 0) return 0;
-    const args = leases.flatMap(({ leaseId, index }) => [index, leaseId]);
-    return (await this.redis.eval(RECORD_LEASES, 2, this.keys.runLeases(runId), this.keys.run(runId), RUN_FIELDS.enqueued, ...args)) as number;
+    const args = leases.flatMap(({ leaseId, index, scheduleToStartMs, scheduleToCloseMs }) => [index, leaseId, scheduleToStartMs ?? 0, scheduleToCloseMs ?? 0]);
+    return (await this.redis.eval(RECORD_LEASES, 3, this.keys.runLeases(runId), this.keys.run(runId), this.keys.runEnqueuedAt(runId), RUN_FIELDS.enqueued, ...args)) as number;
   }
 
-  /** Marks a Result delivered and counts its kind, once per lease. True when it was new. */
-  async acknowledge(result: Result): Promise<boolean> {
+  /**
+   * Marks a Result delivered and counts its kind, once per lease, if `token` still holds the
+   * run's coordinator lease (checked in the same script).
+   * @returns `new`, `again` (delivered before), or `fenced` (the lease is not ours: nothing written).
+   */
+  async acknowledge(result: Result, token: string): Promise<'new' | 'again' | 'fenced'> {
+    const { runId } = result;
     const added = await this.redis.eval(
-      ACKNOWLEDGE, 2, this.keys.runDelivered(result.runId), this.keys.run(result.runId), result.leaseId, RUN_FIELDS.kind(result.kind),
+      ACKNOWLEDGE, 3, this.keys.runDelivered(runId), this.keys.run(runId), this.keys.runCoordinator(runId), result.leaseId, RUN_FIELDS.kind(result.kind), token,
     );
-    return added === 1;
+    return added === 1 ? 'new' : added === -1 ? 'fenced' : 'again';
+  }
+
+  /** The leases among `leaseIds` that are in the run's delivered set (one round trip). */
+  async deliveredAmong(runId: string, leaseIds: readonly string[]): Promise<Set<string>> {
+    const delivered = new Set<string>();
+    for (let i = 0; i < leaseIds.length; i += 1000) {
+      const batch = leaseIds.slice(i, i + 1000);
+      const flags = await this.leaseFlags(runId, batch);
+      for (const leaseId of batch) if (flags.get(leaseId)?.delivered) delivered.add(leaseId);
+    }
+    return delivered;
   }
 
   /**

@@ -20,7 +20,7 @@ export type ArtifactFiles = ReadonlyMap<string, string>;
  */
 export function artifactFiles(rendered: Rendered, entrypoint: string): ArtifactFiles {
   if (typeof rendered === 'string') return new Map([[entrypoint, rendered]]);
-  const files: unknown = isPlainObject(rendered) ? rendered.files : undefined;
+  const files: unknown = isPlainObject(rendered) && 'files' in rendered ? rendered.files : undefined;
   if (!isPlainObject(files)) {
     throw new CallerError('codeRunner: rendered must be a string or { "files": { "<relative path>": "<content>" } }');
   }

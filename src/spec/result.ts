@@ -49,9 +49,19 @@ export const ResultSchema = z
     attempts: z.number().int().min(0).describe('Times a worker started this lease.'),
     redispatched: z.number().int().min(0).describe('Times this lease was re-dispatched (stall, crash, hang).'),
     worker: z.string().nullable().describe('Name of the worker that produced the result.'),
-    queuedMs: z.number().min(0).nullable().describe('From enqueue to the start of the last attempt, ms.'),
-    runMs: z.number().min(0).nullable().describe('Duration of the last attempt, ms.'),
-    finishedAt: z.string().describe('ISO 8601 time the result was produced.'),
+    queuedMs: z
+      .number()
+      .min(0)
+      .nullable()
+      .describe('From enqueue to the start of the last attempt, ms, both ends by the Redis clock (TIME); null when the coordinator ended the lease or another client enqueued it.'),
+    runMs: z
+      .number()
+      .min(0)
+      .nullable()
+      .describe("Duration of the last attempt, ms, by the worker's monotonic clock (an NTP step cannot bend it); null when no attempt finished."),
+    finishedAt: z
+      .string()
+      .describe('ISO 8601 time the result was produced, by the Redis clock (TIME): at the worker\'s finish, or when the coordinator ended the lease; only a draft the producer refused uses the coordinator\'s clock.'),
     cost: z.array(CostReceiptSchema).default([]),
   })
   .strict()

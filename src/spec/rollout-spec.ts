@@ -26,6 +26,9 @@ export const SandboxSpecSchema = z
   .meta({ id: 'SandboxSpec' });
 export type SandboxSpec = z.infer<typeof SandboxSpecSchema>;
 
+/** Default `timeouts.scheduleToStartMs`: 5 minutes. */
+export const DEFAULT_SCHEDULE_TO_START_MS = 300_000;
+
 /**
  * Time limits of one rollout, in milliseconds.
  * - `runMs`: the rollout's own limit (default 600 000 = 10 min). Past it `ctx.signal` aborts
@@ -33,17 +36,47 @@ export type SandboxSpec = z.infer<typeof SandboxSpecSchema>;
  * - `hangMs`: the plane's limit (default 900 000 = 15 min). Past it the worker kills the
  *   child's process tree and re-dispatches the lease (`infrastructure` after two). Keep it
  *   above `runMs`, so a slow rollout is judged before it is presumed wedged.
+ * - `scheduleToStartMs`: the coordinator ends a lease still without a Result this long after
+ *   its enqueue, *while no worker served the queue all that time*, as `infrastructure` /
+ *   `NoWorker` (default 300 000 = 5 min; 0 = never): nobody took it, or the worker that took it
+ *   died and no worker is left to re-dispatch it. A queue whose workers are merely busy never
+ *   triggers it, so a long queue behind back-pressure is safe; a run started with no worker (or
+ *   whose workers all died) ends instead of waiting forever.
+ * - `scheduleToCloseMs`: the coordinator ends a lease without a Result this long after its
+ *   enqueue as `infrastructure` / `DeadlineExceeded`, whatever it is doing (default none). An
+ *   attempt still running is not killed (`hangMs` bounds it); its late answer is dropped and
+ *   counted in `duplicatesDropped`.
+ * Both are measured by the Redis clock (enqueue time and now from `TIME`), never a host's.
  */
 export const TimeoutsSchema = z
   .object({
     runMs: z.number().int().min(1).max(86_400_000).default(600_000),
     hangMs: z.number().int().min(100).max(86_400_000).default(900_000),
+    scheduleToStartMs: z.number().int().min(0).max(30 * 86_400_000).default(DEFAULT_SCHEDULE_TO_START_MS),
+    scheduleToCloseMs: z.number().int().min(1000).max(30 * 86_400_000).optional(),
   })
   .strict()
   .meta({ id: 'Timeouts' });
 export type Timeouts = z.infer<typeof TimeoutsSchema>;
 
-/** The artifact under test: source text, or files by relative path. */
+/**
+ * A stored artifact, by content hash: the producer keeps one copy per run in Redis
+ * (`keys.runArtifact(runId, sha256)`, the JSON text of the `rendered` value) and every job of
+ * the run carries only this reference. Workers fetch it once and cache it on disk by hash,
+ * and hand the run function the stored value, never this reference.
+ * - `sha256`: lower-case hex SHA-256 of the stored JSON text (UTF-8).
+ * - `bytes`: size of that text in bytes.
+ */
+export const StoredRenderedSchema = z
+  .object({
+    sha256: z.string().regex(/^[0-9a-f]{64}$/, 'sha256 must be 64 lower-case hex digits'),
+    bytes: z.number().int().min(0),
+  })
+  .strict()
+  .meta({ id: 'StoredRendered' });
+export type StoredRendered = z.infer<typeof StoredRenderedSchema>;
+
+/** The artifact under test: source text, files by relative path, or (written by the producer) a stored artifact's hash. */
 export const RenderedSchema = z
   .union([
     z.string().describe('The artifact as one string (e.g. a program or a prompt).'),
@@ -51,9 +84,15 @@ export const RenderedSchema = z
       .object({ files: z.record(z.string().min(1).max(512), z.string()) })
       .strict()
       .describe('Files by relative path, written to a fresh directory before the run.'),
+    StoredRenderedSchema.describe("The run's stored artifact by content hash (the producer writes this form for artifacts of 1 KiB or more)."),
   ])
   .meta({ id: 'Rendered' });
 export type Rendered = z.infer<typeof RenderedSchema>;
+
+/** True when `rendered` is the stored-artifact reference rather than the artifact itself. */
+export function isStoredRendered(rendered: Rendered): rendered is StoredRendered {
+  return typeof rendered === 'object' && 'sha256' in rendered;
+}
 
 /** A task: a JSON object; `task.id` (string or number), when present, names it. */
 export const TaskSchema = z
@@ -90,7 +129,7 @@ export const RolloutSpecSchema = z
       .record(z.string().max(64), z.string().max(256))
       .default({})
       .describe('Labels for where the rollout should run (e.g. {"gpu":"a100"}); passed to ctx.placement.'),
-    timeouts: TimeoutsSchema.default({ runMs: 600_000, hangMs: 900_000 }),
+    timeouts: TimeoutsSchema.default({ runMs: 600_000, hangMs: 900_000, scheduleToStartMs: DEFAULT_SCHEDULE_TO_START_MS }),
     class: z.enum(['rollout', 'evaluation']).default('rollout'),
     rewardRange: z
       .tuple([z.number(), z.number()])

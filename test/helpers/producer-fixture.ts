@@ -82,6 +82,21 @@ export class ProducerFixture {
     return q;
   }
 
+  /**
+   * Job hashes of `runId` on `queue` (SCAN). Counts jobs however BullMQ files them: a delivered
+   * run's jobs leave the `completed` set at once (retention) but stay readable until they expire.
+   */
+  async jobHashes(queue: string, runId: string): Promise<number> {
+    let count = 0;
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${TEST_PREFIX}:${queue}:${runId}.*`, 'COUNT', 1000);
+      count += keys.filter((key) => !/:(lock|logs)$/.test(key)).length;
+      cursor = next;
+    } while (cursor !== '0');
+    return count;
+  }
+
   /** Closes everything opened through this fixture, newest first, then the raw client. */
   async cleanup(): Promise<void> {
     while (this.closers.length > 0) await this.closers.pop()?.().catch(() => undefined);

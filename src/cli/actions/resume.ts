@@ -6,6 +6,7 @@ import { executeInterruptibleRun } from '../execute-interruptible-run.js';
 export interface ResumeOptions {
   out?: string;
   queue: string;
+  retain?: number;
 }
 
 /**
@@ -13,5 +14,5 @@ export interface ResumeOptions {
  * not yet in the results file, print the summary of the whole run.
  */
 export async function resumeAction(runId: string, options: ResumeOptions): Promise<ExitCode> {
-  return executeInterruptibleRun({ env: cliEnvironment(), queue: options.queue, runId, out: options.out, source: { kind: 'attach' } });
+  return executeInterruptibleRun({ env: cliEnvironment(), queue: options.queue, runId, out: options.out, source: { kind: 'attach' }, ...(options.retain !== undefined ? { retainMs: options.retain } : {}) });
 }

@@ -22,6 +22,7 @@ export interface RunOptions {
   runMs?: number;
   hangMs?: number;
   memoryMb?: number;
+  retain?: number;
 }
 
 /**
@@ -50,6 +51,7 @@ export async function runAction(options: RunOptions): Promise<ExitCode> {
     runId,
     out: options.out,
     announceRunId: !options.runId,
+    ...(options.retain !== undefined ? { retainMs: options.retain } : {}),
     source: { kind: 'map', drafts, ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}) },
   });
 }

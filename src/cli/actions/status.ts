@@ -39,7 +39,11 @@ async function knownRuns(env: CliEnvironment, queue: string): Promise<string[]> 
   redis.on('error', () => {});
   try {
     await redis.connect();
-    return (await redis.smembers(queueKeys(env.prefix, queue).runs())).sort();
+    const keys = queueKeys(env.prefix, queue);
+    const runs = await redis.smembers(keys.runs());
+    // A run past its retention has no record any more; it is no longer a known run.
+    const exists = runs.length === 0 ? [] : ((await runs.reduce((pipe, id) => pipe.exists(keys.run(id)), redis.pipeline()).exec()) ?? []);
+    return runs.filter((_, i) => exists[i]?.[1] === 1).sort();
   } finally {
     redis.disconnect();
   }

@@ -13,6 +13,7 @@ const nameArb = fc.stringMatching(/^[A-Za-z0-9_{}-]{1,12}$/);
 function ourKeys(keys: QueueKeys, runId: string, leaseId: string): string[] {
   return [
     keys.run(runId), keys.runLeases(runId), keys.runDelivered(runId), keys.runQuarantined(runId),
+    keys.runArtifact(runId, 'a'.repeat(64)), keys.runArtifacts(runId), keys.runVerdicts(runId), keys.runEnqueuedAt(runId),
     keys.runs(), keys.lease(leaseId), keys.cancelChannel(),
   ];
 }

@@ -1,0 +1,46 @@
+import { cliEnvironment } from '../environment.js';
+import { CliError, EXIT, UsageError, type ExitCode } from '../errors.js';
+import { MSG } from '../messages.js';
+import { coordinatorLogger, openQueue } from '../plane.js';
+import { requireRedis } from '../redis-preflight.js';
+
+/** Parsed options of `purge`. */
+export interface PurgeOptions {
+  queue: string;
+  /** `--older-than`, ms. */
+  olderThan?: number;
+}
+
+/**
+ * `rollout-queue purge RUN_ID | --older-than D`: removes finished runs from Redis at once.
+ * Exit 1 (nothing removed) when the run is still running, being delivered, or has active
+ * rollouts, or does not exist; with --older-than, refused runs are listed and skipped.
+ */
+export async function purgeAction(runId: string | undefined, options: PurgeOptions): Promise<ExitCode> {
+  if ((runId === undefined) === (options.olderThan === undefined)) throw new UsageError(MSG.purgeNeedsOne);
+  const env = cliEnvironment();
+  await requireRedis(env);
+  const queue = await openQueue(env, options.queue, coordinatorLogger('purge'));
+  try {
+    if (runId !== undefined) {
+      try {
+        const outcome = await queue.purge(runId);
+        process.stdout.write(`${MSG.runPurged(runId, outcome.leases)}\n`);
+      } catch (err) {
+        throw new CliError((err as Error).message);
+      }
+      return EXIT.ok;
+    }
+    const outcome = await queue.purgeOlderThan(options.olderThan as number);
+    process.stdout.write(`${MSG.purgedOlder(outcome.purged.length, formatAge(options.olderThan as number))}\n`);
+    for (const { runId: id, reason } of outcome.skipped) process.stdout.write(`${MSG.purgeSkipped(id, reason)}\n`);
+    return EXIT.ok;
+  } finally {
+    await queue.close();
+  }
+}
+
+function formatAge(ms: number): string {
+  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
+}

@@ -1,0 +1,52 @@
+import type { Logger } from '../platform/logger.js';
+import type { Result } from '../spec/index.js';
+import type { CoordinatorLease } from './coordinator-lease.js';
+import type { LeaseTracker } from './lease-tracker.js';
+import type { RunStore } from './run-store.js';
+
+/**
+ * Delivery of one session fenced by its coordinator lease (DESIGN.md "Producer"; issue 11 item
+ * "fenced delivery"): a Result is yielded only after {@link open} resolved with nothing awaited
+ * in between, and acknowledged only by the script that checks the lease key holds our token.
+ * After the lease was lost and retaken, what another coordinator delivered meanwhile is dropped
+ * from the session before anything more is delivered.
+ */
+export class DeliveryFence {
+  /** The lease's retake count when the delivered set was last re-read. */
+  private seenEpoch = 0;
+
+  constructor(
+    private readonly runId: string,
+    private readonly lease: CoordinatorLease,
+    private readonly store: RunStore,
+    private readonly tracker: LeaseTracker,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Resolves while this coordinator holds its lease (waiting for it to be retaken when lost).
+   * @throws CoordinatorLeaseLostError when another coordinator keeps the lease.
+   */
+  async open(): Promise<void> {
+    for (;;) {
+      if (!this.lease.holds()) await this.lease.waitHeld();
+      if (this.lease.epoch === this.seenEpoch) return;
+      this.seenEpoch = this.lease.epoch;
+      const delivered = await this.store.deliveredAmong(this.runId, this.tracker.pendingLeases());
+      const dropped = this.tracker.dropDelivered(delivered);
+      if (dropped > 0) this.logger.warn({ runId: this.runId, dropped }, 'another coordinator delivered some Results while this one had lost its lease; they are not delivered again');
+    }
+  }
+
+  /**
+   * Acknowledges a delivered Result; when the lease was lost, waits for it to be retaken (then
+   * acknowledges, unless another coordinator did) or throws like {@link open}.
+   * @param stopped true once the session was abandoned: give up silently.
+   */
+  async acknowledge(result: Result, stopped: () => boolean): Promise<void> {
+    while ((await this.store.acknowledge(result, this.lease.token)) === 'fenced') {
+      if (stopped()) return;
+      await this.open();
+    }
+  }
+}

@@ -1,0 +1,132 @@
+import { performance } from 'node:perf_hooks';
+import type { Redis } from 'ioredis';
+import type { QueueKeys } from '../lease/index.js';
+import type { Logger } from '../platform/logger.js';
+import { ResultSchema, type Result } from '../spec/index.js';
+import { producerResult } from './producer-result.js';
+import type { BullKeys } from './read-job-outcomes.js';
+import { taskKeyOf } from './result-from-job.js';
+import { redisNowMs } from './run-retention.js';
+
+/** Leases read per round trip. */
+const BATCH = 500;
+/** Least time between two deadline checks of one run, ms (they read a hash per lease). */
+const CHECK_EVERY_MS = 1000;
+
+// The coordinator's verdict on a lease, atomic with the job's state: none when the job already
+// has its real answer (completed/failed: that one is delivered); the first verdict wins.
+// Returns 1 written, 2 one existed, 0 none. KEYS: completed, failed, runVerdicts. ARGV: leaseId, Result JSON.
+const VERDICT = `
+if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then return 2 end
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+return 1`;
+
+/** What the deadline checks of one run need. */
+export interface LeaseDeadlinesDeps {
+  readonly runId: string;
+  readonly redis: Redis;
+  readonly keys: QueueKeys;
+  /** The BullMQ queue: job keys, live workers (`getWorkers`), and removing a waiting job. */
+  readonly queue: BullKeys & { getWorkers(): Promise<unknown[]>; remove(jobId: string): Promise<number> };
+  readonly logger: Logger;
+}
+
+/**
+ * The coordinator-side deadlines of a run's leases (spec `timeouts.scheduleToStartMs` and
+ * `scheduleToCloseMs`), so no lease waits forever for a worker that never comes:
+ * - `NoWorker`: unfinished `scheduleToStartMs` after its enqueue while no worker served the
+ *   queue for that long (live workers are BullMQ `getWorkers()`, sampled by each check): nobody
+ *   took it, or the worker that took it is gone and no worker is left to run BullMQ's stalled
+ *   check and re-dispatch it (such a lease would stay `active` forever);
+ * - `DeadlineExceeded`: no Result `scheduleToCloseMs` after its enqueue.
+ * Enqueue times and "now" both come from the Redis clock (`keys.runEnqueuedAt`, `TIME`); the
+ * no-worker span from this process's monotonic clock. A verdict is an `infrastructure` Result
+ * stored in `keys.runVerdicts` (first one wins, so a resumed coordinator delivers the same one);
+ * the job is removed when still waiting, and a worker that answers later has its answer counted
+ * in `duplicatesDropped` (consumer `LeaseLedger.hasVerdict`).
+ */
+export class LeaseDeadlines {
+  private noWorkerSince: number | undefined = performance.now();
+  private lastCheck = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly deps: LeaseDeadlinesDeps) {}
+
+  /**
+   * The verdict Results of `leaseIds` (stored earlier, or decided now). Checks deadlines at
+   * most every second; stored verdicts are always returned.
+   */
+  async check(leaseIds: readonly string[]): Promise<Result[]> {
+    if (leaseIds.length === 0) return [];
+    const { redis, keys, runId } = this.deps;
+    const verdicts: Result[] = [];
+    const clocks = new Map<string, string>();
+    for (let i = 0; i < leaseIds.length; i += BATCH) {
+      const batch = leaseIds.slice(i, i + BATCH);
+      const [[, stored], [, clock]] = (await redis.multi().hmget(keys.runVerdicts(runId), ...batch).hmget(keys.runEnqueuedAt(runId), ...batch).exec()) as [[unknown, (string | null)[]], [unknown, (string | null)[]]];
+      batch.forEach((leaseId, j) => {
+        const verdict = parseVerdict(stored[j]);
+        if (verdict) verdicts.push(verdict);
+        else if (clock[j]) clocks.set(leaseId, clock[j] as string);
+      });
+    }
+    if (clocks.size === 0 || performance.now() - this.lastCheck < CHECK_EVERY_MS) return verdicts;
+    this.lastCheck = performance.now();
+    // CLIENT LIST may be refused (a Redis ACL without it): then no-worker time is never counted.
+    const [now, workers] = await Promise.all([redisNowMs(redis), this.deps.queue.getWorkers().then((list) => list.length, () => 1)]);
+    this.noticeWorkers(workers);
+    const noWorkerMs = this.noWorkerSince === undefined ? -1 : performance.now() - this.noWorkerSince;
+    for (const [leaseId, json] of clocks) {
+      const [at, startMs, closeMs] = JSON.parse(json) as [number, number, number];
+      const waited = now - at;
+      if (closeMs > 0 && waited >= closeMs) {
+        const verdict = await this.decide(leaseId, 'DeadlineExceeded',
+          `lease ${leaseId} had no Result ${closeMs} ms after it was enqueued (timeouts.scheduleToCloseMs); the coordinator ended it. An attempt still running is not killed; its late answer is dropped`, now);
+        if (verdict) verdicts.push(verdict);
+      } else if (startMs > 0 && waited >= startMs && noWorkerMs >= startMs) {
+        // Started once but no worker left to finish or re-dispatch it (BullMQ's stalled check
+        // runs in workers): as stuck as a lease nobody took.
+        const started = Number((await redis.hget(this.deps.queue.toKey(leaseId), 'ats')) ?? 0) > 0;
+        const what = started
+          ? `lease ${leaseId} was started, but no worker has served queue "${keys.queue}" (prefix "${keys.prefix}") for ${startMs} ms, so nothing can finish or re-dispatch it`
+          : `no worker started lease ${leaseId} within ${startMs} ms of its enqueue, and no worker served queue "${keys.queue}" (prefix "${keys.prefix}") in that time`;
+        const verdict = await this.decide(leaseId, 'NoWorker',
+          `${what} (timeouts.scheduleToStartMs); start workers with \`rollout-queue worker --queue ${keys.queue}\` and re-run the spec under a new run id`, now);
+        if (verdict) verdicts.push(verdict);
+      }
+    }
+    return verdicts;
+  }
+
+  private noticeWorkers(count: number): void {
+    if (count > 0) {
+      this.noWorkerSince = undefined;
+    } else if (this.noWorkerSince === undefined) {
+      this.noWorkerSince = performance.now();
+      this.deps.logger.info({ runId: this.deps.runId, queue: this.deps.keys.queue }, 'no worker serves the queue; leases no worker starts within timeouts.scheduleToStartMs end as NoWorker');
+    }
+  }
+
+  private async decide(leaseId: string, type: string, message: string, nowMs: number): Promise<Result | undefined> {
+    const { redis, keys, runId, queue, logger } = this.deps;
+    const result = { ...producerResult('infrastructure', leaseId, runId, taskKeyOf(leaseId, runId), type, message), finishedAt: new Date(nowMs).toISOString() };
+    const json = JSON.stringify(result);
+    const outcome = await redis.eval(VERDICT, 3, queue.toKey('completed'), queue.toKey('failed'), keys.runVerdicts(runId), leaseId, json);
+    if (outcome === 0) return undefined;
+    if (outcome === 2) return parseVerdict(await redis.hget(keys.runVerdicts(runId), leaseId));
+    // Refused while a worker holds it: that attempt runs to its end and its answer is dropped.
+    await queue.remove(leaseId).catch(() => 0);
+    logger.warn({ runId, leaseId, type }, message);
+    return result;
+  }
+}
+
+function parseVerdict(json: string | null | undefined): Result | undefined {
+  if (!json) return undefined;
+  try {
+    const parsed = ResultSchema.safeParse(JSON.parse(json) as unknown);
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,98 @@
+import type { Redis } from 'ioredis';
+import { bullJobLockKey, RUN_FIELDS, runOwnKeys, type QueueKeys, type RunStatus } from '../lease/index.js';
+import type { RemovableQueue } from './remove-waiting-jobs.js';
+import { redisNowMs } from './run-retention.js';
+
+/** Concurrent BullMQ remove calls (each one Lua script; ioredis pipelines them). */
+const PARALLEL = 64;
+
+/** `purge` refused: the run is still running, being delivered, or has rollouts on workers. Nothing was removed. */
+export class RunActiveError extends Error {
+  constructor(readonly runId: string, why: string) {
+    super(`run "${runId}" ${why}; purge removes only runs that are completed, stopped or cancelled and have nothing running; nothing was removed`);
+    this.name = 'RunActiveError';
+  }
+}
+
+/** What {@link purgeRun} removed. */
+export interface PurgeOutcome {
+  /** False when no run of that id exists on the queue (nothing was done). */
+  readonly found: boolean;
+  /** Leases whose job, lease hash and records were removed. */
+  readonly leases: number;
+}
+
+/**
+ * Removes one finished run from Redis now, whatever its retention: every job (through BullMQ's
+ * own `Queue.remove` script, which also takes it out of every state set and deletes its logs),
+ * every lease hash, the stored artifacts and the run's own records, and its entry in the
+ * queue's run list. Afterwards no key holds the run id.
+ * @throws RunActiveError while the run is `running`, a coordinator holds its lease, or a job of
+ *   it holds a worker's lock (a cancelled run's rollouts stop within seconds; purge again then).
+ */
+export async function purgeRun(redis: Redis, queue: RemovableQueue, keys: QueueKeys, runId: string): Promise<PurgeOutcome> {
+  const [status, coordinator, leases, delivered, artifacts] = (await redis
+    .multi()
+    .hget(keys.run(runId), RUN_FIELDS.status)
+    .get(keys.runCoordinator(runId))
+    .zrange(keys.runLeases(runId), 0, -1)
+    .smembers(keys.runDelivered(runId))
+    .smembers(keys.runArtifacts(runId))
+    .exec() ?? []).map(([, value]) => value) as [RunStatus | null, string | null, string[], string[], string[]];
+  if (status === null) return { found: false, leases: 0 };
+  if (status === 'running') throw new RunActiveError(runId, 'is still running: cancel it first (`rollout-queue cancel`) or let it complete');
+  if (coordinator !== null) throw new RunActiveError(runId, 'is being delivered by a coordinator right now: stop it, or wait until it exits');
+  const all = [...new Set([...leases, ...delivered])];
+  const locks = all.length === 0 ? [] : ((await all.reduce((pipe, leaseId) => pipe.exists(bullJobLockKey(queue.toKey(leaseId))), redis.pipeline()).exec()) ?? []);
+  const active = all.filter((_, i) => locks[i]?.[1] === 1);
+  if (active.length > 0) throw new RunActiveError(runId, `has ${active.length} rollout(s) still active on workers (e.g. ${active[0]}); they stop within seconds of a cancel: purge again then`);
+  for (let i = 0; i < all.length; i += PARALLEL) {
+    const chunk = all.slice(i, i + PARALLEL);
+    const codes = await Promise.all(chunk.map((leaseId) => queue.remove(leaseId)));
+    const locked = chunk.filter((_, j) => codes[j] === 0);
+    // A worker took a job in the instant since the check: what is removed stays removed.
+    if (locked.length > 0) throw new RunActiveError(runId, `had ${locked.length} rollout(s) started while purging (e.g. ${locked[0]}); purge again when they ended`);
+    await chunk.reduce((pipe, leaseId) => pipe.del(keys.lease(leaseId)), redis.pipeline()).exec();
+  }
+  await redis
+    .multi()
+    .del(...runOwnKeys(keys, runId), ...artifacts.map((sha) => keys.runArtifact(runId, sha)))
+    .srem(keys.runs(), runId)
+    .exec();
+  return { found: true, leases: all.length };
+}
+
+/** What {@link purgeOlderThan} did, per run. */
+export interface PurgeOlderOutcome {
+  readonly purged: readonly string[];
+  /** Runs old enough but refused (still running or active), with why. */
+  readonly skipped: readonly { readonly runId: string; readonly reason: string }[];
+}
+
+/**
+ * Purges every run of the queue that ended (or, for a run that never recorded its end, was
+ * created) at least `ageMs` ago, by the Redis clock; running and active runs are skipped and
+ * listed. Run ids whose records already expired are dropped from the run list.
+ */
+export async function purgeOlderThan(redis: Redis, queue: RemovableQueue, keys: QueueKeys, ageMs: number): Promise<PurgeOlderOutcome> {
+  const now = await redisNowMs(redis);
+  const purged: string[] = [];
+  const skipped: { runId: string; reason: string }[] = [];
+  for (const runId of (await redis.smembers(keys.runs())).sort()) {
+    const [status, endedAt, createdAt] = await redis.hmget(keys.run(runId), RUN_FIELDS.status, RUN_FIELDS.endedAt, RUN_FIELDS.createdAt);
+    if (status === null || status === undefined) {
+      await redis.srem(keys.runs(), runId);
+      continue;
+    }
+    const since = endedAt ? Number(endedAt) : createdAt ? Date.parse(createdAt) : Number.NaN;
+    if (!Number.isFinite(since) || now - since < ageMs) continue;
+    try {
+      await purgeRun(redis, queue, keys, runId);
+      purged.push(runId);
+    } catch (err) {
+      if (!(err instanceof RunActiveError)) throw err;
+      skipped.push({ runId, reason: err.message });
+    }
+  }
+  return { purged, skipped };
+}

@@ -1,0 +1,78 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { REPO_ROOT, runCli, startCli, uniquePrefix, type CliProcess } from './cli-process.js';
+
+// Case BR-43 with its exact input (100 tasks, the reasoning-steps main.py, lastNumber): once a
+// run is completed and every Result is in the results file, its job hashes and records carry
+// the retention's expiry, `purge` removes the run at once, and no key with its run id is left.
+const CASE = path.join(REPO_ROOT, 'test', 'fixtures', 'cases', 'BR-43');
+let redis: TestRedis;
+let client: Redis;
+let dir: string;
+let worker: CliProcess;
+let env: Record<string, string>;
+const queue = 'br43q';
+
+async function scan(pattern: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    found.push(...batch);
+    cursor = next;
+  } while (cursor !== '0');
+  return found;
+}
+
+beforeAll(async () => {
+  redis = await startRedis({ private: true });
+  client = new Redis(redis.url);
+  dir = await mkdtemp(path.join(os.tmpdir(), 'rq-br43-'));
+  env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('br') };
+  worker = startCli(['worker', '--queue', queue, '--concurrency', '2', '--name', 'br43'], { env });
+});
+afterAll(async () => {
+  worker.child.kill('SIGTERM');
+  await worker.done;
+  client.disconnect();
+  await redis.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('BR-43: a delivered run does not stay in Redis for good', () => {
+  it('run with --retain: the job hashes and run record expire; purge removes every key of the run now', async () => {
+    const out = path.join(dir, 'results.jsonl');
+    const runId = 'br43run';
+    const run = await runCli([
+      'run', '--queue', queue, '--tasks', path.join(CASE, 'tasks.jsonl'), '--artifact', path.join(CASE, 'main.py'),
+      '--run', 'rollout-queue/runners:codeRunner', '--run-config', '{"entrypoint":"main.py","command":["python3","main.py"],"timeoutMs":4000}',
+      '--reward', 'rollout-queue/rewards:lastNumber', '--reward-config', '{"goldKey":"gold"}',
+      '--run-id', runId, '--out', out, '--retain', '2h',
+    ], { env });
+    expect(run.code, run.stderr).toBe(0);
+    expect((await readFile(out, 'utf8')).trim().split('\n')).toHaveLength(100);
+    const prefix = env.ROLLOUT_QUEUE_PREFIX as string;
+    expect(await client.hget(`${prefix}:${queue}:~run:${runId}`, 'status')).toBe('completed');
+    for (const key of [`${prefix}:${queue}:${runId}.g000`, `${prefix}:${queue}:~run:${runId}`]) {
+      const ttl = await client.ttl(key);
+      expect(ttl, key).toBeGreaterThan(7000);
+      expect(ttl, key).toBeLessThanOrEqual(7200);
+    }
+    expect((await scan(`${prefix}:${queue}:${runId}.*`)).length).toBe(100);
+
+    const status = await runCli(['status', runId, '--queue', queue], { env });
+    expect(status.stdout).toMatch(/delivered +\S+; expires from Redis at \S+ \(purge removes it now\)/);
+
+    const purge = await runCli(['purge', runId, '--queue', queue], { env });
+    expect(purge.code, purge.stderr).toBe(0);
+    expect(purge.stdout).toContain(`purged run ${runId}: 100 lease(s)`);
+    expect(await scan(`*${runId}*`)).toEqual([]);
+    const again = await runCli(['purge', runId, '--queue', queue], { env });
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(`no run "${runId}"`);
+  });
+});

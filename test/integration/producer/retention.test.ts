@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../../src/platform/logger.js';
+import { RolloutQueue, RunActiveError, type RolloutDraft } from '../../../src/producer/index.js';
+import type { Result } from '../../../src/spec/index.js';
+import { fixture, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
+
+// Retention, purge and the once-per-run artifact, against one private Redis and a real worker process.
+let redis: TestRedis;
+let raw: RawQueue;
+let worker: WorkerProcess;
+let rq: RolloutQueue;
+const RETAIN_MS = 600_000;
+
+const draft = (id: string, extra: Partial<RolloutDraft> = {}): RolloutDraft => ({ rendered: 'x', task: { id }, run: fixture('echo'), reward: fixture('constant'), ...extra });
+
+async function collect(iterable: AsyncIterable<Result>): Promise<Result[]> {
+  const results: Result[] = [];
+  for await (const result of iterable) results.push(result);
+  return results;
+}
+
+/** Every key whose name holds `runId` (SCAN, as an operator would look). */
+async function keysOf(runId: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await raw.redis.scan(cursor, 'MATCH', `*${runId}*`, 'COUNT', 1000);
+    found.push(...batch);
+    cursor = next;
+  } while (cursor !== '0');
+  return found.sort();
+}
+
+beforeAll(async () => {
+  redis = await startRedis({ private: true });
+  raw = new RawQueue(redis.url);
+  worker = await startWorkerProcess(raw.workerOptions({ concurrency: 2 }));
+  rq = await RolloutQueue.create({ redisUrl: redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, retainMs: RETAIN_MS, logger: createLogger({}, { write: () => true }) });
+});
+afterAll(async () => {
+  await rq.close();
+  worker.signal('SIGTERM');
+  await worker.exited();
+  await raw.close();
+  await redis.stop();
+});
+
+describe('retention of a delivered run', () => {
+  it('once every Result is delivered, every key of the run expires within retainMs and its jobs leave the completed set', async () => {
+    const results = await collect(rq.mapRollouts([draft('a'), draft('b'), draft('c')], { runId: 'kept' }));
+    expect(results.map((r) => r.kind)).toEqual(['ok', 'ok', 'ok']);
+    const keys = await keysOf('kept');
+    // Job hashes and the run's records exist, none without an expiry.
+    expect(keys).toContain(raw.queue.toKey('kept.a'));
+    expect(keys).toContain(raw.keys.run('kept'));
+    const ttls = await Promise.all(keys.map((key) => raw.redis.pttl(key)));
+    expect(keys.filter((_, i) => !((ttls[i] as number) > 0 && (ttls[i] as number) <= RETAIN_MS))).toEqual([]);
+    expect(await raw.redis.zrange(raw.queue.toKey('completed'), 0, -1)).toEqual([]);
+    const run = (await rq.status('kept')).run;
+    expect(run).toMatchObject({ status: 'completed', delivered: 3 });
+  });
+});
+
+describe('an artifact stored once per run', () => {
+  it('jobs carry its content hash, Redis holds one copy, and the worker runs the whole artifact', async () => {
+    const artifact = `// ${'big artifact line\n'.repeat(4000)}`;
+    const results = await collect(rq.mapRollouts(Array.from({ length: 6 }, (_, i) => draft(`t${i}`, { rendered: artifact })), { runId: 'hashed' }));
+    expect(results.map((r) => r.kind)).toEqual(Array(6).fill('ok'));
+    for (const result of results) expect((result.output as { rendered: unknown }).rendered).toBe(artifact);
+    const data = (await raw.queue.getJob('hashed.t0'))?.data as { rendered: unknown };
+    expect(data.rendered).toEqual({ sha256: expect.stringMatching(/^[0-9a-f]{64}$/), bytes: Buffer.byteLength(JSON.stringify(artifact)) });
+    const stored = (await keysOf('hashed')).filter((key) => key.includes(':artifact:'));
+    expect(stored).toHaveLength(1);
+    expect(await raw.redis.strlen(stored[0] as string)).toBe(Buffer.byteLength(JSON.stringify(artifact)));
+  });
+});
+
+describe('purge', () => {
+  it('refuses while the run is running, then removes every key with its run id', async () => {
+    const iterator = rq.mapRollouts([draft('slow', { task: { id: 'slow', delayMs: 1500 } }), draft('quick')], { runId: 'purged', signal: undefined });
+    const first = await iterator.next();
+    expect(first.done).toBe(false);
+    // Still running (one lease left): refused, nothing removed.
+    await expect(rq.purge('purged')).rejects.toBeInstanceOf(RunActiveError);
+    const other = await RolloutQueue.create({ redisUrl: redis.url, queue: raw.name, prefix: TEST_PREFIX, logger: createLogger({}, { write: () => true }) });
+    try {
+      await expect(other.purge('purged')).rejects.toThrow(/still running/);
+    } finally {
+      await other.close();
+    }
+    for await (const _ of iterator) void _;
+    expect((await keysOf('purged')).length).toBeGreaterThan(0);
+    expect(await rq.purge('purged')).toEqual({ found: true, leases: 2 });
+    expect(await keysOf('purged')).toEqual([]);
+    await expect(rq.purge('purged')).rejects.toThrow(/no run "purged"/);
+  });
+
+  it('purgeOlderThan removes finished runs that ended long enough ago and skips running ones', async () => {
+    await collect(rq.mapRollouts([draft('x')], { runId: 'old1' }));
+    const outcome = await rq.purgeOlderThan(0);
+    expect(outcome.purged).toContain('old1');
+    expect(await keysOf('old1')).toEqual([]);
+    expect((await rq.purgeOlderThan(86_400_000)).purged).toEqual([]);
+  });
+});
