@@ -109,12 +109,13 @@ export function queueNameOfMetaKey(prefix: string, key: string): string | undefi
 }
 
 /**
- * Every key of a run's own bookkeeping (not its jobs, lease hashes or artifacts), for retention
- * and purge: what `keys.run*` builds for `runId`, in one list.
+ * Every key of a run's own bookkeeping (not its jobs, lease hashes or artifacts), for retention,
+ * purge and the per-call cleanup of a dispatch run (including the gateway's runs-API state): what `keys.run*` builds for `runId`, in one list.
  */
 export function runOwnKeys(keys: QueueKeys, runId: string): string[] {
   return [
     keys.run(runId), keys.runLeases(runId), keys.runDelivered(runId), keys.runQuarantined(runId),
     keys.runArtifacts(runId), keys.runVerdicts(runId), keys.runEnqueuedAt(runId),
+    keys.gatewayRun(runId), keys.gatewayResults(runId),
   ];
 }
