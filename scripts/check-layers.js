@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Checks that imports between the layers of src/ flow one way (DESIGN.md "Layout"):
-//   spec ← ref, lease, platform ← producer, consumer ← cli;  runners, rewards → spec only;
+//   spec ← ref, lease, platform ← producer, consumer ← cli;  runners, rewards → spec only
+//   (runners also → sandbox, the per-attempt containment, which imports nothing of ours);
 //   dashboard → spec, lease, platform;  producer ↛ consumer and back.
 // A layer is the first folder under src/; files directly in src/ (the package entry) may import
 // any layer but cli. Static imports, re-exports, `import type`, side-effect imports and
@@ -20,13 +21,14 @@ const ALLOWED = {
   ref: ['spec'],
   lease: ['spec'],
   platform: ['spec'],
-  runners: ['spec'],
+  sandbox: [],
+  runners: ['spec', 'sandbox'],
   rewards: ['spec'],
   producer: ['spec', 'ref', 'lease', 'platform'],
-  consumer: ['spec', 'ref', 'lease', 'platform'],
+  consumer: ['spec', 'ref', 'lease', 'platform', 'sandbox'],
   dashboard: ['spec', 'lease', 'platform'],
   cli: ['*'],
-  '(root)': ['spec', 'ref', 'lease', 'platform', 'runners', 'rewards', 'producer', 'consumer', 'dashboard'],
+  '(root)': ['spec', 'ref', 'lease', 'platform', 'sandbox', 'runners', 'rewards', 'producer', 'consumer', 'dashboard'],
 };
 
 /** Public subpaths of the package (`exports` map) and the layer each one is. */

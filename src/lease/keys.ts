@@ -34,6 +34,8 @@ export interface QueueKeys {
   lease(leaseId: string): string;
   /** Pub/sub channel announcing cancelled run ids to workers. */
   cancelChannel(): string;
+  /** STRING JSON {containment, gaps, pid, host} a live worker refreshes with a PX TTL (for `status`). */
+  workerInfo(workerName: string): string;
 }
 
 /**
@@ -58,6 +60,7 @@ export function queueKeys(prefix: string = DEFAULT_PREFIX, queue: string = DEFAU
     runs: () => `${base}runs`,
     lease: (leaseId) => `${base}lease:${leaseId}`,
     cancelChannel: () => `${base}cancel`,
+    workerInfo: (workerName) => `${base}worker:${workerName}`,
   };
 }
 
