@@ -15,16 +15,21 @@ export interface ProcessIdentity {
 /** `p<pid>s<startTicks>n<pidNamespace>`: the form of an identity inside a name. */
 const MARKER = /-p(\d+)s(\d+)n(\d+)-[A-Za-z0-9]{6}$/;
 
-/** Start time of `pid` in clock ticks since boot, or 0 when /proc cannot tell. */
-export function startTicksOf(pid: number | 'self'): number {
+/** State letter and start time (clock ticks since boot) of `pid` from /proc, or undefined when /proc cannot tell. */
+function statOf(pid: number | 'self'): { state: string; startTicks: number } | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the parenthesised command name (which may hold spaces): state is field 3, starttime field 22.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[19]) || 0;
+    return { state: fields[0] ?? '', startTicks: Number(fields[19]) || 0 };
   } catch {
-    return 0;
+    return undefined;
   }
+}
+
+/** Start time of `pid` in clock ticks since boot, or 0 when /proc cannot tell. */
+export function startTicksOf(pid: number | 'self'): number {
+  return statOf(pid)?.startTicks ?? 0;
 }
 
 function pidNamespaceOf(pid: number | 'self'): number {
@@ -57,7 +62,7 @@ export function parseIdentity(name: string): ProcessIdentity | undefined {
 
 /**
  * False only when `identity`'s process is certainly gone: same pid namespace as ours, and
- * no such pid, or a pid reused by a process that started at another time. Anything we
+ * no such pid, a zombie, or a pid reused by a process that started at another time. Anything we
  * cannot judge (another namespace, no permission) counts as alive, so nothing of a live
  * attempt is ever removed.
  */
@@ -70,7 +75,9 @@ export function isAlive(identity: ProcessIdentity): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
-  if (identity.startTicks === 0) return true;
-  const now = startTicksOf(identity.pid);
-  return now === 0 || now === identity.startTicks;
+  const now = statOf(identity.pid);
+  if (!now) return true;
+  // A zombie is dead: its parent died too (a SIGKILLed worker) and no init has reaped it yet.
+  if (now.state === 'Z' || now.state === 'X') return false;
+  return identity.startTicks === 0 || now.startTicks === 0 || now.startTicks === identity.startTicks;
 }

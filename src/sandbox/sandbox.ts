@@ -39,10 +39,11 @@ const JOIN_SCRIPT = 'unset PWD; for f in "$@"; do [ "$f" = -- ] && break; echo $
  * keeps ordinary signal semantics; PID 1 ignores signals it has no handler for), reaps every
  * orphan the artifact leaves (the shell's wait reaps any child), and exits with the artifact's
  * status, 128+n for a signal. Its exit makes the kernel kill whatever is left in the namespace.
- * A non-interactive shell gives a background job /dev/null as stdin, so stdin goes through fd 3.
+ * A non-interactive shell gives a background job /dev/null as stdin, so stdin goes through fd 3;
+ * the shell's own notes ("Killed") go to /dev/null, the artifact's stderr through fd 4.
  * Both scripts unset the PWD the shell exports, so the artifact's environment stays exactly the runner's.
  */
-const INIT_SCRIPT = 'unset PWD; exec 3<&0; "$@" 0<&3 3<&- & exec 3<&-; wait $!';
+const INIT_SCRIPT = 'unset PWD; exec 3<&0 4>&2 2>/dev/null; "$@" 0<&3 2>&4 3<&- 4>&- & exec 3<&- 4>&-; wait $!';
 
 const live = new Set<Sandbox>();
 
