@@ -47,6 +47,14 @@ const INIT_SCRIPT = 'unset PWD; exec 3<&0 4>&2 2>/dev/null; "$@" 0<&3 2>&4 3<&- 
 
 const live = new Set<Sandbox>();
 
+function signalQuietly(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // Gone.
+  }
+}
+
 /**
  * The containment unit of one rollout attempt: a private work directory, and where the host
  * allows a cgroup (memory and pids limits) and a PID namespace per spawned program. Created,
@@ -61,6 +69,8 @@ export class Sandbox {
   private launcher: ChildProcess | undefined;
   private launcherExit: Promise<void> | undefined;
   private destroying: Promise<void> | undefined;
+  /** Process-group level: every pid seen below the launcher (see {@link signal}). */
+  private readonly subtree = new Set<number>();
 
   private constructor(
     /** The attempt's private work directory (mode 0700). */
@@ -133,7 +143,13 @@ export class Sandbox {
    */
   signal(sig: 'SIGTERM' | 'SIGKILL'): void {
     const pid = this.launcher?.pid;
-    if (sig === 'SIGKILL' && pid !== undefined && !this.containment.pidNamespace && !this.cgroup) killPids(subtreeOf(pid));
+    if (pid !== undefined && !this.containment.pidNamespace && !this.cgroup) {
+      // Process-group level: the subtree is walked at every signal and remembered, so what
+      // left the group (setsid) is still killed after the leader died of the SIGTERM.
+      for (const below of subtreeOf(pid)) this.subtree.add(below);
+      if (sig === 'SIGKILL') killPids([...this.subtree]);
+      else for (const below of this.subtree) signalQuietly(below, sig);
+    }
     if (pid !== undefined) {
       try {
         process.kill(-pid, sig);
