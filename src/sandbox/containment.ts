@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { findCgroupRoots, type CgroupRoots } from './cgroup.js';
 
 /**
@@ -96,7 +97,8 @@ export function detectContainment(mode: ContainmentMode = 'auto'): Containment {
   if (!CONTAINMENT_MODES.includes(mode)) throw new Error(`containment mode "${String(mode)}" is not one of ${CONTAINMENT_MODES.join(', ')}`);
   const pdeathsig = runs(['setpriv', '--pdeathsig', 'KILL', 'true']);
   const prlimit = runs(['prlimit', '--data=unlimited', 'true']);
-  const forced = mode === 'process-group';
+  // The namespace init and the cgroup join are /bin/sh scripts (sandbox.ts): no shell, no such level.
+  const forced = mode === 'process-group' || !existsSync('/bin/sh');
   const pidNamespace = forced ? null : findPidNamespace();
   const cgroup = forced ? null : (findCgroupRoots() ?? null);
   if (mode === 'strict' && (!pidNamespace || !cgroup)) {
