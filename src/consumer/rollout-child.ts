@@ -16,6 +16,18 @@ export type AttemptOutcome =
   | { readonly type: 'hung'; readonly hangMs: number; readonly stderrTail: string; readonly costs: readonly CostReceipt[] }
   | { readonly type: 'aborted'; readonly reason: string; readonly costs: readonly CostReceipt[] };
 
+/**
+ * Whether rollout children get a PID namespace of their own (`unshare --pid --fork`, the child
+ * its PID 1): only when this worker is PID 1 itself. Node reaps only the processes it spawned,
+ * so whatever a crashed or killed child leaves would otherwise be re-parented to the worker and
+ * stay a zombie; in its own namespace it dies and is reaped with the child. (Elsewhere the
+ * host's init reaps such orphans, and a node PID 1 in the child would not.) Needs a privileged
+ * namespace (not `--user`), so the child's /proc view of the worker stays readable.
+ */
+function ownNamespace(containment: Containment): boolean {
+  return process.pid === 1 && containment.pidNamespace !== null && !containment.pidNamespace.includes('--user');
+}
+
 /** Raised when a child exits before it is ready (bad execArgv, missing file, no memory). */
 export class ChildStartError extends Error {
   constructor(
@@ -102,9 +114,15 @@ export class RolloutChild {
     const stdio: ['ignore', 'pipe', 'pipe', 'ipc'] = ['ignore', 'pipe', 'pipe', 'ipc'];
     // fork() is spawn(execPath) with an IPC channel; setpriv execs node in place, so the channel
     // (NODE_CHANNEL_FD) and the pid are node's own.
-    const proc = options.containment.pdeathsig
-      ? spawn('setpriv', ['--pdeathsig', 'KILL', '--', process.execPath, ...execArgv, CHILD_MAIN], { env: options.env, detached: true, stdio, serialization: 'json' })
-      : fork(CHILD_MAIN, [], { execArgv, env: options.env, detached: true, stdio, serialization: 'json' });
+    const launcher = [
+      ...(options.containment.pdeathsig ? ['setpriv', '--pdeathsig', 'KILL', '--'] : []),
+      ...(ownNamespace(options.containment) ? [...(options.containment.pidNamespace ?? []), '--'] : []),
+    ];
+    const [program = process.execPath, ...args] = [...launcher, process.execPath, ...execArgv, CHILD_MAIN];
+    const proc =
+      launcher.length > 0
+        ? spawn(program, args, { env: options.env, detached: true, stdio, serialization: 'json' })
+        : fork(CHILD_MAIN, [], { execArgv, env: options.env, detached: true, stdio, serialization: 'json' });
     const child = new RolloutChild(proc, options.memoryMb, options.onLog, options.containment);
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -157,7 +175,9 @@ export class RolloutChild {
 
   /** Removes the sandboxes this (dead) child made; once per child. */
   private reclaim(pid: number): Promise<void> {
-    this.reclaiming ??= sweepDeadSandboxes({ creatorPid: pid, containment: this.containment }).then(() => undefined, () => undefined);
+    // In a namespace of its own the child is not `pid` (that is its unshare): sweep every dead creator.
+    const creatorPid = ownNamespace(this.containment) ? undefined : pid;
+    this.reclaiming ??= sweepDeadSandboxes({ ...(creatorPid !== undefined ? { creatorPid } : {}), containment: this.containment }).then(() => undefined, () => undefined);
     return this.reclaiming;
   }
 

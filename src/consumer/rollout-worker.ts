@@ -155,7 +155,9 @@ export class RolloutWorker {
     );
     if (process.pid === 1) {
       logger.warn(
-        'worker runs as PID 1 without an init: attempts are reaped by their own sandboxes, but a rollout child that crashes or hangs while it runs a sandbox leaves its launcher as a zombie here; run the worker under an init (tini, docker run --init, compose init: true)',
+        containment.pidNamespace
+          ? 'worker runs as PID 1 without an init: rollout children get PID namespaces of their own so nothing is re-parented here; still, prefer an init (tini, docker run --init, compose init: true)'
+          : 'worker runs as PID 1 without an init and without PID namespaces: processes orphaned by a crashed rollout child stay zombies here; run the worker under an init (tini, docker run --init, compose init: true)',
       );
     }
     this.metrics.containment(containment.level);

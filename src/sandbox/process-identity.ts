@@ -42,10 +42,32 @@ function pidNamespaceOf(pid: number | 'self'): number {
 
 let own: ProcessIdentity | undefined;
 
-/** This process' identity (read once; a process never changes its pid namespace). */
+/**
+ * This process' identity as the mounted /proc names it (read once): the pid `/proc/self` points
+ * to and the pid namespace of /proc's PID 1. For a rollout child that runs in a PID namespace of
+ * its own (a PID-1 worker's) these are the worker's view, so the worker can judge it; anywhere
+ * else they equal `process.pid` and our own namespace. /proc/1 unreadable (not root): our own.
+ */
 export function ownIdentity(): ProcessIdentity {
-  own ??= { pid: process.pid, startTicks: startTicksOf('self'), pidNamespace: pidNamespaceOf('self') };
+  if (!own) {
+    let pid = process.pid;
+    try {
+      pid = Number(readlinkSync('/proc/self')) || process.pid;
+    } catch {
+      // No /proc.
+    }
+    own = { pid, startTicks: startTicksOf('self'), pidNamespace: pidNamespaceOf(1) || pidNamespaceOf('self') };
+  }
   return own;
+}
+
+/** True when /proc belongs to our pid namespace (its pids are ours to signal). */
+export function procIsOwnNamespace(): boolean {
+  try {
+    return Number(readlinkSync('/proc/self')) === process.pid;
+  } catch {
+    return false;
+  }
 }
 
 /** The marker of `identity` for a name: `p<pid>s<startTicks>n<pidNamespace>`. */

@@ -1,13 +1,17 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { procIsOwnNamespace } from './process-identity.js';
 
 /**
  * Pids below `rootPid` in its own process tree, read from `/proc/<pid>/task/<tid>/children`
  * (Linux ≥ 3.5): a walk of that subtree only, never a scan of every process on the machine.
  * A process that escaped by double-forking (re-parented to init) is not in it: that is what
- * a PID namespace or a cgroup is for. Returns [] where /proc has no `children` files.
+ * a PID namespace or a cgroup is for. Returns [] where /proc has no `children` files, and
+ * where /proc belongs to another pid namespace (its pids would name other processes here: a
+ * rollout child in a namespace of its own, whose namespace ends everything with it).
  */
 export function subtreeOf(rootPid: number | 'self'): number[] {
   const found: number[] = [];
+  if (!procIsOwnNamespace()) return found;
   const stack: Array<number | 'self'> = [rootPid];
   const seen = new Set<number>();
   while (stack.length > 0 && found.length < 100_000) {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RolloutQueue } from '../../../src/producer/index.js';
 import { artifactProcesses, until, workDirs } from '../../helpers/attempt-traces.js';
 import { hostProcesses } from '../../helpers/host-processes.js';
-import { makeSpec, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
+import { fixture, makeSpec, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { startWorkerProcess } from '../../helpers/worker-process.js';
 
@@ -106,7 +106,7 @@ describe('containment seen from the worker', () => {
     }
   });
 
-  it('BR-32: a worker running as PID 1 (no init) leaves no zombie after multi-process artifacts time out', async () => {
+  it('BR-32: a worker running as PID 1 (no init) leaves no zombie after multi-process artifacts time out or a child crashes mid-run', async () => {
     const q = new RawQueue(redis.url);
     const options = JSON.stringify(q.workerOptions({ ...FAST, concurrency: 1 }));
     const outer = spawn('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child', process.execPath, WORKER_MAIN, options], {
@@ -126,6 +126,12 @@ describe('containment seen from the worker', () => {
       const { results } = await q.waitForAll(specs.map((s) => s.leaseId));
       for (const spec of specs) expect(results.get(spec.leaseId)).toMatchObject({ kind: 'model', error: { type: 'RunTimeout' } });
       // Every attempt's processes died inside its own namespace, reaped there: nothing is handed to PID 1.
+      expect(hostProcesses().filter((p) => p.ppid === workerPid && p.state === 'Z')).toEqual([]);
+      // A rollout child that crashes while its sandbox runs: its launcher is not orphaned to the worker either.
+      const crash = makeSpec('br32crash', 'c1', { run: fixture('crashesDuringCodeRun') });
+      await q.add([crash]);
+      const { results: crashed } = await q.waitForAll([crash.leaseId]);
+      expect(crashed.get(crash.leaseId)).toMatchObject({ kind: 'infrastructure', error: { type: 'RedispatchLimit' } });
       expect(hostProcesses().filter((p) => p.ppid === workerPid && p.state === 'Z')).toEqual([]);
     } finally {
       // unshare ignores SIGTERM; --kill-child takes the worker with it.
