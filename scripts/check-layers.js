@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Checks that imports between the layers of src/ flow one way (DESIGN.md "Layout"):
-//   spec ← ref, lease, platform ← producer, consumer ← cli;  runners, rewards → spec only;
+//   spec ← ref, lease, platform ← producer, consumer ← cli;  runners, rewards → spec only
+//   (runners also → sandbox, the per-attempt containment, which imports nothing of ours);
 //   dashboard → spec, lease, platform;  producer ↛ consumer and back;
 //   dispatch (the built-in worker side of the harness seam) → spec only;
 //   gateway (HTTP edge, a top layer like cli) → producer and below, never consumer.
@@ -22,15 +23,16 @@ const ALLOWED = {
   ref: ['spec'],
   lease: ['spec'],
   platform: ['spec'],
-  runners: ['spec'],
+  sandbox: [],
+  runners: ['spec', 'sandbox'],
   rewards: ['spec'],
   dispatch: ['spec'],
   producer: ['spec', 'ref', 'lease', 'platform', 'dispatch'],
-  consumer: ['spec', 'ref', 'lease', 'platform'],
+  consumer: ['spec', 'ref', 'lease', 'platform', 'sandbox'],
   dashboard: ['spec', 'lease', 'platform'],
   gateway: ['spec', 'ref', 'lease', 'platform', 'dispatch', 'producer'],
   cli: ['*'],
-  '(root)': ['spec', 'ref', 'lease', 'platform', 'runners', 'rewards', 'dispatch', 'producer', 'consumer', 'dashboard', 'gateway'],
+  '(root)': ['spec', 'ref', 'lease', 'platform', 'sandbox', 'runners', 'rewards', 'dispatch', 'producer', 'consumer', 'dashboard', 'gateway'],
 };
 
 /** Public subpaths of the package (`exports` map) and the layer each one is. */

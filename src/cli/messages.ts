@@ -27,6 +27,8 @@ export const HELP = {
     lockDurationMs: 'BullMQ lockDuration: a worker that stops renewing its lock this long is presumed dead (default 10000)',
     stalledIntervalMs: 'BullMQ stalledInterval: how often lost leases are looked for (default 5000)',
     shutdownGraceMs: 'on SIGTERM, how long active rollouts may finish before they are handed back (default 30000)',
+    containment:
+      'how each rollout attempt is contained: auto (strongest the host allows: PID namespace + cgroup, namespace, cgroup, process group), strict (refuse to start without a PID namespace and a cgroup memory limit), process-group (force the fallback); default env ROLLOUT_QUEUE_CONTAINMENT, else auto',
   },
   run: {
     description: 'Enqueue one rollout per task line, write one Result per line to --out, print a summary.',
@@ -122,6 +124,7 @@ export const MSG = {
   hangBelowRun: (hangMs: number, runMs: number) =>
     `--hang-ms (${hangMs}) must be above --run-ms (${runMs}): a slow rollout is judged (model) before it is presumed wedged (re-dispatch)`,
   badWorkerOption: (why: string) => `${why}; see rollout-queue worker --help`,
+  containmentRefused: (why: string) => `worker not started: ${why}`,
 
   // ── input files ──────────────────────────────────────────────────────────
   tasksUnreadable: (file: string, why: string) => `cannot read --tasks ${file}: ${why}`,

@@ -5,6 +5,7 @@
  * loses no state: the worker's main process sees the exit and re-dispatches the lease.
  */
 import { resolveRef } from '../ref/index.js';
+import { destroyLiveSandboxes, destroyLiveSandboxesSync, killSubtree, useContainment } from '../sandbox/index.js';
 import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
 import { CostReceiptSchema } from '../spec/index.js';
 import { classifyError } from './classify.js';
@@ -131,17 +132,34 @@ function toJsonData(output: unknown): unknown {
   }
 }
 
+/**
+ * Nothing a rollout started outlives it, whatever its code did: sandboxes still alive (an
+ * aborted codeRunner whose own cleanup has not run yet) are destroyed and waited for (so their
+ * launchers are reaped here, never orphaned to the worker), and what the run code spawned itself
+ * is killed by a walk of this process' own subtree.
+ */
+async function containAfterRollout(): Promise<void> {
+  await destroyLiveSandboxes();
+  killSubtree('self', { includeRoot: false });
+}
+
 process.on('message', (raw: ParentMessage) => {
   switch (raw.type) {
     case 'init':
       allow = raw.allow;
+      useContainment(raw.containment);
       send({ type: 'ready' });
       break;
     case 'run':
-      void runOne(raw).then(send, (err: unknown) => {
-        const classified = classifyError(err);
-        send({ type: 'done', kind: classified.kind, output: null, reward: null, error: classified.error, recycle: true, rssBytes: process.memoryUsage.rss() });
-      });
+      void runOne(raw)
+        .catch((err: unknown): DoneMessage => {
+          const classified = classifyError(err);
+          return { type: 'done', kind: classified.kind, output: null, reward: null, error: classified.error, recycle: true, rssBytes: process.memoryUsage.rss() };
+        })
+        .then(async (done) => {
+          await containAfterRollout();
+          send(done);
+        });
       break;
     case 'cancel':
       current?.abort(new RolloutAborted(raw.reason));
@@ -153,5 +171,12 @@ process.on('message', (raw: ParentMessage) => {
   }
 });
 
-// The worker closing our IPC channel means it is gone: exit rather than linger as an orphan.
-process.on('disconnect', () => process.exit(0));
+// The worker closing our IPC channel means it is gone: take every attempt's processes, cgroups
+// and work dirs with us rather than linger as an orphan (a child started with PR_SET_PDEATHSIG
+// is SIGKILLed by the kernel first; then the sandboxes' own death signals and the next
+// worker's sweep of dead attempts cover the rest).
+process.on('disconnect', () => {
+  destroyLiveSandboxesSync();
+  killSubtree('self', { includeRoot: false });
+  process.exit(0);
+});

@@ -1,3 +1,4 @@
+import type { Containment } from '../sandbox/index.js';
 import type { LogMessage } from './child-protocol.js';
 import { RolloutChild } from './rollout-child.js';
 
@@ -12,6 +13,8 @@ export interface ChildPoolOptions {
   /** Recycle a child whose RSS after a rollout exceeds this many MiB. */
   readonly maxChildRssMb: number;
   readonly onLog: (message: LogMessage) => void;
+  /** The worker's containment, given to every child. */
+  readonly containment: Containment;
   /** Called whenever a child is forked or retired (metrics). */
   readonly onChildEvent?: (event: 'started' | 'recycled' | 'crashed') => void;
 }

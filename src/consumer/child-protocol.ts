@@ -1,3 +1,4 @@
+import type { Containment } from '../sandbox/index.js';
 import type { CostReceipt, ErrorInfo, ResultKind, RolloutSpec } from '../spec/index.js';
 
 /**
@@ -11,6 +12,8 @@ export interface InitMessage {
   readonly type: 'init';
   /** Allowlist patterns for Ref resolution (see src/ref). */
   readonly allow: readonly string[];
+  /** The worker's containment, used by every sandbox the child makes (it does not probe again). */
+  readonly containment: Containment;
 }
 
 /** Starts one rollout in the child. */

@@ -13,23 +13,45 @@ export interface ExitInfo {
 
 // Converts stalls BullMQ recorded (job field `stc`) but nobody counted yet into
 // re-dispatches, atomically, so two workers starting the same lease cannot count one stall twice.
+// The count never passes the limit (ARGV[3]): a loss past it is not a re-dispatch but the end
+// of the lease, flagged in `overLimit` so the starting worker quarantines it; the run counter
+// gets exactly what the lease got, so `status` and the Result agree.
 const NOTE_START = `
 local seen = tonumber(redis.call('HGET', KEYS[1], 'stallsSeen') or '0')
 local stc = tonumber(ARGV[1])
+local limit = tonumber(ARGV[3])
 if stc > seen then
   redis.call('HSET', KEYS[1], 'stallsSeen', stc)
-  redis.call('HINCRBY', KEYS[1], 'redispatched', stc - seen)
-  redis.call('HINCRBY', KEYS[2], '${RUN_FIELDS.redispatched}', stc - seen)
+  local current = tonumber(redis.call('HGET', KEYS[1], 'redispatched') or '0')
+  local add = math.min(stc - seen, math.max(limit - current, 0))
+  if current + (stc - seen) > limit then redis.call('HSET', KEYS[1], 'overLimit', '1') end
+  if add > 0 then
+    redis.call('HINCRBY', KEYS[1], 'redispatched', add)
+    redis.call('HINCRBY', KEYS[2], '${RUN_FIELDS.redispatched}', add)
+  end
   redis.call('HSET', KEYS[1], 'lastExit', ARGV[2])
 end
 local queued = -1
-local clock = redis.call('HGET', KEYS[3], ARGV[3])
+local clock = redis.call('HGET', KEYS[3], ARGV[4])
 if clock then
   local t = redis.call('TIME')
   queued = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - cjson.decode(clock)[1]
   if queued < 0 then queued = 0 end
 end
-return {tonumber(redis.call('HGET', KEYS[1], 'redispatched') or '0'), redis.call('HGET', KEYS[2], '${RUN_FIELDS.status}') or '', queued}
+return {tonumber(redis.call('HGET', KEYS[1], 'redispatched') or '0'), redis.call('HGET', KEYS[2], '${RUN_FIELDS.status}') or '', queued, redis.call('HGET', KEYS[1], 'overLimit') or ''}
+`;
+
+// One re-dispatch caused on this worker, capped at the limit like NOTE_START.
+const NOTE_REDISPATCH = `
+local current = tonumber(redis.call('HGET', KEYS[1], 'redispatched') or '0')
+local limit = tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'lastExit', ARGV[1])
+if current >= limit then
+  redis.call('HSET', KEYS[1], 'overLimit', '1')
+  return current
+end
+redis.call('HINCRBY', KEYS[2], '${RUN_FIELDS.redispatched}', 1)
+return redis.call('HINCRBY', KEYS[1], 'redispatched', 1)
 `;
 
 /**
@@ -38,23 +60,31 @@ return {tonumber(redis.call('HGET', KEYS[1], 'redispatched') or '0'), redis.call
  * on the run record, so `status` and the coordinator see it whichever process dies.
  */
 export class LeaseLedger {
+  /** @param maxRedispatches the worker's limit; no count passes it. */
   constructor(
     private readonly redis: Redis,
     private readonly keys: QueueKeys,
+    private readonly maxRedispatches: number,
   ) {}
 
   /**
    * Records the start of an attempt in one round trip: stalls BullMQ saw since the last
    * start (`stalledCounter`, BullMQ job field `stc`) become re-dispatches.
-   * @returns the lease's re-dispatch count so far, and the run's status (undefined when the
-   *   run has no record, e.g. a job added by another client).
+   * @returns the lease's re-dispatch count so far (never past the limit), whether the lease
+   *   was lost more often than the limit allows (then it must end, quarantined), and the run's
+   *   status (undefined when the run has no record, e.g. a job added by another client).
    */
-  async noteStart(leaseId: string, runId: string, stalledCounter: number): Promise<{ redispatched: number; runStatus: RunStatus | undefined; queuedMs: number | null }> {
+  async noteStart(leaseId: string, runId: string, stalledCounter: number): Promise<{ redispatched: number; overLimit: boolean; runStatus: RunStatus | undefined; queuedMs: number | null }> {
     const lost: ExitInfo = { reason: 'WorkerLost', exitCode: null, signal: null, stderrTail: 'the worker holding this lease stopped renewing its lock (killed, frozen or cut off from Redis)' };
-    const [count, status, queued] = (await this.redis.eval(
-      NOTE_START, 3, this.keys.lease(leaseId), this.keys.run(runId), this.keys.runEnqueuedAt(runId), stalledCounter, JSON.stringify(lost), leaseId,
-    )) as [number, string, number];
-    return { redispatched: Number(count), runStatus: (status || undefined) as RunStatus | undefined, queuedMs: Number(queued) >= 0 ? Number(queued) : null };
+    const [count, status, queued, over] = (await this.redis.eval(
+      NOTE_START, 3, this.keys.lease(leaseId), this.keys.run(runId), this.keys.runEnqueuedAt(runId), stalledCounter, JSON.stringify(lost), this.maxRedispatches, leaseId,
+    )) as [number, string, number, string];
+    return {
+      redispatched: Number(count),
+      overLimit: over === '1',
+      runStatus: (status || undefined) as RunStatus | undefined,
+      queuedMs: Number(queued) >= 0 ? Number(queued) : null,
+    };
   }
 
   /**
@@ -77,15 +107,9 @@ export class LeaseLedger {
     return { redispatched: Number(hash?.redispatched ?? 0), costs, nowMs, verdict: verdict === 1 };
   }
 
-  /** Counts one re-dispatch caused on this worker (crash, hang, start failure, missing secret). */
+  /** Counts one re-dispatch caused on this worker (crash, hang, start failure, missing secret, lost lock), never past the limit. */
   async noteRedispatch(leaseId: string, runId: string, exit: ExitInfo): Promise<number> {
-    const results = await this.redis
-      .multi()
-      .hincrby(this.keys.lease(leaseId), 'redispatched', 1)
-      .hincrby(this.keys.run(runId), RUN_FIELDS.redispatched, 1)
-      .hset(this.keys.lease(leaseId), 'lastExit', JSON.stringify(exit))
-      .exec();
-    return Number(results?.[0]?.[1] ?? 0);
+    return Number(await this.redis.eval(NOTE_REDISPATCH, 2, this.keys.lease(leaseId), this.keys.run(runId), JSON.stringify(exit), this.maxRedispatches));
   }
 
   /** Everything known about a lease, in one read: re-dispatch count, last exit, cost receipts (by id, over all attempts). */

@@ -1,8 +1,8 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { killSubtree, sweepDeadSandboxes, type Containment } from '../sandbox/index.js';
 import type { CostReceipt } from '../spec/index.js';
 import type { ChildMessage, DoneMessage, LogMessage, ParentMessage, RunMessage } from './child-protocol.js';
-import { killDescendants, killTree } from './kill-tree.js';
 
 /** Bytes of a child's stderr kept for exit reports (the tail is what explains a crash). */
 export const STDERR_TAIL_BYTES = 4096;
@@ -15,6 +15,18 @@ export type AttemptOutcome =
   | { readonly type: 'crashed'; readonly exitCode: number | null; readonly signal: string | null; readonly stderrTail: string; readonly costs: readonly CostReceipt[] }
   | { readonly type: 'hung'; readonly hangMs: number; readonly stderrTail: string; readonly costs: readonly CostReceipt[] }
   | { readonly type: 'aborted'; readonly reason: string; readonly costs: readonly CostReceipt[] };
+
+/**
+ * Whether rollout children get a PID namespace of their own (`unshare --pid --fork`, the child
+ * its PID 1): only when this worker is PID 1 itself. Node reaps only the processes it spawned,
+ * so whatever a crashed or killed child leaves would otherwise be re-parented to the worker and
+ * stay a zombie; in its own namespace it dies and is reaped with the child. (Elsewhere the
+ * host's init reaps such orphans, and a node PID 1 in the child would not.) Needs a privileged
+ * namespace (not `--user`), so the child's /proc view of the worker stays readable.
+ */
+function ownNamespace(containment: Containment): boolean {
+  return process.pid === 1 && containment.pidNamespace !== null && !containment.pidNamespace.includes('--user');
+}
 
 /** Raised when a child exits before it is ready (bad execArgv, missing file, no memory). */
 export class ChildStartError extends Error {
@@ -42,12 +54,17 @@ export interface RolloutChildOptions {
   readonly startTimeoutMs: number;
   /** Where rollout log lines go. */
   readonly onLog: (message: LogMessage) => void;
+  /** The worker's containment: sent to the child; with `pdeathsig` the child dies with the worker. */
+  readonly containment: Containment;
 }
 
 /**
  * One forked child that runs rollouts one at a time. It is the leader of its own process
- * group (`detached`), so a hard kill takes its whole tree. Children are reused until
- * recycled; one that failed to start or crashed is never reused.
+ * group (`detached`), so a hard kill takes its whole tree, and where `setpriv` exists it is
+ * started with PR_SET_PDEATHSIG = SIGKILL, so it dies with the worker even when its event
+ * loop is stuck. Children are reused until recycled; one that failed to start or crashed is
+ * never reused. After a child is gone, the worker removes what its attempts left (work
+ * dirs, cgroups), so that never depends on code in the killed process.
  */
 export class RolloutChild {
   private stderrTail = '';
@@ -62,6 +79,7 @@ export class RolloutChild {
     private readonly proc: ChildProcess,
     readonly memoryMb: number,
     private readonly onLog: (message: LogMessage) => void,
+    private readonly containment: Containment,
   ) {
     proc.stderr?.on('data', (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
@@ -92,14 +110,20 @@ export class RolloutChild {
    * @throws ChildStartError with the real exit code and stderr tail when it dies first or times out.
    */
   static async start(options: RolloutChildOptions): Promise<RolloutChild> {
-    const proc = fork(CHILD_MAIN, [], {
-      execArgv: [`--max-old-space-size=${options.memoryMb}`, ...options.execArgv],
-      env: options.env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      serialization: 'json',
-    });
-    const child = new RolloutChild(proc, options.memoryMb, options.onLog);
+    const execArgv = [`--max-old-space-size=${options.memoryMb}`, ...options.execArgv];
+    const stdio: ['ignore', 'pipe', 'pipe', 'ipc'] = ['ignore', 'pipe', 'pipe', 'ipc'];
+    // fork() is spawn(execPath) with an IPC channel; setpriv execs node in place, so the channel
+    // (NODE_CHANNEL_FD) and the pid are node's own.
+    const launcher = [
+      ...(options.containment.pdeathsig ? ['setpriv', '--pdeathsig', 'KILL', '--'] : []),
+      ...(ownNamespace(options.containment) ? [...(options.containment.pidNamespace ?? []), '--'] : []),
+    ];
+    const [program = process.execPath, ...args] = [...launcher, process.execPath, ...execArgv, CHILD_MAIN];
+    const proc =
+      launcher.length > 0
+        ? spawn(program, args, { env: options.env, detached: true, stdio, serialization: 'json' })
+        : fork(CHILD_MAIN, [], { execArgv, env: options.env, detached: true, stdio, serialization: 'json' });
+    const child = new RolloutChild(proc, options.memoryMb, options.onLog, options.containment);
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         child.kill();
@@ -117,7 +141,7 @@ export class RolloutChild {
         // Give the stderr pipe a moment to drain so the tail holds the real reason.
         setImmediate(() => reject(new ChildStartError(child.exit?.code ?? null, child.exit?.signal ?? null, child.stderrTail)));
       });
-      child.post({ type: 'init', allow: options.allow });
+      child.post({ type: 'init', allow: options.allow, containment: options.containment });
     });
     return child;
   }
@@ -136,10 +160,25 @@ export class RolloutChild {
     this.post({ type: 'cancel', reason });
   }
 
-  /** SIGKILLs the child's whole process tree; resolves once the child has exited. */
+  /**
+   * SIGKILLs the child's whole process tree (a walk of its own subtree, never of the
+   * machine); resolves once the child has exited and what its attempts left on disk and in
+   * cgroups is removed.
+   */
   async kill(): Promise<void> {
-    if (this.proc.pid !== undefined && !this.exit) killTree(this.proc.pid);
+    if (this.proc.pid !== undefined && !this.exit) killSubtree(this.proc.pid, { includeRoot: true });
     await new Promise<void>((resolve) => this.onExit(resolve));
+    if (this.proc.pid !== undefined) await this.reclaim(this.proc.pid);
+  }
+
+  private reclaiming: Promise<void> | undefined;
+
+  /** Removes the sandboxes this (dead) child made; once per child. */
+  private reclaim(pid: number): Promise<void> {
+    // In a namespace of its own the child is not `pid` (that is its unshare): sweep every dead creator.
+    const creatorPid = ownNamespace(this.containment) ? undefined : pid;
+    this.reclaiming ??= sweepDeadSandboxes({ ...(creatorPid !== undefined ? { creatorPid } : {}), containment: this.containment }).then(() => undefined, () => undefined);
+    return this.reclaiming;
   }
 
   /**
@@ -178,8 +217,7 @@ export class RolloutChild {
           void (limits.onCost?.(msg.receipt) ?? Promise.resolve()).then(answer, answer);
         } else if (msg.type === 'log') this.onLog(msg);
         else if (msg.type === 'done') {
-          // Nothing a rollout started may outlive it (a child reused for the next rollout stays).
-          if (this.proc.pid !== undefined) killDescendants(this.proc.pid);
+          // The child contained the attempt before answering (child-main containAfterRollout).
           this.rollouts++;
           this.rssBytes = msg.rssBytes;
           if (limits.signal.aborted && msg.error?.type === 'Aborted') {

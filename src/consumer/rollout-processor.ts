@@ -84,12 +84,12 @@ export class RolloutProcessor {
       return this.finish(job, spec, startedAt, { kind: 'caller', error: { type: 'InvalidSpec', message: `job id "${job.id}" differs from spec.leaseId "${spec.leaseId}"; add the job with jobId = leaseId` } });
     }
     const log = this.logger.child({ runId: spec.runId, leaseId: spec.leaseId });
-    const { redispatched, runStatus, queuedMs } = await this.ledger.noteStart(spec.leaseId, spec.runId, job.stalledCounter ?? 0);
+    const { overLimit, runStatus, queuedMs } = await this.ledger.noteStart(spec.leaseId, spec.runId, job.stalledCounter ?? 0);
     this.queuedMs.set(spec.leaseId, queuedMs);
     if (runStatus === 'cancelled') {
       return this.finish(job, spec, startedAt, { kind: 'caller', error: { type: 'Cancelled', message: 'the run was cancelled before this rollout started' } });
     }
-    if (redispatched > this.options.maxRedispatches) {
+    if (overLimit) {
       const { lastExit } = await this.ledger.read(spec.leaseId);
       return this.quarantine(job, spec, startedAt, lastExit);
     }

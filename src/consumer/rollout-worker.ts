@@ -1,4 +1,5 @@
 import type http from 'node:http';
+import os from 'node:os';
 import { Queue, Worker, type ConnectionOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { queueKeys, type QueueKeys } from '../lease/index.js';
@@ -6,6 +7,7 @@ import { createLogger, type Logger } from '../platform/logger.js';
 import { redactRedisUrl, redisOptionsFromUrl } from '../platform/redis-connection.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { ArtifactCache } from './artifact-cache.js';
+import { detectContainment, sweepDeadSandboxes, useContainment, type Containment } from '../sandbox/index.js';
 import { ChildPool } from './child-pool.js';
 import { LeaseLedger } from './lease-ledger.js';
 import { isLostOwnership, RolloutProcessor } from './rollout-processor.js';
@@ -18,8 +20,11 @@ export type WorkerState = 'starting' | 'running' | 'closing' | 'closed';
 /** After the shutdown grace, how long to wait for BullMQ to hand leases back before giving up, ms. */
 const CLOSE_MARGIN_MS = 5_000;
 
-/** How often the liveness check samples the queue, ms. */
+/** How often the liveness check samples the queue (and the worker refreshes its info for `status`), ms. */
 const LIVENESS_SAMPLE_MS = 5_000;
+
+/** TTL of the worker's info key (`keys.workerInfo`), ms: a few missed refreshes and it is gone. */
+const WORKER_INFO_TTL_MS = 6 * LIVENESS_SAMPLE_MS;
 
 /** The child's environment: enough to run node and a code runner, nothing of the worker's secrets. */
 function childEnv(): NodeJS.ProcessEnv {
@@ -56,6 +61,8 @@ export class RolloutWorker {
     private readonly processor: RolloutProcessor,
     private readonly metrics: WorkerMetrics,
     private readonly worker: Worker,
+    /** How rollout attempts are contained here (chosen at start; see src/sandbox). */
+    readonly containment: Containment,
   ) {}
 
   /** The worker's name, as it appears in Results (`worker`) and BullMQ (`processedBy`). */
@@ -74,12 +81,17 @@ export class RolloutWorker {
   }
 
   /**
-   * Starts a worker: connects to Redis (retrying with backoff while it is unreachable),
-   * subscribes to cancellations and starts consuming.
+   * Starts a worker: picks the containment of rollout attempts (the strongest the host
+   * allows, or what `containment` asks), removes what dead attempts left (work dirs, cgroups),
+   * connects to Redis (retrying with backoff while it is unreachable), subscribes to
+   * cancellations and starts consuming.
    * @throws Error naming the option when `options` are invalid.
+   * @throws ContainmentError for `containment: 'strict'` on a host without a PID namespace and a cgroup memory limit.
    */
   static async create(input: WorkerOptions = {}): Promise<RolloutWorker> {
     const options = compileWorkerOptions(input);
+    const containment = detectContainment(options.containment);
+    useContainment(containment);
     const keys = queueKeys(options.prefix, options.queue);
     const logger = (input.logger ?? createLogger({ component: 'worker' })).child({ worker: options.name, queue: options.queue });
     const connection = redisOptionsFromUrl(options.redisUrl);
@@ -97,10 +109,11 @@ export class RolloutWorker {
       maxRolloutsPerChild: options.maxRolloutsPerChild,
       maxChildRssMb: options.maxChildRssMb,
       onLog: (msg) => logger[msg.level]({ ...msg.obj, source: 'rollout' }, msg.msg ?? ''),
+      containment,
       onChildEvent: (event) => metrics.child(event),
     });
     let self: RolloutWorker | undefined;
-    const processor = new RolloutProcessor(options, pool, new LeaseLedger(redis, keys), logger, {
+    const processor = new RolloutProcessor(options, pool, new LeaseLedger(redis, keys, options.maxRedispatches), logger, {
       onResult: (kind, runMs) => metrics.result(kind, runMs),
       onRedispatch: (cause) => metrics.redispatch(cause),
       onStart: () => {
@@ -117,7 +130,7 @@ export class RolloutWorker {
       maxStalledCount: options.maxRedispatches,
       autorun: false,
     });
-    self = new RolloutWorker(options, keys, logger, redis, subscriber, queue, pool, processor, metrics, worker);
+    self = new RolloutWorker(options, keys, logger, redis, subscriber, queue, pool, processor, metrics, worker, containment);
     await self.start();
     return self;
   }
@@ -126,10 +139,31 @@ export class RolloutWorker {
     const { options, logger } = this;
     const address = redactRedisUrl(options.redisUrl);
     const widened = options.allow.length > 0;
+    const { containment } = this;
     (widened ? logger.warn.bind(logger) : logger.info.bind(logger))(
-      { redis: address, allowlist: options.allowlist, widened, concurrency: options.concurrency, lockDurationMs: options.lockDurationMs, stalledIntervalMs: options.stalledIntervalMs },
-      widened ? `worker starting; Ref allowlist WIDENED beyond built-ins: ${options.allow.join(', ')}` : 'worker starting',
+      {
+        redis: address,
+        allowlist: options.allowlist,
+        widened,
+        concurrency: options.concurrency,
+        lockDurationMs: options.lockDurationMs,
+        stalledIntervalMs: options.stalledIntervalMs,
+        containment: containment.level,
+        containmentGaps: containment.gaps,
+      },
+      `${widened ? `worker starting; Ref allowlist WIDENED beyond built-ins: ${options.allow.join(', ')}` : 'worker starting'}; containment ${containment.level}` +
+        (containment.gaps.length > 0 ? ` (gaps: ${containment.gaps.join('; ')})` : ''),
     );
+    if (process.pid === 1) {
+      logger.warn(
+        containment.pidNamespace
+          ? 'worker runs as PID 1 without an init: rollout children get PID namespaces of their own so nothing is re-parented here; still, prefer an init (tini, docker run --init, compose init: true)'
+          : 'worker runs as PID 1 without an init and without PID namespaces: processes orphaned by a crashed rollout child stay zombies here; run the worker under an init (tini, docker run --init, compose init: true)',
+      );
+    }
+    this.metrics.containment(containment.level);
+    const swept = await sweepDeadSandboxes({ containment });
+    logger.info({ dirs: swept.dirs, cgroups: swept.cgroups }, `swept ${swept.dirs} work dir(s) and ${swept.cgroups} cgroup(s) left by dead attempts`);
     for (const client of [this.redis, this.subscriber]) this.watchConnection(client, address);
     this.worker.on('error', (err) => this.onWorkerError(err));
     this.worker.on('completed', (job) => this.processor.finishing.delete(String(job.id)));
@@ -146,6 +180,7 @@ export class RolloutWorker {
       if (count > 0) logger.info({ runId, count }, 'run cancelled; aborting its active rollouts');
     });
     await checkEvictionPolicy(this.redis, logger);
+    await this.publishInfo();
     if (options.metricsPort !== undefined) {
       const served = await this.metrics.serve(options.metricsPort, options.metricsHost, () => this.health());
       this.metricsServer = served.server;
@@ -181,7 +216,7 @@ export class RolloutWorker {
         this.processor.finishing.delete(leaseId);
         this.metrics.duplicate();
         this.logger.warn({ runId, leaseId }, 'late answer dropped: the lease was re-dispatched and belongs to another attempt');
-        void new LeaseLedger(this.redis, this.keys).countDuplicate(runId).catch(() => undefined);
+        void new LeaseLedger(this.redis, this.keys, this.options.maxRedispatches).countDuplicate(runId).catch(() => undefined);
         return;
       }
       return;
@@ -197,9 +232,16 @@ export class RolloutWorker {
     this.logger.error({ err: err.message }, 'worker error');
   }
 
+  /** Refreshes this worker's info key (containment level for `status`). */
+  private async publishInfo(): Promise<void> {
+    const info = { containment: this.containment.level, gaps: this.containment.gaps, pid: process.pid, host: os.hostname() };
+    await this.redis.set(this.keys.workerInfo(this.options.name), JSON.stringify(info), 'PX', WORKER_INFO_TTL_MS);
+  }
+
   /** Samples the queue for the liveness check: due work with free slots and no start here. */
   private async sampleLiveness(): Promise<void> {
     try {
+      await this.publishInfo();
       const waiting = await this.queue.getWaitingCount();
       const free = this.processor.active.size < this.options.concurrency;
       if (waiting > 0 && free && this.state === 'running') {
@@ -266,6 +308,7 @@ export class RolloutWorker {
         clearInterval(this.livenessTimer);
         await this.pool.close();
         const connected = !this.redisDown;
+        if (connected) await boundedBy(CLOSE_MARGIN_MS, this.redis.del(this.keys.workerInfo(this.options.name)).catch(() => undefined));
         await boundedBy(CLOSE_MARGIN_MS, Promise.allSettled([
           connected ? this.queue.close() : this.queue.disconnect(),
           connected ? this.subscriber.quit() : this.subscriber.disconnect(),

@@ -10,6 +10,7 @@ export class WorkerMetrics {
   private readonly duplicates = new Counter({ name: 'rollout_queue_duplicates_dropped_total', help: 'Late answers BullMQ refused (lock lost, job gone)', registers: [this.registry] });
   private readonly children = new Counter({ name: 'rollout_queue_child_events_total', help: 'Rollout child processes started, recycled or crashed', labelNames: ['event'], registers: [this.registry] });
   private readonly runSeconds = new Histogram({ name: 'rollout_queue_run_seconds', help: 'Duration of finished rollouts, seconds', buckets: [0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900], registers: [this.registry] });
+  private readonly containmentLevel = new Gauge({ name: 'rollout_queue_containment', help: 'Containment level of rollout attempts on this worker (1 for the level in use)', labelNames: ['level'], registers: [this.registry] });
   /** Rollouts running now. */
   readonly active = new Gauge({ name: 'rollout_queue_active_rollouts', help: 'Rollouts running now', registers: [this.registry] });
 
@@ -29,6 +30,10 @@ export class WorkerMetrics {
   }
   child(event: 'started' | 'recycled' | 'crashed'): void {
     this.children.inc({ event });
+  }
+  /** Sets `rollout_queue_containment{level}` to 1 for the level chosen at start. */
+  containment(level: string): void {
+    this.containmentLevel.set({ level }, 1);
   }
 
   /**

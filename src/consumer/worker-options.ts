@@ -4,6 +4,7 @@ import { DEFAULT_PREFIX, DEFAULT_QUEUE } from '../lease/index.js';
 import { DEFAULT_REDIS_URL } from '../platform/redis-connection.js';
 import type { Logger } from '../platform/logger.js';
 import { Allowlist, DEFAULT_ALLOWLIST } from '../ref/index.js';
+import { CONTAINMENT_MODES, type ContainmentMode } from '../sandbox/index.js';
 
 /**
  * Options of a rollout worker. Every option has a default; `compileWorkerOptions` turns
@@ -60,6 +61,13 @@ export const WorkerOptionsSchema = z
     metricsHost: z.string().default('127.0.0.1'),
     /** `/healthz` turns 503 when work was due for this long with no rollout started here, ms. Default 60 000. */
     livenessMs: z.number().int().min(1000).default(60_000),
+    /**
+     * How rollout attempts are contained (src/sandbox): `auto` takes the strongest level the
+     * host allows (PID namespace + cgroup, namespace, cgroup, process group); `strict` refuses to
+     * start without a PID namespace and a cgroup memory limit; `process-group` forces the
+     * fallback. Default env `ROLLOUT_QUEUE_CONTAINMENT`, else `auto`.
+     */
+    containment: z.enum(CONTAINMENT_MODES as [ContainmentMode, ...ContainmentMode[]]).optional(),
   })
   .strict();
 
@@ -68,8 +76,9 @@ export type WorkerOptions = z.input<typeof WorkerOptionsSchema> & { readonly log
 
 /** Fully defaulted, frozen worker options. */
 export type CompiledWorkerOptions = Readonly<
-  Omit<z.output<typeof WorkerOptionsSchema>, 'redisUrl' | 'prefix' | 'name'> & {
+  Omit<z.output<typeof WorkerOptionsSchema>, 'redisUrl' | 'prefix' | 'name' | 'containment'> & {
     redisUrl: string;
+    containment: ContainmentMode;
     prefix: string;
     name: string;
     /** The effective allowlist: built-ins plus `allow`. */
@@ -89,6 +98,10 @@ export function compileWorkerOptions(input: WorkerOptions): CompiledWorkerOption
     throw new Error(`worker option ${issue?.path.join('.') || '(options)'}: ${issue?.message ?? 'invalid'}`);
   }
   const options = parsed.data;
+  const containment = options.containment ?? process.env.ROLLOUT_QUEUE_CONTAINMENT ?? 'auto';
+  if (!CONTAINMENT_MODES.includes(containment as ContainmentMode)) {
+    throw new Error(`worker option containment: "${containment}" (from env ROLLOUT_QUEUE_CONTAINMENT) is not one of ${CONTAINMENT_MODES.join(', ')}`);
+  }
   const allowlist = [...DEFAULT_ALLOWLIST, ...options.allow.filter((pattern) => !DEFAULT_ALLOWLIST.includes(pattern))];
   // Compiled once here so a malformed --allow pattern stops the worker at start (AllowlistError).
   Allowlist.compile(allowlist);
@@ -97,6 +110,7 @@ export function compileWorkerOptions(input: WorkerOptions): CompiledWorkerOption
     redisUrl: options.redisUrl ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL,
     prefix: options.prefix ?? process.env.ROLLOUT_QUEUE_PREFIX ?? DEFAULT_PREFIX,
     name: options.name ?? `${os.hostname()}-${process.pid}`,
+    containment: containment as ContainmentMode,
     allowlist: Object.freeze(allowlist),
   });
 }

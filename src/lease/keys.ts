@@ -48,6 +48,8 @@ export interface QueueKeys {
   gatewayRun(runId: string): string;
   /** LIST JSON Results of a run of the runs API, in delivery order (the NDJSON stream's cursor indexes it). */
   gatewayResults(runId: string): string;
+  /** STRING JSON {containment, gaps, pid, host} a live worker refreshes with a PX TTL (for `status`). */
+  workerInfo(workerName: string): string;
 }
 
 /**
@@ -79,6 +81,7 @@ export function queueKeys(prefix: string = DEFAULT_PREFIX, queue: string = DEFAU
     dispatchAnswer: (runId) => `${base}dispatch:${runId}:answer`,
     gatewayRun: (runId) => `${base}gw:${runId}`,
     gatewayResults: (runId) => `${base}gw:${runId}:results`,
+    workerInfo: (workerName) => `${base}worker:${workerName}`,
   };
 }
 

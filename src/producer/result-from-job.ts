@@ -46,7 +46,8 @@ export function resultFromReturnValue(leaseId: string, runId: string, returnvalu
  * job means the plane itself gave up): `infrastructure`, error type `WorkerLost` when the
  * stall limit ended it, else `WorkerError`, with BullMQ's failedReason as message.
  * `attempts` = BullMQ `attemptsStarted`; `redispatched` = the worker's count for the lease or
- * BullMQ's `stalledCounter`, whichever is larger (a stall the worker never saw still counts).
+ * the stalls BullMQ re-queued (`stalledCounter`, less the final one when the stall limit ended
+ * the job), whichever is larger (a stall the worker never saw still counts).
  * `finishedAt` = `nowMs` (the Redis clock when the coordinator read the failure), else this host's clock.
  */
 export function resultFromFailedJob(leaseId: string, runId: string, outcome: FailedOutcome, nowMs?: number): Result {
@@ -57,7 +58,9 @@ export function resultFromFailedJob(leaseId: string, runId: string, outcome: Fai
   return {
     ...result,
     attempts: outcome.attemptsStarted,
-    redispatched: Math.max(outcome.leaseRedispatched, outcome.stalledCounter),
+    // BullMQ fails a job on the stall that takes `stc` past maxStalledCount (= the worker's
+    // re-dispatch limit): that last loss ended the lease, it was not a re-dispatch.
+    redispatched: Math.max(outcome.leaseRedispatched, stalled ? outcome.stalledCounter - 1 : outcome.stalledCounter),
     worker: outcome.processedBy,
     // BullMQ's `timestamp` is the enqueuer's clock and `processedOn` a worker's: no queuedMs
     // from them. A stalled job's `finishedOn` is the clock of whichever worker ran the stalled

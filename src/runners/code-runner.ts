@@ -8,8 +8,9 @@ import {
 } from '../spec/index.js';
 import { childEnv, redactSecrets } from './child-env.js';
 import { commandFor, compileCodeRunnerOptions, type CodeRunnerOptions, type CompiledCodeRunnerOptions } from './code-runner-options.js';
+import { Sandbox, type SandboxUsage } from '../sandbox/index.js';
 import { runProcessGroup, TAIL_BYTES, type GroupRunOutcome } from './process-group.js';
-import { artifactFiles, createWorkDir, removeWorkDir, writeArtifact } from './work-dir.js';
+import { artifactFiles, attemptName, writeArtifact } from './work-dir.js';
 
 /** What a successful code run returns as the rollout's output (JSON data). */
 export interface CodeRunOutput {
@@ -25,6 +26,11 @@ export interface CodeRunOutput {
   readonly stdoutTruncated: boolean;
   /** True when stderr went past `maxOutputBytes` and its rest was dropped. */
   readonly stderrTruncated: boolean;
+  /**
+   * Peak memory of the artifact's whole process tree, bytes: what its cgroup was charged
+   * (resident memory plus page cache). Null where the worker has no cgroup to measure it.
+   */
+  readonly peakRssBytes: number | null;
 }
 
 /** The run function made by {@link codeRunner}. */
@@ -37,17 +43,21 @@ const RESOURCE_ERRORS: ReadonlySet<string> = new Set(['EAGAIN', 'ENOMEM', 'EMFIL
  * Factory of the built-in code runner (`rollout-queue/runners:codeRunner`).
  *
  * The returned `run(rendered, task, ctx)`:
- * 1. writes the artifact to a fresh private directory
- *    `<os.tmpdir()>/rollout-queue/<leaseId>.<runAttemptId>.a<attempt>-<random>`;
- * 2. runs the entrypoint there as the leader of its own process group, with the task as
- *    JSON on stdin and a clean environment: `PATH` (the worker's), `HOME` and `TMPDIR` (the
- *    work directory), `LANG=C.UTF-8`, plus `ctx.secrets`. Nothing else of the worker's
- *    environment is passed;
- * 3. kills the whole group on `timeoutMs` or when `ctx.signal` aborts (SIGTERM, then SIGKILL
- *    after 200 ms), and any leftover member of the group when the entrypoint exits;
- * 4. removes the directory, whatever the outcome.
+ * 1. makes the attempt's sandbox (`src/sandbox`): a fresh private directory
+ *    `<os.tmpdir()>/rollout-queue/<leaseId>.<runAttemptId>.a<attempt>-p<pid>s<start>n<pidns>-<random>`
+ *    and, where the host allows, a cgroup limiting memory to `ctx.memoryMb` (the spec's
+ *    `sandbox.memoryMb`) over the artifact's whole tree; writes the artifact there;
+ * 2. runs the entrypoint there in the sandbox (its own PID namespace where the host allows,
+ *    else its own process group), with the task as JSON on stdin and a clean environment:
+ *    `PATH` (the worker's), `HOME` and `TMPDIR` (the work directory), `LANG=C.UTF-8`, plus
+ *    `ctx.secrets`. Nothing else of the worker's environment is passed;
+ * 3. kills everything in the sandbox on `timeoutMs` or when `ctx.signal` aborts (SIGTERM,
+ *    then SIGKILL after 200 ms), and whatever is left when the entrypoint exits;
+ * 4. destroys the sandbox (processes, cgroup, directory), whatever the outcome.
  *
- * Outcomes: exit 0 → resolves {@link CodeRunOutput}. Non-zero exit or a signal →
+ * Outcomes: exit 0 → resolves {@link CodeRunOutput}. Over the memory limit (the kernel's
+ * OOM killer killed a process of the tree; cgroup levels) → `ModelError('MemoryLimit')`
+ * naming the limit and the peak. Non-zero exit or a signal →
  * `ModelError('NonZeroExit')`; own time limit → `ModelError('RunTimeout')`; a `#!` line or
  * file format the OS cannot run → `ModelError('SpawnFailed')`; all three quote the last
  * 2 KiB of stderr. `ctx.signal` abort → an error named `AbortError` whose message holds
@@ -84,12 +94,13 @@ async function runCode(
         'the rendered artifact did not arrive whole, or config.entrypoint names another file',
     );
   }
-  let dir: string;
+  let sandbox: Sandbox;
   try {
-    dir = await createWorkDir(ctx);
+    sandbox = await Sandbox.create({ name: attemptName(ctx), memoryMb: ctx.memoryMb });
   } catch (err) {
-    throw new InfrastructureError(`codeRunner: could not create a work directory: ${errorText(err)}`, { cause: err });
+    throw new InfrastructureError(`codeRunner: could not create the attempt's sandbox (work directory, cgroup): ${errorText(err)}`, { cause: err });
   }
+  const dir = sandbox.dir;
   try {
     try {
       await writeArtifact(dir, files, options.entrypoint);
@@ -108,20 +119,30 @@ async function runCode(
         timeoutMs: options.timeoutMs,
         maxOutputBytes: options.maxOutputBytes,
         signal: ctx.signal,
+        sandbox,
       });
     } catch (err) {
       throw spawnFailure(err, argv, dir, ctx);
     }
-    return interpret(outcome, options, ctx);
+    return interpret(outcome, options, ctx, sandbox.usage(), sandbox.memoryLimitMb);
   } finally {
-    const problem = await removeWorkDir(dir);
-    if (problem) ctx.log.warn({ dir, err: problem.message }, 'codeRunner: could not remove the work directory');
+    await sandbox.destroy();
   }
 }
 
-function interpret(outcome: GroupRunOutcome, options: CompiledCodeRunnerOptions, ctx: RolloutContext): CodeRunOutput {
+const MIB = 1024 * 1024;
+
+function interpret(outcome: GroupRunOutcome, options: CompiledCodeRunnerOptions, ctx: RolloutContext, usage: SandboxUsage, limitMb: number | undefined): CodeRunOutput {
   const name = JSON.stringify(options.entrypoint);
   if (outcome.ended === 'aborted') throw abortError(ctx, options);
+  if (usage.oomKills > 0 && outcome.ended === 'exited') {
+    const peak = usage.peakBytes === null ? 'peak unknown' : `peak ${Math.round(usage.peakBytes / MIB)} MiB`;
+    throw new ModelError(
+      'MemoryLimit',
+      `artifact ${name} went over its memory limit of ${limitMb ?? ctx.memoryMb} MiB (sandbox.memoryMb; ${peak} over its whole process tree): ` +
+        `the kernel killed ${usage.oomKills} of its processes. ${stderrTail(outcome, ctx)}`,
+    );
+  }
   if (outcome.ended === 'timeout') {
     throw new ModelError(
       'RunTimeout',
@@ -139,6 +160,7 @@ function interpret(outcome: GroupRunOutcome, options: CompiledCodeRunnerOptions,
     durationMs: outcome.durationMs,
     stdoutTruncated: outcome.stdout.truncated,
     stderrTruncated: outcome.stderr.truncated,
+    peakRssBytes: usage.peakBytes,
   };
 }
 

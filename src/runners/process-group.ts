@@ -1,5 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
+import type { Sandbox } from '../sandbox/index.js';
 import { OutputCapture } from './output-capture.js';
 
 /** Time a process group gets between SIGTERM and SIGKILL, in ms. */
@@ -37,6 +38,8 @@ export interface GroupRunRequest {
   readonly maxOutputBytes: number;
   /** On abort the group is killed and `ended` is "aborted". */
   readonly signal: AbortSignal;
+  /** The attempt's containment unit: the program runs inside it, and it is what gets killed. */
+  readonly sandbox: Sandbox;
 }
 
 /** How a process group run ended. */
@@ -54,10 +57,12 @@ export interface GroupRunOutcome {
 }
 
 /**
- * Runs `argv` as the leader of a new process group (`detached: true`), feeds it `stdin`,
- * captures its output, and kills the **whole group** (SIGTERM, then SIGKILL after
- * {@link KILL_GRACE_MS}) on its time limit or on abort. When the leader exits on its own,
- * any process it left behind in its group is killed with SIGKILL, so nothing outlives a run.
+ * Runs `argv` inside `request.sandbox` (the leader of a new process group, in the attempt's
+ * PID namespace and cgroup where the host allows), feeds it `stdin`, captures its output, and
+ * kills **everything in the sandbox** (SIGTERM, then SIGKILL after {@link KILL_GRACE_MS}) on
+ * its time limit or on abort. When the leader exits on its own, whatever it left behind is
+ * killed with SIGKILL (at a namespace level the kernel has already done so), so nothing
+ * outlives a run. A signal death is reported as the signal at every level.
  *
  * Resolves once the leader has exited and its output pipes have closed (or
  * {@link CLOSE_GUARD_MS} passed). Rejects only when the program could not be started
@@ -71,12 +76,7 @@ export function runProcessGroup(request: GroupRunRequest): Promise<GroupRunOutco
     const startedAt = performance.now();
     let child: ChildProcess;
     try {
-      child = spawn(program, args, {
-        cwd: request.cwd,
-        env: request.env,
-        detached: true,
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
+      child = request.sandbox.spawn([program, ...args], { cwd: request.cwd, env: request.env });
     } catch (err) {
       reject(err);
       return;
@@ -89,13 +89,8 @@ export function runProcessGroup(request: GroupRunRequest): Promise<GroupRunOutco
     let graceTimer: NodeJS.Timeout | undefined;
     let closeGuard: NodeJS.Timeout | undefined;
 
-    const killGroup = (sig: NodeJS.Signals): void => {
-      if (pid === undefined) return;
-      try {
-        process.kill(-pid, sig);
-      } catch {
-        // ESRCH: the group is already gone. Nothing else can fail for our own child's group.
-      }
+    const killGroup = (sig: 'SIGTERM' | 'SIGKILL'): void => {
+      if (pid !== undefined) request.sandbox.signal(sig);
     };
     const stop = (why: 'timeout' | 'aborted'): void => {
       if (exit !== undefined || ended !== 'exited') return;
@@ -134,7 +129,7 @@ export function runProcessGroup(request: GroupRunRequest): Promise<GroupRunOutco
     // EPIPE when the program exits without reading its stdin: not an error of the run.
     child.stdin?.on('error', () => {});
     child.once('exit', (code, signal) => {
-      exit = { code, signal, durationMs: Math.round(performance.now() - startedAt) };
+      exit = { ...request.sandbox.exitStatus(code, signal), durationMs: Math.round(performance.now() - startedAt) };
       clearTimeout(runTimer);
       clearTimeout(graceTimer);
       killGroup('SIGKILL'); // whatever the leader left behind in its group

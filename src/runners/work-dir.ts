@@ -1,11 +1,7 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CallerError, isPlainObject, type Rendered, type RolloutContext } from '../spec/index.js';
 import { normalizeRelativePath } from './relative-path.js';
-
-/** Directory under `os.tmpdir()` that holds every code runner work directory. */
-export const WORK_ROOT_NAME = 'rollout-queue';
 
 /** The artifact's files: normalized relative path → content. */
 export type ArtifactFiles = ReadonlyMap<string, string>;
@@ -52,16 +48,11 @@ function namePart(value: string, maxLength: number): string {
 }
 
 /**
- * Creates a fresh, private (mode 0700) work directory
- * `<os.tmpdir()>/rollout-queue/<leaseId>.<runAttemptId>.a<attempt>-<6 random characters>`
- * (from `mkdtemp`).
- * Errors (disk full, no permission) are the caller's to classify.
+ * The start of an attempt's sandbox name: `<leaseId>.<runAttemptId>.a<attempt>`, unsafe
+ * characters replaced, so its directory sorts and greps by lease.
  */
-export async function createWorkDir(ctx: Pick<RolloutContext, 'leaseId' | 'runAttemptId' | 'attempt'>): Promise<string> {
-  const root = path.join(os.tmpdir(), WORK_ROOT_NAME);
-  await mkdir(root, { recursive: true });
-  const prefix = `${namePart(ctx.leaseId, 120)}.${namePart(ctx.runAttemptId, 60)}.a${ctx.attempt}`;
-  return mkdtemp(path.join(root, `${prefix}-`));
+export function attemptName(ctx: Pick<RolloutContext, 'leaseId' | 'runAttemptId' | 'attempt'>): string {
+  return `${namePart(ctx.leaseId, 120)}.${namePart(ctx.runAttemptId, 60)}.a${ctx.attempt}`;
 }
 
 /**
@@ -74,15 +65,5 @@ export async function writeArtifact(dir: string, files: ArtifactFiles, executabl
     const target = path.join(dir, relPath);
     await mkdir(path.dirname(target), { recursive: true });
     await writeFile(target, content, { flag: 'wx', mode: relPath === executable ? 0o755 : 0o644 });
-  }
-}
-
-/** Removes a work directory and everything in it; never throws (returns the error instead). */
-export async function removeWorkDir(dir: string): Promise<Error | undefined> {
-  try {
-    await rm(dir, { recursive: true, force: true, maxRetries: 2 });
-    return undefined;
-  } catch (err) {
-    return err instanceof Error ? err : new Error(String(err));
   }
 }

@@ -23,9 +23,11 @@ export async function statusAction(runId: string | undefined, options: StatusOpt
   await requireRedis(env);
   const queue = await openQueue(env, options.queue, coordinatorLogger('status'));
   try {
-    const view = await readStatus(queue, runId);
-    if (runId && !view.run) throw new CliError(MSG.runNotFound(runId, options.queue, env.prefix));
-    const place = { queue: options.queue, prefix: env.prefix, address: env.address, runs: await knownRuns(env, options.queue) };
+    const read = await readStatus(queue, runId);
+    if (runId && !read.run) throw new CliError(MSG.runNotFound(runId, options.queue, env.prefix));
+    const { runs, containment } = await queueExtras(env, options.queue, read.workers.map((w) => w.name));
+    const view = { ...read, workers: read.workers.map((w) => ({ ...w, details: { ...w.details, containment: containment.get(w.name) ?? 'unknown' } })) };
+    const place = { queue: options.queue, prefix: env.prefix, address: env.address, runs };
     process.stdout.write(`${options.json ? JSON.stringify(statusJson(view, place), null, 2) : formatStatus(view, place)}\n`);
     return EXIT.ok;
   } finally {
@@ -33,17 +35,31 @@ export async function statusAction(runId: string | undefined, options: StatusOpt
   }
 }
 
-/** Run ids recorded on the queue (the `runs` set of the key layout), sorted. */
-async function knownRuns(env: CliEnvironment, queue: string): Promise<string[]> {
+/**
+ * Run ids recorded on the queue (the `runs` set of the key layout), sorted, and each
+ * connected worker's containment level from the info key it refreshes (`keys.workerInfo`).
+ */
+async function queueExtras(env: CliEnvironment, queue: string, workers: readonly string[]): Promise<{ runs: string[]; containment: Map<string, string> }> {
   const redis = new Redis({ ...redisOptionsFromUrl(env.redisUrl), lazyConnect: true, maxRetriesPerRequest: 1 });
   redis.on('error', () => {});
   try {
     await redis.connect();
     const keys = queueKeys(env.prefix, queue);
-    const runs = await redis.smembers(keys.runs());
+    const known = await redis.smembers(keys.runs());
     // A run past its retention has no record any more; it is no longer a known run.
-    const exists = runs.length === 0 ? [] : ((await runs.reduce((pipe, id) => pipe.exists(keys.run(id)), redis.pipeline()).exec()) ?? []);
-    return runs.filter((_, i) => exists[i]?.[1] === 1).sort();
+    const exists = known.length === 0 ? [] : ((await known.reduce((pipe, id) => pipe.exists(keys.run(id)), redis.pipeline()).exec()) ?? []);
+    const runs = known.filter((_, i) => exists[i]?.[1] === 1).sort();
+    const infos = workers.length > 0 ? await redis.mget(...workers.map((name) => keys.workerInfo(name))) : [];
+    const containment = new Map<string, string>();
+    workers.forEach((name, i) => {
+      try {
+        const level = (JSON.parse(infos[i] ?? 'null') as { containment?: unknown } | null)?.containment;
+        if (typeof level === 'string') containment.set(name, level);
+      } catch {
+        // A foreign value: shown as unknown.
+      }
+    });
+    return { runs, containment };
   } finally {
     redis.disconnect();
   }

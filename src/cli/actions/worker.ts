@@ -16,6 +16,7 @@ export interface WorkerOptions {
   lockDurationMs?: number;
   stalledIntervalMs?: number;
   shutdownGraceMs?: number;
+  containment?: 'auto' | 'strict' | 'process-group';
 }
 
 /** How long a second signal waits for the hand-back before exiting anyway, ms. */
@@ -26,7 +27,8 @@ const HARD_EXIT_MS = 15_000;
  * worker gracefully (no new rollouts, active ones finish within the grace period, the rest
  * are handed back); a second signal hands everything back at once and exits. While Redis is
  * unreachable at start it waits with capped backoff, logging the redacted address, instead of
- * crash-looping; wrong credentials fail at once (exit 1), bad options exit 2.
+ * crash-looping; wrong credentials fail at once (exit 1), bad options exit 2, `--containment
+ * strict` on a host without a PID namespace and a cgroup memory limit exits 1 naming what is missing.
  */
 export async function workerAction(options: WorkerOptions): Promise<void> {
   const env = cliEnvironment();
@@ -58,6 +60,7 @@ export async function workerAction(options: WorkerOptions): Promise<void> {
       ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
       ...(options.stalledIntervalMs !== undefined ? { stalledIntervalMs: options.stalledIntervalMs } : {}),
       ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),
+      ...(options.containment !== undefined ? { containment: options.containment } : {}),
       logger,
     });
     if (!stop.signal.aborted) await new Promise((resolve) => stop.signal.addEventListener('abort', resolve, { once: true }));
@@ -78,6 +81,7 @@ async function createWorker(options: Parameters<typeof RolloutWorker.create>[0])
   } catch (err) {
     const error = err as Error;
     if (error.message.startsWith('worker option') || error.name === 'AllowlistError') throw new UsageError(MSG.badWorkerOption(error.message));
+    if (error.name === 'ContainmentError') throw new CliError(MSG.containmentRefused(error.message));
     const code = (err as NodeJS.ErrnoException).code;
     const metricsPort = options?.metricsPort;
     if (metricsPort !== undefined && (err as { syscall?: string }).syscall === 'listen') {

@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startRedis, type TestRedis } from '../../helpers/redis.js';
-import { killLeftovers, runCli, startCli, uniquePrefix, waitFor } from './cli-process.js';
+import { BIN, killLeftovers, runCli, startCli, uniquePrefix, waitFor } from './cli-process.js';
 
 // `rollout-queue worker` as a process: signals, and a Redis that is not there yet.
 let redis: TestRedis;
@@ -28,6 +28,13 @@ afterEach(async () => {
 const jobCounts = async (env: Record<string, string>, queue: string): Promise<Record<string, number>> => {
   const status = await runCli(['status', '--queue', queue, '--json'], { env });
   return status.code === 0 ? (JSON.parse(status.stdout) as { counts: Record<string, number> }).counts : {};
+};
+
+const workerContainment = async (env: Record<string, string>, queue: string): Promise<Record<string, string>> => {
+  const status = await runCli(['status', '--queue', queue, '--json'], { env });
+  if (status.code !== 0) return {};
+  const workers = (JSON.parse(status.stdout) as { workers: Array<{ name: string; containment?: string }> }).workers;
+  return Object.fromEntries(workers.map((worker) => [worker.name, worker.containment ?? '']));
 };
 
 const connectedWorkers = async (env: Record<string, string>, queue: string): Promise<string[]> => {
@@ -112,5 +119,37 @@ describe('rollout-queue worker', () => {
     await waitFor(async () => (await connectedWorkers(env, 'late')).includes('patient'), 60_000, 'the worker to connect');
     worker.child.kill('SIGTERM');
     expect((await worker.done).code).toBe(0);
+  });
+
+  it('shows its containment level in the start line and per worker in status; --containment strict starts on this host', async () => {
+    const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('wk') };
+    const strict = startCli(['worker', '--queue', 'cq', '--name', 'strict-one', '--containment', 'strict'], { env: { ...env, LOG_LEVEL: 'info' } });
+    const fallback = startCli(['worker', '--queue', 'cq', '--name', 'fallback-one', '--containment', 'process-group'], { env: { ...env, LOG_LEVEL: 'info' } });
+    try {
+      await waitFor(async () => Object.keys(await workerContainment(env, 'cq')).length === 2, 30_000, 'both workers in status');
+      expect(await workerContainment(env, 'cq')).toEqual({ 'strict-one': 'namespace+cgroup', 'fallback-one': 'process-group' });
+      expect(strict.stdout() + strict.stderr()).toMatch(/"containment":"namespace\+cgroup"/);
+      const fallbackLog = fallback.stdout() + fallback.stderr();
+      expect(fallbackLog).toMatch(/"containment":"process-group"/);
+      expect(fallbackLog).toContain('re-parented away');
+      expect(fallbackLog).toMatch(/swept \d+ work dir\(s\) and \d+ cgroup\(s\) left by dead attempts/);
+    } finally {
+      strict.child.kill('SIGTERM');
+      fallback.child.kill('SIGTERM');
+      expect((await strict.done).code).toBe(0);
+      expect((await fallback.done).code).toBe(0);
+    }
+  });
+
+  it('--containment strict refuses to start without a cgroup it may write (an unprivileged user), exit 1 naming it', () => {
+    const { REDIS_URL: _ignored, ...base } = process.env;
+    const outcome = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, BIN, 'worker', '--containment', 'strict', '--queue', 'nobody'], {
+      env: { ...base, REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('wk') },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(outcome.status, outcome.stdout + outcome.stderr).toBe(1);
+    expect(outcome.stderr).toContain('containment strict: this host lacks');
+    expect(outcome.stderr).toContain('writable cgroup');
   });
 });

@@ -49,6 +49,7 @@ describe('Redis outages (a private redis-server per test, killed with SIGKILL)',
       expect(await health()).toBe(200);
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(metrics).toMatch(/rollout_queue_results_total\{kind="ok"\} 1/);
+      expect(metrics).toMatch(/rollout_queue_containment\{level="[a-z+-]+"\} 1/);
       expect(worker.output()).toMatch(/cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+; retrying with backoff/);
     } finally {
       worker.signal('SIGTERM');

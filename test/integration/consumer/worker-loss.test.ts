@@ -87,7 +87,9 @@ describe('lost, frozen and restarted workers', () => {
   it('SIGTERM mid-rollout hands the lease back at once: no stall, no re-dispatch counted, finished elsewhere', async () => {
     const q = new RawQueue(redis.url);
     const leaving = await startWorkerProcess(q.workerOptions({ ...FAST }));
-    const spec = makeSpec('term', 'long', { task: { id: 'long', delayMs: 2000 } });
+    // Attempt 1 never finishes by itself, so the hand-back is not racing its end on a loaded
+    // machine (it used to finish within the grace 1 run in 4 and be answered by `leaving`).
+    const spec = makeSpec('term', 'long', { run: fixture('holdsFirstAttempt') });
     await q.add([spec]);
     await q.waitForState(spec.leaseId, 'active');
     const staying = await startWorkerProcess(q.workerOptions({ ...FAST }));

@@ -37,7 +37,9 @@ describe('codeRunner outcomes', () => {
       durationMs: expect.any(Number),
       stdoutTruncated: false,
       stderrTruncated: false,
+      peakRssBytes: output.peakRssBytes,
     });
+    expect(output.peakRssBytes === null || output.peakRssBytes > 0).toBe(true);
     expect(output.durationMs).toBeGreaterThanOrEqual(0);
     expect(JSON.parse(JSON.stringify(output))).toEqual(output);
   });
@@ -125,7 +127,10 @@ describe('codeRunner outcomes', () => {
         const sleeper = spawn('sleep', ['1000'], { stdio: 'inherit' });
         const net = require('node:net');
         const beacon = net.connect(Number(process.env.BEACON_PORT), '127.0.0.1', () => {
-          beacon.write(JSON.stringify({ pid: process.pid, grandchild: sleeper.pid }) + '\\n', () => { for (;;) {} });
+          // Host pids: in the attempt's PID namespace process.pid is the namespace's own.
+          const self = Number(require('node:fs').readlinkSync('/proc/self'));
+          const grandchild = Number(require('node:fs').readFileSync('/proc/self/task/' + self + '/children', 'utf8').trim());
+          beacon.write(JSON.stringify({ pid: self, grandchild }) + '\\n', () => { for (;;) {} });
         });`;
       const outcome = rejection(run(artifact, task, fakeContext({ secrets: { BEACON_PORT: String(beacon.port) } })));
       const pids = JSON.parse(await beacon.firstLine) as { pid: number; grandchild: number };
@@ -162,7 +167,9 @@ describe('codeRunner outcomes', () => {
         orphan.unref();
         const net = require('node:net');
         const beacon = net.connect(Number(process.env.BEACON_PORT), '127.0.0.1', () => {
-          beacon.end(JSON.stringify({ orphan: orphan.pid }) + '\\n');
+          const self = require('node:fs').readlinkSync('/proc/self');
+        const hostPid = Number(require('node:fs').readFileSync('/proc/self/task/' + self + '/children', 'utf8').trim());
+        beacon.end(JSON.stringify({ orphan: hostPid }) + '\\n');
         });`;
       const output = await run(artifact, task, fakeContext({ secrets: { BEACON_PORT: String(beacon.port) } }));
       expect(output.exitCode).toBe(0);

@@ -75,9 +75,13 @@ export async function openBeacon(): Promise<ArtifactBeacon> {
   };
 }
 
-/** Artifact code (CommonJS) that connects to a beacon whose port is in env BEACON_PORT and sends its pid. */
+/**
+ * Artifact code (CommonJS) that connects to a beacon whose port is in env BEACON_PORT and sends
+ * its pid as the host sees it (`/proc/self`: in the attempt's PID namespace `process.pid` is the
+ * namespace's own number).
+ */
 export const BEACON_CLIENT_CJS = `
 const net = require('node:net');
-const beacon = net.connect(Number(process.env.BEACON_PORT), '127.0.0.1', () => beacon.write(process.pid + '\\n'));
+const beacon = net.connect(Number(process.env.BEACON_PORT), '127.0.0.1', () => beacon.write(require('node:fs').readlinkSync('/proc/self') + '\\n'));
 beacon.on('error', () => {});
 `;

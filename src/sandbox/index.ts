@@ -1,0 +1,20 @@
+/**
+ * Per-attempt containment (DESIGN.md "Containment"): the unit created, limited, killed and
+ * removed as a whole for each rollout attempt. Imports only node built-ins; runners and the
+ * consumer build on it.
+ */
+export { CGROUP_PARENT, DEFAULT_PIDS_MAX, type CgroupRoots } from './cgroup.js';
+export {
+  CONTAINMENT_MODES,
+  ContainmentError,
+  currentContainment,
+  detectContainment,
+  useContainment,
+  type Containment,
+  type ContainmentLevel,
+  type ContainmentMode,
+} from './containment.js';
+export { destroyLiveSandboxes, destroyLiveSandboxesSync, liveSandboxCount, Sandbox, type SandboxRequest, type SandboxUsage } from './sandbox.js';
+export { killPids, killSubtree, subtreeOf } from './subtree.js';
+export { sweepDeadSandboxes, type SweepReport } from './sweep.js';
+export { workRoot, WORK_ROOT_NAME } from './work-root.js';

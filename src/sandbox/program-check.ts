@@ -1,0 +1,62 @@
+import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+/** An error shaped like the one `child_process.spawn` emits (`code`, `syscall`, `path`). */
+function spawnError(code: 'ENOENT' | 'EACCES', program: string, detail: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`spawn ${program} ${code}${detail ? ` (${detail})` : ''}`), { code, errno: code === 'ENOENT' ? -2 : -13, syscall: `spawn ${program}`, path: program });
+}
+
+function executableFile(file: string): boolean {
+  try {
+    if (!statSync(file).isFile()) return false;
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The interpreter a `#!` line names, or undefined when the file does not start with one. */
+function shebangInterpreter(file: string): string | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, 'r');
+    const head = Buffer.alloc(256);
+    const n = readSync(fd, head, 0, head.length, 0);
+    const text = head.subarray(0, n).toString('latin1');
+    if (!text.startsWith('#!')) return undefined;
+    return text.slice(2).split('\n')[0]?.trim().split(/[ \t]/)[0] || undefined;
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/**
+ * Checks, before a sandbox launcher starts, what `execve` of `program` would refuse: a
+ * sandboxed program is exec'd by `unshare`/`setpriv`/`prlimit`/`sh`, where a failure is only
+ * an exit code 126/127, so the errors a direct spawn gives (ENOENT for a missing program or
+ * `#!` interpreter, EACCES for a file that is not executable) are raised here instead.
+ * A program without `/` is looked up on `pathVar`; one with `/` is taken relative to `cwd`.
+ * @throws an error with `code` ENOENT or EACCES, like `spawn`'s.
+ */
+export function checkProgram(program: string, pathVar: string, cwd: string): void {
+  let file: string | undefined;
+  if (program.includes('/')) {
+    file = path.resolve(cwd, program);
+    try {
+      statSync(file);
+    } catch {
+      throw spawnError('ENOENT', program, '');
+    }
+    if (!executableFile(file)) throw spawnError('EACCES', program, '');
+  } else {
+    file = pathVar.split(':').filter(Boolean).map((dir) => path.join(dir, program)).find(executableFile);
+    if (!file) throw spawnError('ENOENT', program, '');
+  }
+  const interpreter = shebangInterpreter(file);
+  if (interpreter && interpreter.startsWith('/') && !executableFile(interpreter)) {
+    throw spawnError('ENOENT', program, `its #! interpreter ${interpreter} is missing or not executable`);
+  }
+}

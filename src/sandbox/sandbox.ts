@@ -1,0 +1,235 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { AttemptCgroup, DEFAULT_PIDS_MAX } from './cgroup.js';
+import { currentContainment, type Containment } from './containment.js';
+import { identityMarker, ownIdentity } from './process-identity.js';
+import { checkProgram } from './program-check.js';
+import { killPids, subtreeOf } from './subtree.js';
+import { workRoot } from './work-root.js';
+
+/** What {@link Sandbox.create} makes. */
+export interface SandboxRequest {
+  /** Start of the directory and cgroup name (letters, digits, `._-`), e.g. `<leaseId>.<runAttemptId>.a<attempt>`. */
+  readonly name: string;
+  /** Memory limit over the attempt's whole process tree, MiB (cgroup), or per process (`RLIMIT_DATA`) without one; undefined = none. */
+  readonly memoryMb?: number | undefined;
+  /** Most tasks at once (cgroup `pids.max`). Default {@link DEFAULT_PIDS_MAX}. */
+  readonly pidsMax?: number;
+  /** Default: {@link currentContainment}. */
+  readonly containment?: Containment;
+}
+
+/** What the attempt used, read after it ran. */
+export interface SandboxUsage {
+  /** Peak memory charged to the attempt's cgroup (RSS plus page cache), bytes; null without a cgroup. */
+  readonly peakBytes: number | null;
+  /** Processes of the attempt killed by the kernel's OOM killer (0 without a cgroup: it cannot tell). */
+  readonly oomKills: number;
+}
+
+/** Joins the attempt's cgroups (`cgroup.procs` files before `--`), then execs the rest: so the artifact is inside before its first fork. */
+const JOIN_SCRIPT = 'unset PWD; for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || { echo "rollout-queue sandbox: cannot join cgroup $f" >&2; exit 125; }; shift; done; shift; exec "$@"';
+
+/**
+ * PID 1 of the attempt's namespace: runs the artifact as its child (pid 2, so the artifact
+ * keeps ordinary signal semantics; PID 1 ignores signals it has no handler for), reaps every
+ * orphan the artifact leaves (the shell's wait reaps any child), and exits with the artifact's
+ * status, 128+n for a signal. Its exit makes the kernel kill whatever is left in the namespace.
+ * A non-interactive shell gives a background job /dev/null as stdin, so stdin goes through fd 3;
+ * the shell's own notes ("Killed") go to /dev/null, the artifact's stderr through fd 4.
+ * Both scripts unset the PWD the shell exports, so the artifact's environment stays exactly the runner's.
+ */
+const INIT_SCRIPT = 'unset PWD; exec 3<&0 4>&2 2>/dev/null; "$@" 0<&3 2>&4 3<&- 4>&- & exec 3<&- 4>&-; wait $!';
+
+const live = new Set<Sandbox>();
+
+function signalQuietly(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // Gone.
+  }
+}
+
+/**
+ * The containment unit of one rollout attempt: a private work directory, and where the host
+ * allows a cgroup (memory and pids limits) and a PID namespace per spawned program. Created,
+ * limited, killed and removed as a whole; see `ContainmentLevel` for what each level holds.
+ * Every live sandbox of the process is registered, so a supervisor can destroy what an
+ * attempt left ({@link destroyLiveSandboxes}) whatever the runner did.
+ *
+ * Names carry the creator's identity (`…-p<pid>s<start>n<pidns>-XXXXXX`), so a worker sweeps
+ * the leftovers of dead creators only (`sweepDeadSandboxes`).
+ */
+export class Sandbox {
+  private launcher: ChildProcess | undefined;
+  private launcherExit: Promise<void> | undefined;
+  private destroying: Promise<void> | undefined;
+  /** Process-group level: every pid seen below the launcher (see {@link signal}). */
+  private readonly subtree = new Set<number>();
+
+  private constructor(
+    /** The attempt's private work directory (mode 0700). */
+    readonly dir: string,
+    readonly containment: Containment,
+    private readonly cgroup: AttemptCgroup | undefined,
+    private readonly memoryMb: number | undefined,
+  ) {}
+
+  /**
+   * Makes the work directory `<os.tmpdir()>/rollout-queue/<name>-p<pid>s<start>n<pidns>-XXXXXX`
+   * and, at a cgroup level, the cgroup of the same name with its limits.
+   * @throws the file-system error (disk full, no permission) or the cgroup write that failed; nothing is left behind.
+   */
+  static async create(request: SandboxRequest): Promise<Sandbox> {
+    const containment = request.containment ?? currentContainment();
+    const root = workRoot();
+    await mkdir(root, { recursive: true });
+    const dir = await mkdtemp(path.join(root, `${request.name}-${identityMarker(ownIdentity())}-`));
+    let cgroup: AttemptCgroup | undefined;
+    if (containment.cgroup) {
+      try {
+        cgroup = AttemptCgroup.create(containment.cgroup, path.basename(dir), request.memoryMb, request.pidsMax ?? DEFAULT_PIDS_MAX);
+      } catch (err) {
+        await rm(dir, { recursive: true, force: true });
+        throw err;
+      }
+    }
+    const box = new Sandbox(dir, containment, cgroup, request.memoryMb);
+    live.add(box);
+    return box;
+  }
+
+  /** The argv that runs `argv` inside this sandbox (launcher chain first). */
+  command(argv: readonly [string, ...string[]]): [string, ...string[]] {
+    const { containment, cgroup, memoryMb } = this;
+    const chain: string[] = [];
+    if (cgroup) chain.push('/bin/sh', '-c', JOIN_SCRIPT, 'rq-join', ...cgroup.procsFiles, '--');
+    if (!cgroup && memoryMb !== undefined && containment.prlimit) chain.push('prlimit', `--data=${memoryMb * 1024 * 1024}`, '--');
+    if (containment.pdeathsig) chain.push('setpriv', '--pdeathsig', 'KILL', '--');
+    if (containment.pidNamespace) chain.push(...containment.pidNamespace, '--', '/bin/sh', '-c', INIT_SCRIPT, 'rq-init');
+    return [...chain, ...argv] as [string, ...string[]];
+  }
+
+  /**
+   * Starts `argv` in the sandbox as the leader of a new process group, with piped stdio.
+   * @throws like `spawn` (an error with `code` ENOENT/EACCES) when the program or its `#!`
+   *   interpreter is missing or not executable, checked before any launcher runs.
+   */
+  spawn(argv: readonly [string, ...string[]], options: { cwd: string; env: Readonly<Record<string, string>> }): ChildProcess {
+    if (this.launcher) throw new Error('a sandbox runs one program; create another sandbox for the next');
+    if (this.destroying) throw new Error('the sandbox is destroyed (state: destroyed)');
+    checkProgram(argv[0], options.env.PATH ?? '', options.cwd);
+    const [program, ...args] = this.command(argv);
+    const child = spawn(program, args, { cwd: options.cwd, env: options.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.launcher = child;
+    this.launcherExit = new Promise<void>((resolve) => {
+      if (child.pid === undefined) resolve();
+      child.once('exit', () => resolve());
+      child.once('error', () => resolve());
+    });
+    return child;
+  }
+
+  /**
+   * Signals everything in the sandbox. SIGTERM goes to the launcher's process group (at a
+   * namespace level PID 1 has no handler and ignores it; the artifact gets it). SIGKILL also
+   * kills every cgroup member, at the process-group level every process of the launcher's own
+   * subtree (and the groups they lead), and at a namespace level it ends the namespace.
+   */
+  signal(sig: 'SIGTERM' | 'SIGKILL'): void {
+    const pid = this.launcher?.pid;
+    if (pid !== undefined && !this.containment.pidNamespace && !this.cgroup) {
+      // Process-group level: the subtree is walked at every signal and remembered, so what
+      // left the group (setsid) is still killed after the leader died of the SIGTERM.
+      for (const below of subtreeOf(pid)) this.subtree.add(below);
+      if (sig === 'SIGKILL') killPids([...this.subtree]);
+      else for (const below of this.subtree) signalQuietly(below, sig);
+    }
+    if (pid !== undefined) {
+      try {
+        process.kill(-pid, sig);
+      } catch {
+        // ESRCH: the group is gone.
+      }
+    }
+    if (sig === 'SIGKILL') this.cgroup?.killAll();
+  }
+
+  /**
+   * The launcher's exit as the artifact's: at a namespace level PID 1 reports a signal death
+   * as exit code 128+n, decoded back to the signal here (an artifact that itself exits with
+   * 129–192 reads as that signal).
+   */
+  exitStatus(code: number | null, signal: NodeJS.Signals | null): { code: number | null; signal: NodeJS.Signals | null } {
+    if (this.containment.pidNamespace && code !== null && code > 128 && code <= 128 + 64) {
+      const name = Object.entries(os.constants.signals).find(([, n]) => n === code - 128)?.[0];
+      if (name) return { code: null, signal: name as NodeJS.Signals };
+    }
+    return { code, signal };
+  }
+
+  /** Peak memory and OOM kills so far (cgroup levels; null/0 otherwise). */
+  usage(): SandboxUsage {
+    return this.cgroup ? this.cgroup.usage() : { peakBytes: null, oomKills: 0 };
+  }
+
+  /** The memory limit this sandbox applies, MiB, or undefined. */
+  get memoryLimitMb(): number | undefined {
+    return this.cgroup || this.containment.prlimit ? this.memoryMb : undefined;
+  }
+
+  /**
+   * Kills everything in the sandbox, waits until it is gone (launcher exited, cgroup empty;
+   * bounded), removes the cgroup and the work directory. Idempotent; never rejects (what
+   * cannot be removed now is left to the sweep of dead attempts).
+   */
+  destroy(): Promise<void> {
+    this.destroying ??= (async () => {
+      this.signal('SIGKILL');
+      if (this.launcherExit) await Promise.race([this.launcherExit, delay(2_000)]);
+      if (this.cgroup) {
+        for (let i = 0; i < 100; i++) {
+          this.cgroup.killAll();
+          if (this.cgroup.remove()) break;
+          await delay(20);
+        }
+      }
+      await rm(this.dir, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined);
+      live.delete(this);
+    })();
+    return this.destroying;
+  }
+
+  /** {@link destroy} without waiting, for a process about to exit: kill, one removal try each. */
+  destroySync(): void {
+    this.signal('SIGKILL');
+    this.cgroup?.remove();
+    try {
+      rmSync(this.dir, { recursive: true, force: true, maxRetries: 2 });
+    } catch {
+      // Left to the sweep of dead attempts.
+    }
+    live.delete(this);
+  }
+}
+
+/** Destroys every sandbox of this process still alive (what an attempt left); resolves when all are gone. */
+export async function destroyLiveSandboxes(): Promise<void> {
+  if (live.size === 0) return;
+  await Promise.all([...live].map((box) => box.destroy()));
+}
+
+/** {@link destroyLiveSandboxes} synchronously, for an exiting process. */
+export function destroyLiveSandboxesSync(): void {
+  for (const box of [...live]) box.destroySync();
+}
+
+/** Sandboxes of this process not yet destroyed. */
+export function liveSandboxCount(): number {
+  return live.size;
+}

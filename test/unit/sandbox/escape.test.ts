@@ -1,0 +1,117 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codeRunner } from '../../../src/runners/index.js';
+import { detectContainment, useContainment, type Containment } from '../../../src/sandbox/index.js';
+import type { ModelError } from '../../../src/spec/index.js';
+import { liveProcessesLike } from '../../helpers/host-processes.js';
+import { fakeContext } from '../runners/fake-context.js';
+
+// BR-30: what an artifact starts in its own session (setsid) or as a double-forked daemon must
+// not outlive the attempt, after ok, after codeRunner's time limit and after a cancel.
+const CASES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'fixtures', 'cases');
+const BR30_MAIN = readFileSync(path.join(CASES, 'BR-30', 'main.py'), 'utf8');
+const BR30_TASK = JSON.parse(readFileSync(path.join(CASES, 'BR-30', 'tasks.jsonl'), 'utf8').split('\n')[0] as string) as Record<string, unknown>;
+const ESCAPE = readFileSync(path.join(CASES, 'escape.py'), 'utf8');
+
+type Ending = 'ok' | 'time limit' | 'cancel';
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'rq-escape-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+let counter = 0;
+
+/** Runs an escaping artifact to `ending`; returns the helper's live host processes afterwards. */
+async function runEscape(artifact: string, task: Record<string, unknown>, ending: Ending): Promise<{ kind: string; left: number[] }> {
+  const pidfile = path.join(scratch, `helper-${++counter}.pid`);
+  const linger = 400 + counter; // a value no other process on the machine sleeps for
+  const run = codeRunner({ entrypoint: 'main.py', command: ['python3', 'main.py'], timeoutMs: ending === 'time limit' ? 1500 : 15_000 });
+  const controller = new AbortController();
+  const ctx = fakeContext({ signal: controller.signal });
+  const body = { ...task, pidfile, linger, then: ending === 'ok' ? 'ok' : 'hang' };
+  const outcome = run(artifact, body, ctx).then(
+    () => 'ok',
+    (err: Error) => (err.name === 'AbortError' ? 'cancelled' : (err as ModelError).type),
+  );
+  if (ending === 'cancel') {
+    // The helper is started once its pid file exists; cancel then.
+    for (const until = Date.now() + 10_000; Date.now() < until; await new Promise((r) => setTimeout(r, 20))) {
+      try {
+        if (readFileSync(pidfile, 'utf8').length > 0) break;
+      } catch {
+        // not yet
+      }
+    }
+    controller.abort('cancelled');
+  }
+  const kind = await outcome;
+  const helperPid = Number(readFileSync(pidfile, 'utf8'));
+  return { kind, left: liveProcessesLike(helperPid, ['sleep', String(linger)]).map((p) => p.pid) };
+}
+
+const killAll = (pids: readonly number[]): void => pids.forEach((pid) => process.kill(pid, 'SIGKILL'));
+
+const VARIANTS: Array<[string, string, Record<string, unknown>]> = [
+  ['setsid helper (BR-30 main.py)', BR30_MAIN, BR30_TASK],
+  ['setsid helper', ESCAPE, { ...BR30_TASK, escape: 'setsid' }],
+  ['double-forked daemon', ESCAPE, { ...BR30_TASK, escape: 'daemon' }],
+];
+const EXPECTED_KIND: Record<Ending, string> = { ok: 'ok', 'time limit': 'RunTimeout', cancel: 'cancelled' };
+
+describe('containment at the strongest level of this host (PID namespace per attempt)', () => {
+  let level: Containment;
+  beforeAll(() => {
+    level = detectContainment('auto');
+    useContainment(level);
+  });
+
+  it('the host gives a PID namespace (these tests would otherwise test the fallback twice)', () => {
+    expect(level.pidNamespace).not.toBeNull();
+  });
+
+  for (const [label, artifact, task] of VARIANTS) {
+    for (const ending of ['ok', 'time limit', 'cancel'] as const) {
+      if (artifact === BR30_MAIN && ending !== 'ok') continue; // main.py never hangs: the exact case is "after ok"
+      it(`${label}: nothing is left after ${ending}`, async () => {
+        const { kind, left } = await runEscape(artifact, task, ending);
+        killAll(left);
+        expect(kind).toBe(EXPECTED_KIND[ending]);
+        expect(left).toEqual([]);
+      });
+    }
+  }
+});
+
+describe('containment forced to the fallback (process group + RLIMIT_DATA + own-subtree walk)', () => {
+  beforeAll(() => useContainment(detectContainment('process-group')));
+  afterAll(() => useContainment(detectContainment('auto')));
+
+  it('states its gaps', () => {
+    const fallback = detectContainment('process-group');
+    expect(fallback.level).toBe('process-group');
+    expect(fallback.gaps.join(' ')).toMatch(/setsid.*double fork/);
+  });
+
+  it('a setsid helper is killed on a time limit and on cancel (it is still in the leader\'s subtree)', async () => {
+    for (const ending of ['time limit', 'cancel'] as const) {
+      const { kind, left } = await runEscape(ESCAPE, { ...BR30_TASK, escape: 'setsid' }, ending);
+      killAll(left);
+      expect(kind).toBe(EXPECTED_KIND[ending]);
+      expect(left).toEqual([]);
+    }
+  });
+
+  it('documented gap: a setsid helper outlives a leader that exited 0, a double-forked daemon outlives every ending', async () => {
+    const afterOk = await runEscape(BR30_MAIN, BR30_TASK, 'ok');
+    killAll(afterOk.left);
+    expect(afterOk.kind).toBe('ok');
+    expect(afterOk.left).toHaveLength(1);
+    for (const ending of ['ok', 'time limit'] as const) {
+      const daemon = await runEscape(ESCAPE, { ...BR30_TASK, escape: 'daemon' }, ending);
+      killAll(daemon.left);
+      expect(daemon.kind).toBe(EXPECTED_KIND[ending]);
+      expect({ ending, left: daemon.left.length }).toEqual({ ending, left: 1 });
+      expect(daemon.left).toHaveLength(1);
+    }
+  });
+});
