@@ -193,6 +193,8 @@ export const MSG = {
   summaryRunMs: (p50: string, p95: string) => summaryRow('run time', `p50 ${p50}, p95 ${p95}`),
   summaryWorkers: (spread: string) => summaryRow('results per worker', spread),
   summaryCounter: (label: string, value: number | string) => summaryRow(label, String(value).padStart(6)),
+  summaryTruncated: (count: number, ok: number) =>
+    summaryRow('truncated output', `${String(count).padStart(6)}${count > 0 ? `   ${ok} reward(s) computed on output cut at maxOutputBytes (head and tail kept)` : ''}`),
   summaryFile: (file: string) => summaryRow('results file', file),
 
   // ── status / cancel ──────────────────────────────────────────────────────

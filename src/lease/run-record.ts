@@ -19,6 +19,8 @@ export const RUN_FIELDS = {
   redispatched: 'redispatched',
   duplicatesDropped: 'duplicatesDropped',
   alreadyEnqueued: 'alreadyEnqueued',
+  /** Results whose output a runner truncated (`stdoutTruncated`/`stderrTruncated`), counted once per lease by the worker. */
+  truncated: 'truncated',
   /** `kind:<kind>`: delivered Results of that kind (counted once, at first delivery). */
   kind: (kind: ResultKind) => `kind:${kind}`,
 } as const;
@@ -36,6 +38,8 @@ export interface RunRecord {
   readonly redispatched: number;
   readonly duplicatesDropped: number;
   readonly alreadyEnqueued: number;
+  /** Results computed on truncated output (see `RUN_FIELDS.truncated`). */
+  readonly truncated: number;
   readonly kinds: Readonly<Record<ResultKind, number>>;
   /** Leases ended by the re-dispatch limit: leaseId → {reason, exitCode, signal, stderrTail}. */
   readonly quarantined: Readonly<Record<string, unknown>>;
@@ -72,6 +76,7 @@ export async function readRunRecord(redis: Redis, keys: QueueKeys, runId: string
     redispatched: int(hash[RUN_FIELDS.redispatched]),
     duplicatesDropped: int(hash[RUN_FIELDS.duplicatesDropped]),
     alreadyEnqueued: int(hash[RUN_FIELDS.alreadyEnqueued]),
+    truncated: int(hash[RUN_FIELDS.truncated]),
     kinds: {
       ok: int(hash[RUN_FIELDS.kind('ok')]),
       model: int(hash[RUN_FIELDS.kind('model')]),

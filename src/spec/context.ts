@@ -27,7 +27,7 @@ export interface RolloutContext {
   /** The spec's placement labels. */
   readonly placement: Readonly<Record<string, string>>;
   /** The spec's time limits in ms. */
-  readonly timeouts: { readonly runMs: number; readonly hangMs: number };
+  readonly timeouts: { readonly runMs: number; readonly rewardMs: number; readonly hangMs: number };
   /** Heap limit of this child process in MiB (the spec's `sandbox.memoryMb`). */
   readonly memoryMb: number;
   readonly log: RolloutLogger;

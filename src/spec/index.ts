@@ -7,3 +7,5 @@ export * from './result.js';
 export * from './json-schema.js';
 export * from './context.js';
 export * from './errors.js';
+export * from './redact-secrets.js';
+export * from './truncation-marker.js';
