@@ -71,6 +71,11 @@ export const WorkerOptionsSchema = z
     metricsPort: z.number().int().min(0).max(65_535).optional(),
     /** Host the metrics endpoint binds. Default 127.0.0.1. */
     metricsHost: z.string().default('127.0.0.1'),
+    /**
+     * Start even though Redis' `maxmemory-policy` may evict keys (anything but `noeviction`);
+     * a warning is logged instead. Default false: `create` throws `EvictionPolicyError`.
+     */
+    allowEviction: z.boolean().default(false),
     /** `/healthz` turns 503 when work was due for this long with no rollout started here, ms. Default 60 000. */
     livenessMs: z.number().int().min(1000).default(60_000),
   })

@@ -34,6 +34,8 @@ export interface QueueKeys {
   lease(leaseId: string): string;
   /** Pub/sub channel announcing cancelled run ids to workers. */
   cancelChannel(): string;
+  /** STRING a worker writes (with a short PX TTL) to learn whether Redis accepts writes again after refusing them (OOM). */
+  writeProbe(): string;
 }
 
 /**
@@ -58,6 +60,7 @@ export function queueKeys(prefix: string = DEFAULT_PREFIX, queue: string = DEFAU
     runs: () => `${base}runs`,
     lease: (leaseId) => `${base}lease:${leaseId}`,
     cancelChannel: () => `${base}cancel`,
+    writeProbe: () => `${base}write-probe`,
   };
 }
 

@@ -16,6 +16,7 @@ export interface WorkerOptions {
   lockDurationMs?: number;
   stalledIntervalMs?: number;
   shutdownGraceMs?: number;
+  allowEviction?: boolean;
 }
 
 /** How long a second signal waits for the hand-back before exiting anyway, ms. */
@@ -58,6 +59,7 @@ export async function workerAction(options: WorkerOptions): Promise<void> {
       ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
       ...(options.stalledIntervalMs !== undefined ? { stalledIntervalMs: options.stalledIntervalMs } : {}),
       ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),
+      ...(options.allowEviction ? { allowEviction: true } : {}),
       logger,
     });
     if (!stop.signal.aborted) await new Promise((resolve) => stop.signal.addEventListener('abort', resolve, { once: true }));
@@ -78,6 +80,7 @@ async function createWorker(options: Parameters<typeof RolloutWorker.create>[0])
   } catch (err) {
     const error = err as Error;
     if (error.message.startsWith('worker option') || error.name === 'AllowlistError') throw new UsageError(MSG.badWorkerOption(error.message));
+    if (error.name === 'EvictionPolicyError') throw new CliError(error.message);
     const code = (err as NodeJS.ErrnoException).code;
     const metricsPort = options?.metricsPort;
     if (metricsPort !== undefined && (err as { syscall?: string }).syscall === 'listen') {

@@ -20,6 +20,7 @@ export function workerCommand(ctx: CommandContext): Command {
     .addOption(new Option('--lock-duration-ms <ms>', HELP.worker.lockDurationMs).argParser(positiveInteger))
     .addOption(new Option('--stalled-interval-ms <ms>', HELP.worker.stalledIntervalMs).argParser(positiveInteger))
     .addOption(new Option('--shutdown-grace-ms <ms>', HELP.worker.shutdownGraceMs).argParser(positiveInteger))
+    .option('--allow-eviction', HELP.allowEviction)
     .action(async (options: WorkerOptions) => {
       const { workerAction } = await import('../actions/worker.js');
       await workerAction(options);

@@ -13,7 +13,7 @@ const nameArb = fc.stringMatching(/^[A-Za-z0-9_{}-]{1,12}$/);
 function ourKeys(keys: QueueKeys, runId: string, leaseId: string): string[] {
   return [
     keys.run(runId), keys.runLeases(runId), keys.runDelivered(runId), keys.runQuarantined(runId),
-    keys.runs(), keys.lease(leaseId), keys.cancelChannel(),
+    keys.runs(), keys.lease(leaseId), keys.cancelChannel(), keys.writeProbe(),
   ];
 }
 
@@ -69,8 +69,8 @@ describe('queueKeys', () => {
         fc.pre(runA !== runB && leaseA !== leaseB);
         const keys = queueKeys();
         const all = [...ourKeys(keys, runA, leaseA), ...ourKeys(keys, runB, leaseB)];
-        // runs() and cancelChannel() are per queue, so they appear twice.
-        expect(new Set(all).size).toBe(all.length - 2);
+        // runs(), cancelChannel() and writeProbe() are per queue, so they appear twice.
+        expect(new Set(all).size).toBe(all.length - 3);
       }),
     );
   });
