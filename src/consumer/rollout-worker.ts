@@ -90,6 +90,13 @@ export class RolloutWorker {
     const logger = (input.logger ?? createLogger({ component: 'worker' })).child({ worker: options.name, queue: options.queue });
     const connection = redisOptionsFromUrl(options.redisUrl);
     const redis = new Redis({ ...connection, connectionName: `${options.prefix}:rollout-queue:ledger` });
+    try {
+      // Before any BullMQ client exists: a refused start is then one line, not BullMQ's warnings first.
+      await checkEvictionPolicy(redis, logger, { refuse: !options.allowEviction });
+    } catch (err) {
+      redis.disconnect();
+      throw err;
+    }
     const subscriber = new Redis({ ...connection, connectionName: `${options.prefix}:rollout-queue:cancel` });
     // ioredis' RedisOptions is what BullMQ builds its clients from; its own type is looser.
     const bullConnection = connection as ConnectionOptions;
@@ -157,7 +164,6 @@ export class RolloutWorker {
       const count = this.processor.abort({ runId }, 'cancelled');
       if (count > 0) logger.info({ runId, count }, 'run cancelled; aborting its active rollouts');
     });
-    await checkEvictionPolicy(this.redis, logger, { refuse: !options.allowEviction });
     if (options.metricsPort !== undefined) {
       const served = await this.metrics.serve(options.metricsPort, options.metricsHost, () => this.health());
       this.metricsServer = served.server;
