@@ -261,7 +261,8 @@ export class RolloutProcessor {
     const secrets = secretsOf(spec);
     const error = outcome.error ? { type: redactSecrets(outcome.error.type, secrets), message: redactSecrets(outcome.error.message, secrets) } : null;
     const output = redactSecretsDeep(outcome.output ?? null, secrets);
-    if (isTruncatedOutput(output)) await this.ledger.countTruncated(spec.leaseId, spec.runId);
+    // A counter for `status`, never a reason to lose the Result: best effort.
+    if (isTruncatedOutput(output)) await this.ledger.countTruncated(spec.leaseId, spec.runId).catch(() => undefined);
     const result: Result = {
       leaseId: spec.leaseId,
       runId: spec.runId,
