@@ -29,7 +29,7 @@ describe('parseRolloutSpec: accepted shapes and defaults', () => {
     const given = {
       sandbox: { env: ['OPENAI_API_KEY', 'HF_TOKEN'], fingerprint: 'sha256:abc', memoryMb: 2048 },
       placement: { gpu: 'a100', region: 'eu' },
-      timeouts: { runMs: 5_000, hangMs: 20_000 },
+      timeouts: { runMs: 5_000, rewardMs: 2_000, hangMs: 20_000 },
       class: 'evaluation',
       rewardRange: [-1, 1],
     };
