@@ -14,6 +14,7 @@ export interface DraftTemplate {
   /** Environment variable names the worker passes on (never values). */
   readonly env?: readonly string[];
   readonly runMs?: number;
+  readonly rewardMs?: number;
   readonly hangMs?: number;
   readonly memoryMb?: number;
 }
@@ -71,6 +72,7 @@ export function buildDrafts(tasks: readonly TaskLine[], template: DraftTemplate)
   }
   const timeouts = {
     ...(template.runMs !== undefined ? { runMs: template.runMs } : {}),
+    ...(template.rewardMs !== undefined ? { rewardMs: template.rewardMs } : {}),
     ...(template.hangMs !== undefined ? { hangMs: template.hangMs } : {}),
   };
   const sandbox = {

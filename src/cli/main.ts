@@ -15,8 +15,10 @@ import { resumeCommand } from './commands/resume.js';
 import { runCommand } from './commands/run.js';
 import { statusCommand } from './commands/status.js';
 import { workerCommand } from './commands/worker.js';
+import { writeRefusalCode } from '../platform/write-refusal-code.js';
+import { cliEnvironment } from './environment.js';
 import { CliError, EXIT, type ExitCode } from './errors.js';
-import { HELP } from './messages.js';
+import { HELP, MSG } from './messages.js';
 
 /** Applies the settings every (sub)command needs: throw instead of exit, help after errors. */
 function configure(command: Command): Command {
@@ -35,6 +37,26 @@ function withoutPassword(text: string): string {
   }
   if (!password) return text;
   return [password, decodeURIComponent(password)].reduce((out, secret) => out.split(secret).join('***'), text);
+}
+
+/**
+ * One line for Redis refusing writes (OOM at maxmemory, EXECABORT, READONLY…), whichever
+ * command met it, instead of a raw ioredis stack. EXECABORT names the refusal behind it
+ * (ioredis' `previousErrors`). Undefined for any other error.
+ */
+function refusalLine(err: unknown): string | undefined {
+  const code = writeRefusalCode(err);
+  if (!code) return undefined;
+  const previous = (err as { previousErrors?: unknown }).previousErrors;
+  const cause = Array.isArray(previous) ? previous.find((inner: unknown) => writeRefusalCode(inner) && writeRefusalCode(inner) !== 'EXECABORT') : undefined;
+  const why = ((cause ?? err) as Error).message.split('\n')[0]?.replace(/\s*script: [0-9a-f]{40}, on @user_script:\d+\.?/, '').trim().replace(/\.+$/, '') ?? code;
+  let address = '(REDIS_URL)';
+  try {
+    address = cliEnvironment().address;
+  } catch {
+    // an unparsable REDIS_URL has its own message elsewhere
+  }
+  return MSG.redisRefusesWrites(address, writeRefusalCode(cause) ?? code, why);
 }
 
 /**
@@ -64,6 +86,11 @@ export async function runCli(argv: readonly string[]): Promise<ExitCode> {
     if (err instanceof CliError) {
       process.stderr.write(`error: ${err.message}\n`);
       return err.exitCode;
+    }
+    const refusal = refusalLine(err);
+    if (refusal) {
+      process.stderr.write(`error: ${withoutPassword(refusal)}\n`);
+      return EXIT.failure;
     }
     process.stderr.write(`error: ${withoutPassword(err instanceof Error ? (err.stack ?? err.message) : String(err))}\n`);
     return EXIT.failure;

@@ -18,6 +18,7 @@ export const HELP = {
     'Exit codes: 0 every spec got a result, 3 stopped on a caller result, 2 usage error, 130 interrupted, 1 anything else.',
   ].join('\n'),
   queue: 'queue name',
+  allowEviction: 'start even though Redis maxmemory-policy may evict keys (anything but noeviction); results can be lost',
   worker: {
     description: 'Run a worker: take rollouts from a queue and run each in a child process.',
     concurrency: 'rollouts run at once, one child process each (default 2)',
@@ -42,7 +43,8 @@ export const HELP = {
     out: 'results file, JSONL (default results-<runId>.jsonl)',
     maxInFlight: "at most this many of the run's rollouts waiting or active at once (default 500)",
     env: 'names of environment variables the worker passes to the rollout (names only, never values)',
-    runMs: "the rollout's own time limit, ms; past it: a model result (default 600000)",
+    runMs: "the rollout's own time limit for run and reward together, ms; past it: a model result, RunTimeout or RewardTimeout (default 600000)",
+    rewardMs: "the reward's own limit, ms, inside what is left of --run-ms; past it: a model result, RewardTimeout (default 60000)",
     hangMs: "the plane's limit, ms; past it the child is killed and the lease re-dispatched (default 900000)",
     memoryMb: "heap limit of the rollout's child process, MiB (default 1024)",
     retain: 'how long the run stays in Redis once every result is delivered, e.g. 3d, 12h, 30m (default 3d; 0 removes it at once)',
@@ -173,6 +175,8 @@ export const MSG = {
   redisNoPasswordSet: (address: string) =>
     `Redis at ${address} has no password set, but REDIS_URL gives one. Remove it from REDIS_URL or set requirepass on the server.`,
   redisOther: (address: string, why: string) => `Redis at ${address} answered with an error: ${why}`,
+  redisRefusesWrites: (address: string, code: string, why: string) =>
+    `Redis at ${address} refuses writes (${code}): ${why}. ${code === 'OOM' || code === 'EXECABORT' ? 'It is at maxmemory: free memory (rollout-queue cancel old runs, delete finished ones) or raise maxmemory (CONFIG SET maxmemory …).' : 'Point REDIS_URL at a writable primary.'}`,
   redisRetrying: (problem: string, retryMs: number) => `${problem} Retrying in ${Math.round(retryMs / 1000)} s.`,
 
   // ── runs ─────────────────────────────────────────────────────────────────
@@ -219,6 +223,8 @@ export const MSG = {
   summaryRunMs: (p50: string, p95: string) => summaryRow('run time', `p50 ${p50}, p95 ${p95}`),
   summaryWorkers: (spread: string) => summaryRow('results per worker', spread),
   summaryCounter: (label: string, value: number | string) => summaryRow(label, String(value).padStart(6)),
+  summaryTruncated: (count: number, ok: number) =>
+    summaryRow('truncated output', `${String(count).padStart(6)}${count > 0 ? `   ${ok} reward(s) computed on output cut at maxOutputBytes (head and tail kept)` : ''}`),
   summaryFile: (file: string) => summaryRow('results file', file),
 
   // ── status / cancel ──────────────────────────────────────────────────────

@@ -1,4 +1,6 @@
 import { Redis } from 'ioredis';
+import { checkEvictionPolicy, EvictionPolicyError } from '../platform/check-eviction-policy.js';
+import { createLogger } from '../platform/logger.js';
 import { redisOptionsFromUrl } from '../platform/redis-connection.js';
 import { CliError } from './errors.js';
 import type { CliEnvironment } from './environment.js';
@@ -90,4 +92,25 @@ export async function waitForRedis(
     });
   }
   return false;
+}
+
+/**
+ * `run` refuses to start on a Redis whose `maxmemory-policy` may evict keys (one line, exit 1)
+ * unless `allowEviction` (`--allow-eviction`), which logs a warning instead. Checks Redis is
+ * usable first (see {@link requireRedis}).
+ * @throws CliError naming the policy and both fixes.
+ */
+export async function refuseEvictingRedis(env: CliEnvironment, allowEviction: boolean): Promise<void> {
+  await requireRedis(env);
+  const client = new Redis({ ...redisOptionsFromUrl(env.redisUrl), lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: CONNECT_TIMEOUT_MS });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await checkEvictionPolicy(client, createLogger({ component: 'run' }), { refuse: !allowEviction });
+  } catch (err) {
+    if (err instanceof EvictionPolicyError) throw new CliError(err.message);
+    throw err;
+  } finally {
+    client.disconnect();
+  }
 }

@@ -22,11 +22,15 @@ export class RunTally {
   readonly workers = new Map<string, number>();
   /** Sum of the per-result `redispatched` counts. */
   redispatched = 0;
+  /** Results whose output a runner truncated (`output.stdoutTruncated` / `output.stderrTruncated`). */
+  truncated = 0;
+  /** `ok` results among {@link truncated}: rewards computed on truncated output. */
+  truncatedOk = 0;
   /** Results counted. */
   total = 0;
 
   /** Counts one result line. */
-  add(line: Pick<ResultLine, 'kind' | 'reward' | 'runMs' | 'worker' | 'redispatched'>): void {
+  add(line: Pick<ResultLine, 'kind' | 'reward' | 'runMs' | 'worker' | 'redispatched'> & { readonly output?: unknown }): void {
     this.total += 1;
     if (line.kind in this.kinds) this.kinds[line.kind] += 1;
     if (line.kind === 'ok' && typeof line.reward === 'number') this.okRewards.push(line.reward);
@@ -34,6 +38,11 @@ export class RunTally {
     const worker = line.worker ?? '(none)';
     this.workers.set(worker, (this.workers.get(worker) ?? 0) + 1);
     if (typeof line.redispatched === 'number') this.redispatched += line.redispatched;
+    const output = line.output as { stdoutTruncated?: unknown; stderrTruncated?: unknown } | null | undefined;
+    if (output && typeof output === 'object' && (output.stdoutTruncated === true || output.stderrTruncated === true)) {
+      this.truncated += 1;
+      if (line.kind === 'ok') this.truncatedOk += 1;
+    }
   }
 }
 

@@ -53,7 +53,7 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
   if (run.endedAt && run.retainMs !== null) lines.push(MSG.statusRetention(run.endedAt, new Date(Date.parse(run.endedAt) + run.retainMs).toISOString()));
   lines.push(row('specs', text(run.specCount)), row('enqueued', run.enqueued), row('delivered', run.delivered));
   for (const kind of KINDS) lines.push(row(kind, run.kinds[kind]));
-  lines.push(row('redispatched', run.redispatched), row('duplicates dropped', run.duplicatesDropped), row('already enqueued', run.alreadyEnqueued));
+  lines.push(row('redispatched', run.redispatched), row('duplicates dropped', run.duplicatesDropped), row('already enqueued', run.alreadyEnqueued), row('truncated output', run.truncated));
   const quarantined = Object.entries(run.quarantined);
   lines.push(MSG.statusQuarantined(quarantined.length));
   for (const [leaseId, info] of quarantined) {

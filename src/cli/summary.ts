@@ -38,7 +38,8 @@ function rewardSpread(rewards: readonly number[]): string {
 
 /**
  * The end-of-run summary: counts by kind (with the mean reward over `ok` and how rewards are
- * spread), p50/p95 run time, results per worker, re-dispatches, duplicates dropped, and the
+ * spread), p50/p95 run time, results per worker, re-dispatches, duplicates dropped, how many
+ * Results (and rewards) were computed on truncated output, and the
  * results file. Covers every line of the results file, so a re-attached run summarises the
  * whole run, not only what this process received.
  */
@@ -57,6 +58,7 @@ export function formatSummary(input: SummaryInput): string {
   lines.push(MSG.summaryWorkers(workers.length > 0 ? workers.join(', ') : '-'));
   lines.push(MSG.summaryCounter('redispatched', input.counters?.redispatched ?? tally.redispatched));
   lines.push(MSG.summaryCounter('duplicates dropped', input.counters?.duplicatesDropped ?? 'n/a'));
+  lines.push(MSG.summaryTruncated(tally.truncated, tally.truncatedOk));
   lines.push(MSG.summaryFile(input.file));
   return lines.join('\n');
 }

@@ -7,7 +7,7 @@
 import { resolveRef } from '../ref/index.js';
 import { destroyLiveSandboxes, destroyLiveSandboxesSync, killSubtree, useContainment } from '../sandbox/index.js';
 import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
-import { CostReceiptSchema } from '../spec/index.js';
+import { CostReceiptSchema, redactSecrets, redactSecretsDeep, type SecretValues } from '../spec/index.js';
 import { classifyError } from './classify.js';
 import type { ChildMessage, DoneMessage, ParentMessage, RunMessage } from './child-protocol.js';
 
@@ -21,10 +21,23 @@ function send(message: ChildMessage): void {
   process.send?.(message);
 }
 
-function logger(): RolloutLogger {
+function logger(secrets: SecretValues): RolloutLogger {
+  // Rollout code may log a secret it was given: redact before the line leaves this process.
   const emit = (level: 'debug' | 'info' | 'warn' | 'error') => (obj: object | string, msg?: string) =>
-    send(typeof obj === 'string' ? { type: 'log', level, obj: {}, msg: obj } : { type: 'log', level, obj: { ...obj }, ...(msg ? { msg } : {}) });
+    send(
+      typeof obj === 'string'
+        ? { type: 'log', level, obj: {}, msg: redactSecrets(obj, secrets) }
+        : { type: 'log', level, obj: redactSecretsDeep(toJsonData(obj), secrets) as Record<string, unknown>, ...(msg ? { msg: redactSecrets(msg, secrets) } : {}) },
+    );
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
+}
+
+/** Sends a message and resolves once it is written to the IPC channel. */
+function sendNow(message: ChildMessage): Promise<void> {
+  return new Promise((resolve) => {
+    if (!process.send) return resolve();
+    process.send(message, undefined, {}, () => resolve());
+  });
 }
 
 /** Rejects when the signal aborts, so an uncooperative run cannot hold the result back. */
@@ -45,11 +58,27 @@ class RolloutAborted extends Error {
   }
 }
 
+type Stage = 'resolve' | 'run' | 'reward';
+
+/** The `model` error of a stage that ran past its limit (the worker's outside kill says the same). */
+function timeoutError(spec: RunMessage['spec'], stage: Stage, limit: 'runMs' | 'rewardMs'): { type: string; message: string } {
+  const { runMs, rewardMs } = spec.timeouts;
+  if (stage !== 'reward') return { type: 'RunTimeout', message: `${stage} did not finish within timeouts.runMs = ${runMs} ms` };
+  return {
+    type: 'RewardTimeout',
+    message: limit === 'rewardMs'
+      ? `reward ${spec.reward.$ref} did not finish within timeouts.rewardMs = ${rewardMs} ms`
+      : `reward ${spec.reward.$ref} did not finish within what was left of timeouts.runMs = ${runMs} ms (run and reward share it)`,
+  };
+}
+
 async function runOne(message: RunMessage): Promise<DoneMessage> {
   const { spec } = message;
   const controller = new AbortController();
   current = controller;
+  const startedAt = Date.now();
   const timer = setTimeout(() => controller.abort(new RolloutAborted('run-timeout')), spec.timeouts.runMs);
+  let rewardTimer: NodeJS.Timeout | undefined;
   const ctx: RolloutContext = {
     leaseId: spec.leaseId,
     runId: spec.runId,
@@ -61,7 +90,7 @@ async function runOne(message: RunMessage): Promise<DoneMessage> {
     placement: Object.freeze({ ...spec.placement }),
     timeouts: Object.freeze({ ...spec.timeouts }),
     memoryMb: spec.sandbox.memoryMb,
-    log: logger(),
+    log: logger(message.secrets),
     recordCost(receipt: CostReceipt): Promise<void> {
       const seq = ++costSeq;
       const stored = new Promise<void>((resolve) => costWaiters.set(seq, resolve));
@@ -75,14 +104,20 @@ async function runOne(message: RunMessage): Promise<DoneMessage> {
     recycle,
     rssBytes: process.memoryUsage.rss(),
   });
+  let stage: Stage = 'resolve';
+  let output: unknown;
   try {
-    let stage = 'resolve';
     try {
       const run = (await resolveRef(spec.run, { allow })) as RunFn;
       const reward = (await resolveRef(spec.reward, { allow })) as RewardFn;
       stage = 'run';
-      const output = await abortable(Promise.resolve().then(() => run(spec.rendered, spec.task, ctx)), controller.signal);
+      output = await abortable(Promise.resolve().then(() => run(spec.rendered, spec.task, ctx)), controller.signal);
       stage = 'reward';
+      // The worker must know before the reward starts: a reward that blocks this event loop
+      // can only be stopped from outside.
+      await sendNow({ type: 'stage', stage: 'reward' });
+      const leftMs = startedAt + spec.timeouts.runMs - Date.now();
+      if (spec.timeouts.rewardMs < leftMs) rewardTimer = setTimeout(() => controller.abort(new RolloutAborted('reward-timeout')), spec.timeouts.rewardMs);
       const value = await abortable(Promise.resolve().then(() => reward(spec.task, output, ctx)), controller.signal);
       const [lo, hi] = spec.rewardRange;
       if (typeof value !== 'number' || !Number.isFinite(value) || value < lo || value > hi) {
@@ -98,10 +133,11 @@ async function runOne(message: RunMessage): Promise<DoneMessage> {
       }
       return done({ kind: 'ok', output: toJsonData(output), reward: value, error: null });
     } catch (err) {
+      const kept = stage === 'reward' ? toJsonData(output) : null;
       if (controller.signal.aborted) {
         const reason = controller.signal.reason instanceof RolloutAborted ? controller.signal.reason.reason : String(controller.signal.reason);
-        if (reason === 'run-timeout') {
-          return done({ kind: 'model', output: null, reward: null, error: { type: 'RunTimeout', message: `${stage} did not finish within timeouts.runMs = ${spec.timeouts.runMs} ms` } }, true);
+        if (reason === 'run-timeout' || reason === 'reward-timeout') {
+          return done({ kind: 'model', output: kept, reward: null, error: timeoutError(spec, stage, reason === 'reward-timeout' ? 'rewardMs' : 'runMs') }, true);
         }
         if (reason === 'cancelled') {
           return done({ kind: 'caller', output: null, reward: null, error: { type: 'Cancelled', message: 'the run was cancelled while this rollout was running' } }, true);
@@ -110,14 +146,16 @@ async function runOne(message: RunMessage): Promise<DoneMessage> {
       }
       const classified = classifyError(err);
       if (stage === 'reward' && classified.kind === 'model') {
-        // The reward is the caller's code, not the thing under test: a reward that throws is a
-        // broken caller contract, and blaming the model would make every rollout look failed.
-        return done({ kind: 'caller', output: null, reward: null, error: { type: `RewardThrew:${classified.error.type}`, message: `reward ${spec.reward.$ref} threw: ${classified.error.message}; fix the reward (it must return a number for any output)` } });
+        // Executor contract: a reward that throws on this output is evidence about the output
+        // (model), not a broken caller contract; only CallerError/RefError, out-of-range
+        // rewards and bad specs stop a run. Transient failures (infrastructure) are re-dispatched.
+        return done({ kind: 'model', output: kept, reward: null, error: { type: `RewardThrew:${classified.error.type}`, message: `reward ${spec.reward.$ref} threw: ${classified.error.message}` } });
       }
-      return done({ kind: classified.kind, output: null, reward: null, error: { ...classified.error, message: stage === 'resolve' ? classified.error.message : `${stage}: ${classified.error.message}` } });
+      return done({ kind: classified.kind, output: kept, reward: null, error: { ...classified.error, message: stage === 'resolve' ? classified.error.message : `${stage}: ${classified.error.message}` } });
     }
   } finally {
     clearTimeout(timer);
+    clearTimeout(rewardTimer);
     current = undefined;
   }
 }

@@ -61,6 +61,16 @@ export interface LogMessage {
   readonly msg?: string;
 }
 
+/**
+ * The child moved to the reward stage (sent before the reward is called, and the reward only
+ * starts once it is written): the worker's main process then enforces `timeouts.rewardMs`
+ * from outside, also against a reward that blocks the child's event loop.
+ */
+export interface StageMessage {
+  readonly type: 'stage';
+  readonly stage: 'reward';
+}
+
 /** The rollout's outcome as classified inside the child. */
 export interface DoneMessage {
   readonly type: 'done';
@@ -74,4 +84,4 @@ export interface DoneMessage {
   readonly rssBytes: number;
 }
 
-export type ChildMessage = ReadyMessage | CostMessage | LogMessage | DoneMessage;
+export type ChildMessage = ReadyMessage | CostMessage | LogMessage | StageMessage | DoneMessage;

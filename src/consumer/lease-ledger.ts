@@ -54,6 +54,14 @@ redis.call('HINCRBY', KEYS[2], '${RUN_FIELDS.redispatched}', 1)
 return redis.call('HINCRBY', KEYS[1], 'redispatched', 1)
 `;
 
+// Counts a Result on truncated output once per lease, whichever attempt or duplicate reports it.
+const COUNT_TRUNCATED = `
+if redis.call('HSETNX', KEYS[1], 'truncated', '1') == 1 then
+  redis.call('HINCRBY', KEYS[2], '${RUN_FIELDS.truncated}', 1)
+end
+return 1
+`;
+
 /**
  * The worker's per-lease bookkeeping in Redis (`keys.lease(leaseId)` HASH): re-dispatch
  * count, stalls already counted, the last exit, and cost receipts. Every count also lands
@@ -132,6 +140,11 @@ export class LeaseLedger {
     const pipeline = this.redis.pipeline();
     for (const receipt of receipts) pipeline.hsetnx(this.keys.lease(leaseId), `cost:${receipt.id}`, JSON.stringify(receipt));
     await pipeline.exec();
+  }
+
+  /** Counts the lease's Result as computed on truncated output on its run (once per lease; `status` shows it). */
+  async countTruncated(leaseId: string, runId: string): Promise<void> {
+    await this.redis.eval(COUNT_TRUNCATED, 2, this.keys.lease(leaseId), this.keys.run(runId));
   }
 
   /** Counts one late answer BullMQ refused (lock lost, job gone) on the run. */

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { killSubtree, sweepDeadSandboxes, type Containment } from '../sandbox/index.js';
 import type { CostReceipt } from '../spec/index.js';
 import type { ChildMessage, DoneMessage, LogMessage, ParentMessage, RunMessage } from './child-protocol.js';
+import { StageDeadline, type Overrun, type StageLimits } from './stage-deadline.js';
 
 /** Bytes of a child's stderr kept for exit reports (the tail is what explains a crash). */
 export const STDERR_TAIL_BYTES = 4096;
@@ -14,6 +15,7 @@ export type AttemptOutcome =
   | { readonly type: 'done'; readonly done: DoneMessage; readonly costs: readonly CostReceipt[] }
   | { readonly type: 'crashed'; readonly exitCode: number | null; readonly signal: string | null; readonly stderrTail: string; readonly costs: readonly CostReceipt[] }
   | { readonly type: 'hung'; readonly hangMs: number; readonly stderrTail: string; readonly costs: readonly CostReceipt[] }
+  | { readonly type: 'overran'; readonly overrun: Overrun; readonly stderrTail: string; readonly costs: readonly CostReceipt[] }
   | { readonly type: 'aborted'; readonly reason: string; readonly costs: readonly CostReceipt[] };
 
 /**
@@ -184,6 +186,8 @@ export class RolloutChild {
   /**
    * Runs one rollout and resolves with how it ended. Never rejects.
    * - `hangMs`: past it the tree is killed and the outcome is `hung`.
+   * - `deadline`: past `runMs` (or the reward's `rewardMs`) plus its grace the tree is killed
+   *   and the outcome is `overran`, naming the stage (see {@link StageDeadline}).
    * - `signal`: when it aborts, the child is asked to stop; after `killGraceMs` without an
    *   answer the tree is killed and the outcome is `aborted` with the signal's reason.
    * - `onCost`: stores one receipt durably as soon as the child records it; the child's
@@ -192,7 +196,7 @@ export class RolloutChild {
    */
   run(
     message: RunMessage,
-    limits: { hangMs: number; killGraceMs: number; signal: AbortSignal; onCost?: (receipt: CostReceipt) => Promise<void> },
+    limits: { hangMs: number; killGraceMs: number; signal: AbortSignal; deadline?: StageLimits; onCost?: (receipt: CostReceipt) => Promise<void> },
   ): Promise<AttemptOutcome> {
     const costs: CostReceipt[] = [];
     return new Promise<AttemptOutcome>((resolve) => {
@@ -202,6 +206,7 @@ export class RolloutChild {
         if (settled) return;
         settled = true;
         clearTimeout(hangTimer);
+        deadline?.clear();
         clearTimeout(graceTimer);
         this.proc.off('message', onMessage);
         limits.signal.removeEventListener('abort', onAbort);
@@ -216,6 +221,7 @@ export class RolloutChild {
           const answer = (): void => this.post({ type: 'cost-stored', seq });
           void (limits.onCost?.(msg.receipt) ?? Promise.resolve()).then(answer, answer);
         } else if (msg.type === 'log') this.onLog(msg);
+        else if (msg.type === 'stage') deadline?.enterReward();
         else if (msg.type === 'done') {
           // The child contained the attempt before answering (child-main containAfterRollout).
           this.rollouts++;
@@ -228,7 +234,15 @@ export class RolloutChild {
         }
       };
       // Set before killing, so the exit that follows is judged as what it is (hang, abort), not a crash.
-      let killedFor: 'hang' | 'abort' | undefined;
+      let killedFor: 'hang' | 'abort' | 'overran' | undefined;
+      let overrun: Overrun | undefined;
+      const deadline = limits.deadline
+        ? new StageDeadline(limits.deadline, (what) => {
+            killedFor ??= 'overran';
+            overrun = what;
+            void this.kill();
+          })
+        : undefined;
       const hangTimer = setTimeout(() => {
         killedFor = 'hang';
         void this.kill();
@@ -245,6 +259,7 @@ export class RolloutChild {
         // Let the last IPC messages and stderr bytes land before judging the exit.
         setImmediate(() => {
           if (killedFor === 'hang') finish({ type: 'hung', hangMs: limits.hangMs, stderrTail: this.stderrTail, costs });
+          else if (killedFor === 'overran' && overrun) finish({ type: 'overran', overrun, stderrTail: this.stderrTail, costs });
           else if (killedFor === 'abort' || limits.signal.aborted) finish({ type: 'aborted', reason: String(limits.signal.reason), costs });
           else finish({ type: 'crashed', exitCode: this.exit?.code ?? null, signal: this.exit?.signal ?? null, stderrTail: this.stderrTail, costs });
         });

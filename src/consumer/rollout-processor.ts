@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
-import { ErrorCode, WaitingError, type Job } from 'bullmq';
+import { DelayedError, ErrorCode, WaitingError, type Job } from 'bullmq';
 import type { Logger } from '../platform/logger.js';
-import { isStoredRendered, parseRolloutSpec, type ErrorInfo, type Result, type ResultKind, type RolloutSpec } from '../spec/index.js';
+import { isStoredRendered, parseRolloutSpec, redactSecrets, redactSecretsDeep, type CostReceipt, type ErrorInfo, type Result, type ResultKind, type RolloutSpec, type SecretValues } from '../spec/index.js';
 import type { ArtifactCache } from './artifact-cache.js';
 import type { ChildPool } from './child-pool.js';
 import { ChildStartError, type AttemptOutcome } from './rollout-child.js';
@@ -126,10 +126,16 @@ export class RolloutProcessor {
       const runStarted = performance.now();
       const outcome = await child.run(
         { type: 'run', spec, taskId: taskIdOf(spec), attempt: job.attemptsStarted || 1, secrets },
-        { hangMs: spec.timeouts.hangMs, killGraceMs: this.options.killGraceMs, signal: controller.signal, onCost: (receipt) => this.ledger.recordCosts(spec.leaseId, [receipt]) },
+        {
+          hangMs: spec.timeouts.hangMs,
+          killGraceMs: this.options.killGraceMs,
+          signal: controller.signal,
+          deadline: { runMs: spec.timeouts.runMs, rewardMs: spec.timeouts.rewardMs, graceMs: this.options.deadlineGraceMs },
+          onCost: (receipt) => this.ledger.recordCosts(spec.leaseId, redactSecretsDeep([receipt], secrets) as CostReceipt[]),
+        },
       );
       await this.pool.release(child, { retire: outcome.type !== 'done' || outcome.done.recycle });
-      await this.ledger.recordCosts(spec.leaseId, outcome.costs);
+      await this.ledger.recordCosts(spec.leaseId, redactSecretsDeep(outcome.costs, secrets) as CostReceipt[]);
       return await this.settle(job, token, spec, startedAt, Math.round(performance.now() - runStarted), outcome);
     } finally {
       this.active.delete(spec.leaseId);
@@ -139,8 +145,28 @@ export class RolloutProcessor {
 
   private async settle(job: Job, token: string | undefined, spec: RolloutSpec, startedAt: number, runMs: number, outcome: AttemptOutcome): Promise<Result> {
     switch (outcome.type) {
-      case 'done':
-        return this.finish(job, spec, startedAt, { kind: outcome.done.kind, output: outcome.done.output, reward: outcome.done.reward, error: outcome.done.error }, runMs);
+      case 'done': {
+        const { done } = outcome;
+        if (done.kind === 'infrastructure' && done.error) {
+          // A transient of the plane or of a dependency (InfrastructureError, connection refused,
+          // HTTP 5xx…): another attempt, later, may well succeed. Same budget as crashes.
+          return this.redispatch(job, token, spec, startedAt, { reason: 'Transient', exitCode: null, signal: null, stderrTail: `${done.error.type}: ${done.error.message}` }, { backoff: true });
+        }
+        return this.finish(job, spec, startedAt, { kind: done.kind, output: done.output, reward: done.reward, error: done.error }, runMs);
+      }
+      case 'overran': {
+        // A deterministic function of (artifact, task, reward): it would overrun on any worker,
+        // so it is the rollout's own time limit (model), on this attempt, never a re-dispatch.
+        const { stage, limit, limitMs } = outcome.overrun;
+        const limitText = limit === 'rewardMs' ? `timeouts.rewardMs = ${limitMs} ms` : `timeouts.runMs = ${limitMs} ms${stage === 'reward' ? ' (run and reward share it)' : ''}`;
+        return this.finish(job, spec, startedAt, {
+          kind: 'model',
+          error: {
+            type: stage === 'reward' ? 'RewardTimeout' : 'RunTimeout',
+            message: `${stage === 'reward' ? `reward ${spec.reward.$ref}` : 'run'} did not finish within ${limitText}; its event loop did not answer, so the worker killed the rollout's process tree`,
+          },
+        }, runMs);
+      }
       case 'crashed':
         return this.redispatch(job, token, spec, startedAt, { reason: 'ChildCrashed', exitCode: outcome.exitCode, signal: outcome.signal, stderrTail: tail(outcome.stderrTail) });
       case 'hung':
@@ -169,12 +195,20 @@ export class RolloutProcessor {
     throw new WaitingError();
   }
 
-  /** Re-queues the same lease id after a failure of the plane, or ends it past the limit. */
-  private async redispatch(job: Job, token: string | undefined, spec: RolloutSpec, startedAt: number, exit: ExitInfo): Promise<Result> {
+  /**
+   * Re-queues the same lease id after a failure of the plane, or ends it past the limit. With
+   * `backoff` the job waits in BullMQ's delayed set first (token-fenced `moveToDelayed`):
+   * `transientBackoffMs × 2^n`, with equal jitter (half fixed, half random), capped at 30 s.
+   */
+  private async redispatch(job: Job, token: string | undefined, spec: RolloutSpec, startedAt: number, rawExit: ExitInfo, how: { backoff?: boolean } = {}): Promise<Result> {
+    // A child's stderr tail may quote a secret; it is stored in Redis and shown by `status`.
+    const exit: ExitInfo = { ...rawExit, stderrTail: redactSecrets(rawExit.stderrTail, secretsOf(spec)) };
     const { redispatched } = await this.ledger.read(spec.leaseId);
     if (redispatched >= this.options.maxRedispatches) return this.quarantine(job, spec, startedAt, exit);
+    const delayMs = how.backoff ? backoffMs(this.options.transientBackoffMs, redispatched) : 0;
     try {
-      await job.moveToWait(token);
+      if (delayMs > 0) await job.moveToDelayed(Date.now() + delayMs, token);
+      else await job.moveToWait(token);
     } catch (err) {
       if (!isLostOwnership(err)) throw err;
       await this.ledger.countDuplicate(spec.runId);
@@ -182,17 +216,23 @@ export class RolloutProcessor {
     }
     await this.ledger.noteRedispatch(spec.leaseId, spec.runId, exit);
     this.events.onRedispatch(exit.reason);
-    this.logger.warn({ runId: spec.runId, leaseId: spec.leaseId, ...exit, attempt: redispatched + 1 }, 'lease re-dispatched');
-    throw new WaitingError();
+    this.logger.warn({ runId: spec.runId, leaseId: spec.leaseId, ...exit, attempt: redispatched + 1, ...(delayMs > 0 ? { delayMs } : {}) }, 'lease re-dispatched');
+    throw delayMs > 0 ? new DelayedError() : new WaitingError();
   }
 
   private async quarantine(job: Job, spec: RolloutSpec, startedAt: number, exit: ExitInfo | null): Promise<Result> {
-    const last = exit ?? { reason: 'Unknown', exitCode: null, signal: null, stderrTail: '' };
+    const raw = exit ?? { reason: 'Unknown', exitCode: null, signal: null, stderrTail: '' };
+    const last: ExitInfo = { ...raw, stderrTail: redactSecrets(raw.stderrTail, secretsOf(spec)) };
     await this.ledger.quarantine(spec.runId, spec.leaseId, last);
-    const why = last.reason === 'MissingSecret' ? last.stderrTail : `the worker died repeatedly while running it (last: ${last.reason}, exit code ${last.exitCode}, signal ${last.signal})`;
+    const ownText = last.reason === 'MissingSecret' || last.reason === 'Transient';
+    const why = last.reason === 'MissingSecret'
+      ? last.stderrTail
+      : last.reason === 'Transient'
+        ? `it failed transiently on every attempt (last: ${last.stderrTail})`
+        : `the worker died repeatedly while running it (last: ${last.reason}, exit code ${last.exitCode}, signal ${last.signal})`;
     return this.finish(job, spec, startedAt, {
       kind: 'infrastructure',
-      error: { type: 'RedispatchLimit', message: `lease ${spec.leaseId} ended after ${this.options.maxRedispatches} re-dispatches: ${why}${last.stderrTail && last.reason !== 'MissingSecret' ? `\nstderr tail:\n${tail(last.stderrTail, 1000)}` : ''}` },
+      error: { type: 'RedispatchLimit', message: `lease ${spec.leaseId} ended after ${this.options.maxRedispatches} re-dispatches: ${why}${last.stderrTail && !ownText ? `\nstderr tail:\n${tail(last.stderrTail, 1000)}` : ''}` },
     });
   }
 
@@ -241,27 +281,60 @@ export class RolloutProcessor {
       await this.ledger.countDuplicate(spec.runId);
       this.logger.warn({ runId: spec.runId, leaseId: spec.leaseId }, 'late answer dropped: the coordinator ended this lease past its deadline');
     }
+    // The one place every Result passes before Redis: secret values named in sandbox.env are
+    // replaced by `[secret NAME]` in the whole output, the error and the receipts, on every kind.
+    const secrets = secretsOf(spec);
+    const error = outcome.error ? { type: redactSecrets(outcome.error.type, secrets), message: redactSecrets(outcome.error.message, secrets) } : null;
+    const output = redactSecretsDeep(outcome.output ?? null, secrets);
+    // A counter for `status`, never a reason to lose the Result: best effort.
+    if (isTruncatedOutput(output)) await this.ledger.countTruncated(spec.leaseId, spec.runId).catch(() => undefined);
     const result: Result = {
       leaseId: spec.leaseId,
       runId: spec.runId,
       taskId: taskIdOf(spec),
       kind: outcome.kind,
-      output: outcome.output ?? null,
+      output,
       reward: outcome.kind === 'ok' ? (outcome.reward ?? null) : null,
-      error: outcome.error ?? null,
+      error,
       attempts: job.attemptsStarted || 1,
       redispatched,
       worker: this.options.name,
       queuedMs: queuedMs ?? null,
       runMs,
       finishedAt: new Date(nowMs).toISOString(),
-      cost: costs,
+      cost: redactSecretsDeep(costs, secrets) as CostReceipt[],
     };
     this.finishing.set(spec.leaseId, spec.runId);
     this.events.onResult(result.kind, runMs);
     this.logger.info({ runId: spec.runId, leaseId: spec.leaseId, kind: result.kind, reward: result.reward, runMs }, 'rollout finished');
     return result;
   }
+}
+
+/** Longest back-off before a transient re-dispatch, ms. */
+const MAX_BACKOFF_MS = 30_000;
+
+/** `baseMs × 2^n` with equal jitter (half of it random), capped at {@link MAX_BACKOFF_MS}. */
+function backoffMs(baseMs: number, redispatched: number): number {
+  const full = Math.min(MAX_BACKOFF_MS, baseMs * 2 ** redispatched);
+  return Math.round(full / 2 + Math.random() * (full / 2));
+}
+
+/** Values of the spec's `sandbox.env` names that this worker has (those it lacks cannot leak). */
+function secretsOf(spec: RolloutSpec): SecretValues {
+  const values: Record<string, string> = {};
+  for (const name of spec.sandbox.env) {
+    const value = process.env[name];
+    if (value !== undefined) values[name] = value;
+  }
+  return values;
+}
+
+/** True when a runner says it dropped part of the output (`codeRunner`'s `stdoutTruncated`/`stderrTruncated`). */
+function isTruncatedOutput(output: unknown): boolean {
+  if (output === null || typeof output !== 'object') return false;
+  const { stdoutTruncated, stderrTruncated } = output as { stdoutTruncated?: unknown; stderrTruncated?: unknown };
+  return stdoutTruncated === true || stderrTruncated === true;
 }
 
 /** `task.id` as a string, else the task key part of the lease id. */

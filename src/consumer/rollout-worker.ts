@@ -13,6 +13,7 @@ import { LeaseLedger } from './lease-ledger.js';
 import { isLostOwnership, RolloutProcessor } from './rollout-processor.js';
 import { compileWorkerOptions, type CompiledWorkerOptions, type WorkerOptions } from './worker-options.js';
 import { WorkerMetrics } from './worker-metrics.js';
+import { WriteBackoff } from './write-backoff.js';
 
 /** Lifecycle of a worker; errors print the current state. */
 export type WorkerState = 'starting' | 'running' | 'closing' | 'closed';
@@ -49,6 +50,8 @@ export class RolloutWorker {
   private metricsServer: http.Server | undefined;
   /** Port of the metrics endpoint when one was asked for (0 picks a free one). */
   metricsPort: number | undefined;
+  /** Pauses job intake with capped back-off while Redis refuses writes (OOM, EXECABORT, READONLY). */
+  private readonly writeBackoff: WriteBackoff;
 
   private constructor(
     readonly options: CompiledWorkerOptions,
@@ -63,7 +66,10 @@ export class RolloutWorker {
     private readonly worker: Worker,
     /** How rollout attempts are contained here (chosen at start; see src/sandbox). */
     readonly containment: Containment,
-  ) {}
+  ) {
+    const probeKey = keys.writeProbe();
+    this.writeBackoff = new WriteBackoff(worker, () => redis.set(probeKey, options.name, 'PX', 10_000), logger, redactRedisUrl(options.redisUrl));
+  }
 
   /** The worker's name, as it appears in Results (`worker`) and BullMQ (`processedBy`). */
   get name(): string {
@@ -87,6 +93,7 @@ export class RolloutWorker {
    * cancellations and starts consuming.
    * @throws Error naming the option when `options` are invalid.
    * @throws ContainmentError for `containment: 'strict'` on a host without a PID namespace and a cgroup memory limit.
+   * @throws EvictionPolicyError when Redis may evict keys and `allowEviction` is not set.
    */
   static async create(input: WorkerOptions = {}): Promise<RolloutWorker> {
     const options = compileWorkerOptions(input);
@@ -96,6 +103,13 @@ export class RolloutWorker {
     const logger = (input.logger ?? createLogger({ component: 'worker' })).child({ worker: options.name, queue: options.queue });
     const connection = redisOptionsFromUrl(options.redisUrl);
     const redis = new Redis({ ...connection, connectionName: `${options.prefix}:rollout-queue:ledger` });
+    try {
+      // Before any BullMQ client exists: a refused start is then one line, not BullMQ's warnings first.
+      await checkEvictionPolicy(redis, logger, { refuse: !options.allowEviction });
+    } catch (err) {
+      redis.disconnect();
+      throw err;
+    }
     const subscriber = new Redis({ ...connection, connectionName: `${options.prefix}:rollout-queue:cancel` });
     // ioredis' RedisOptions is what BullMQ builds its clients from; its own type is looser.
     const bullConnection = connection as ConnectionOptions;
@@ -131,7 +145,13 @@ export class RolloutWorker {
       autorun: false,
     });
     self = new RolloutWorker(options, keys, logger, redis, subscriber, queue, pool, processor, metrics, worker, containment);
-    await self.start();
+    try {
+      await self.start();
+    } catch (err) {
+      // Refused at start (eviction policy, metrics port): leave no connection or child behind.
+      await self.close({ graceMs: 0 }).catch(() => undefined);
+      throw err;
+    }
     return self;
   }
 
@@ -179,7 +199,6 @@ export class RolloutWorker {
       const count = this.processor.abort({ runId }, 'cancelled');
       if (count > 0) logger.info({ runId, count }, 'run cancelled; aborting its active rollouts');
     });
-    await checkEvictionPolicy(this.redis, logger);
     await this.publishInfo();
     if (options.metricsPort !== undefined) {
       const served = await this.metrics.serve(options.metricsPort, options.metricsHost, () => this.health());
@@ -208,6 +227,8 @@ export class RolloutWorker {
   }
 
   private onWorkerError(err: Error): void {
+    // Before anything else: BullMQ retries a refused write at once, thousands of times a second.
+    if (this.writeBackoff.onError(err)) return;
     if (isLostOwnership(err)) {
       for (const [leaseId, runId] of this.processor.finishing) {
         if (!err.message.includes(`job ${leaseId}.`)) continue;
@@ -255,13 +276,14 @@ export class RolloutWorker {
   }
 
   /**
-   * Liveness: unhealthy when Redis is unreachable, or when work has been due (waiting jobs,
+   * Liveness: unhealthy when Redis is unreachable or refuses writes (OOM at `maxmemory`), or when work has been due (waiting jobs,
    * free slots here) for `livenessMs` without this worker starting a rollout, the mark of
    * a consumer stuck on a dead blocking connection (bullmq#4479, #4585).
    */
   health(): { ok: boolean; reason: string } {
     if (this.state !== 'running') return { ok: false, reason: `state ${this.state}` };
     if (this.redisDown) return { ok: false, reason: `Redis at ${redactRedisUrl(this.options.redisUrl)} unreachable` };
+    if (this.writeBackoff.refusing) return { ok: false, reason: `Redis at ${redactRedisUrl(this.options.redisUrl)} refuses writes (${this.writeBackoff.refusing})` };
     const now = Date.now();
     if (this.dueSince !== undefined && now - this.dueSince >= this.options.livenessMs && now - this.lastStartAt >= this.options.livenessMs) {
       return { ok: false, reason: `work due for ${now - this.dueSince} ms with free slots and no rollout started` };
@@ -290,6 +312,7 @@ export class RolloutWorker {
     this.state = 'closing';
     this.closing = (async () => {
       this.logger.info({ graceMs, active: this.processor.active.size }, 'worker closing');
+      this.writeBackoff.close();
       const timer = setTimeout(() => this.processor.abort({}, 'shutdown'), graceMs);
       // BullMQ's close waits for Redis to acknowledge every finish and hand-back; with Redis
       // gone it would wait forever. Past the grace plus a margin, stop anyway: leases not

@@ -45,6 +45,19 @@ export const WorkerOptionsSchema = z
     maxRedispatches: z.number().int().min(0).max(100).default(2),
     /** On close, how long active rollouts may run before being handed back, ms. Default 30 000. */
     shutdownGraceMs: z.number().int().min(0).max(3_600_000).default(30_000),
+    /**
+     * Base of the back-off before a transient failure (an `InfrastructureError`, connection
+     * refused/reset, DNS failure, HTTP 408/429/5xx) is re-dispatched: the n-th waits
+     * `transientBackoffMs × 2^n` with equal jitter, capped at 30 s, in BullMQ's delayed set.
+     * Default 1 000; 0 re-dispatches at once.
+     */
+    transientBackoffMs: z.number().int().min(0).max(60_000).default(1_000),
+    /**
+     * How long past `timeouts.runMs` (or `rewardMs`) a child may take to report the overrun
+     * itself before the worker kills its process tree and reports `RunTimeout` /
+     * `RewardTimeout`, ms. Default 250.
+     */
+    deadlineGraceMs: z.number().int().min(0).max(60_000).default(250),
     /** After asking a child to abort, how long before its tree is SIGKILLed, ms. Default 2 000. */
     killGraceMs: z.number().int().min(0).max(60_000).default(2_000),
     /** Retire a child after this many rollouts. Default 100. */
@@ -59,6 +72,11 @@ export const WorkerOptionsSchema = z
     metricsPort: z.number().int().min(0).max(65_535).optional(),
     /** Host the metrics endpoint binds. Default 127.0.0.1. */
     metricsHost: z.string().default('127.0.0.1'),
+    /**
+     * Start even though Redis' `maxmemory-policy` may evict keys (anything but `noeviction`);
+     * a warning is logged instead. Default false: `create` throws `EvictionPolicyError`.
+     */
+    allowEviction: z.boolean().default(false),
     /** `/healthz` turns 503 when work was due for this long with no rollout started here, ms. Default 60 000. */
     livenessMs: z.number().int().min(1000).default(60_000),
     /**

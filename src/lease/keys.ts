@@ -50,6 +50,8 @@ export interface QueueKeys {
   gatewayResults(runId: string): string;
   /** STRING JSON {containment, gaps, pid, host} a live worker refreshes with a PX TTL (for `status`). */
   workerInfo(workerName: string): string;
+  /** STRING a worker writes (with a short PX TTL) to learn whether Redis accepts writes again after refusing them (OOM). */
+  writeProbe(): string;
 }
 
 /**
@@ -82,6 +84,7 @@ export function queueKeys(prefix: string = DEFAULT_PREFIX, queue: string = DEFAU
     gatewayRun: (runId) => `${base}gw:${runId}`,
     gatewayResults: (runId) => `${base}gw:${runId}:results`,
     workerInfo: (workerName) => `${base}worker:${workerName}`,
+    writeProbe: () => `${base}write-probe`,
   };
 }
 

@@ -23,6 +23,8 @@ export const RUN_FIELDS = {
   endedAt: 'endedAt',
   /** Retention of the delivered run, ms: its keys expire this long after `endedAt`. */
   retainMs: 'retainMs',
+  /** Results whose output a runner truncated (`stdoutTruncated`/`stderrTruncated`), counted once per lease by the worker. */
+  truncated: 'truncated',
   /** `kind:<kind>`: delivered Results of that kind (counted once, at first delivery). */
   kind: (kind: ResultKind) => `kind:${kind}`,
 } as const;
@@ -40,6 +42,8 @@ export interface RunRecord {
   readonly redispatched: number;
   readonly duplicatesDropped: number;
   readonly alreadyEnqueued: number;
+  /** Results computed on truncated output (see `RUN_FIELDS.truncated`). */
+  readonly truncated: number;
   readonly kinds: Readonly<Record<ResultKind, number>>;
   /** When every Result was delivered (Redis clock, ISO 8601), or null while it is not. */
   readonly endedAt: string | null;
@@ -80,6 +84,7 @@ export async function readRunRecord(redis: Redis, keys: QueueKeys, runId: string
     redispatched: int(hash[RUN_FIELDS.redispatched]),
     duplicatesDropped: int(hash[RUN_FIELDS.duplicatesDropped]),
     alreadyEnqueued: int(hash[RUN_FIELDS.alreadyEnqueued]),
+    truncated: int(hash[RUN_FIELDS.truncated]),
     kinds: {
       ok: int(hash[RUN_FIELDS.kind('ok')]),
       model: int(hash[RUN_FIELDS.kind('model')]),

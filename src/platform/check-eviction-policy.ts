@@ -2,16 +2,35 @@ import type { Redis } from 'ioredis';
 import type { Logger } from './logger.js';
 
 /**
- * Reads Redis' `maxmemory-policy` and warns unless it is `noeviction`: under any other policy
- * Redis may evict job hashes, run records or BullMQ's lock keys (bullmq#2215), and results are
- * silently lost. BullMQ itself only prints a console warning on connect.
+ * Thrown by {@link checkEvictionPolicy} with `refuse: true` when Redis may evict keys. The
+ * message is one line naming the policy and both fixes.
+ */
+export class EvictionPolicyError extends Error {
+  constructor(readonly policy: string) {
+    super(
+      `Redis maxmemory-policy is "${policy}": Redis may evict jobs, locks and run records and lose results. ` +
+        'Set it to "noeviction" (redis.conf, or CONFIG SET maxmemory-policy noeviction), or pass --allow-eviction to start anyway',
+    );
+    this.name = 'EvictionPolicyError';
+  }
+}
+
+/**
+ * Reads Redis' `maxmemory-policy` and warns (or, with `refuse`, throws) unless it is
+ * `noeviction`: under any other policy Redis may evict job hashes, run records or BullMQ's
+ * lock keys (bullmq#2215; the `volatile-*` policies evict exactly the keys with a TTL, which
+ * locks are), and results are silently lost. BullMQ itself only prints a console warning.
  *
  * `CONFIG GET` is often refused under ACLs or on managed Redis, so `INFO memory`
- * (`maxmemory_policy:`) is the fallback. Never throws: this is advice, not a precondition.
+ * (`maxmemory_policy:`) is the fallback. A policy that cannot be read is a warning, never a
+ * refusal.
  *
+ * @param options.refuse throw {@link EvictionPolicyError} instead of warning (the `worker` and
+ *   `run` commands unless `--allow-eviction`). Default false.
  * @returns the policy, or undefined when neither command answered.
+ * @throws EvictionPolicyError with `refuse` on an evicting policy.
  */
-export async function checkEvictionPolicy(redis: Redis, logger: Logger): Promise<string | undefined> {
+export async function checkEvictionPolicy(redis: Redis, logger: Logger, options: { refuse?: boolean } = {}): Promise<string | undefined> {
   let policy: string | undefined;
   try {
     const reply = (await redis.config('GET', 'maxmemory-policy')) as unknown;
@@ -29,6 +48,7 @@ export async function checkEvictionPolicy(redis: Redis, logger: Logger): Promise
     }
   }
   if (policy !== undefined && policy !== 'noeviction') {
+    if (options.refuse) throw new EvictionPolicyError(policy);
     logger.warn(
       { maxmemoryPolicy: policy },
       `Redis maxmemory-policy is "${policy}"; set it to "noeviction" (redis.conf or CONFIG SET maxmemory-policy noeviction), ` +

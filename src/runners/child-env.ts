@@ -21,16 +21,5 @@ export function childEnv(workDir: string, secrets: Readonly<Record<string, strin
   return env;
 }
 
-/**
- * Replaces every secret value in `text` with `[secret NAME]`, longest values first (so a
- * value that contains another is replaced whole). Used on every message that may quote the
- * artifact's output, so an error never carries a secret.
- */
-export function redactSecrets(text: string, secrets: Readonly<Record<string, string>>): string {
-  const entries = Object.entries(secrets)
-    .filter(([, value]) => value.length > 0)
-    .sort(([, a], [, b]) => b.length - a.length);
-  let result = text;
-  for (const [name, value] of entries) result = result.split(value).join(`[secret ${name}]`);
-  return result;
-}
+/** Re-exported from the wire contract, where the worker's reply path uses it too. */
+export { redactSecrets } from '../spec/index.js';

@@ -39,9 +39,10 @@ export interface CodeRunnerOptions {
    */
   readonly timeoutMs?: number;
   /**
-   * Bytes kept of stdout and, separately, of stderr (the first bytes; the rest is read and
-   * dropped, and `stdoutTruncated`/`stderrTruncated` say so). Default 1 048 576 (1 MiB),
-   * bounds 1–268 435 456 (256 MiB).
+   * Bytes kept of stdout and, separately, of stderr. A longer stream keeps its first and its
+   * last half of this budget (the answer is usually at the end); the middle is read and
+   * dropped, a marker line says how many bytes, and `stdoutTruncated`/`stdoutDroppedBytes`
+   * (`stderr…` likewise) say so. Default 1 048 576 (1 MiB), bounds 1–268 435 456 (256 MiB).
    */
   readonly maxOutputBytes?: number;
   /**

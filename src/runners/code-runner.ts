@@ -14,23 +14,31 @@ import { artifactFiles, attemptName, writeArtifact } from './work-dir.js';
 
 /** What a successful code run returns as the rollout's output (JSON data). */
 export interface CodeRunOutput {
-  /** The first `maxOutputBytes` bytes of stdout, as UTF-8. */
+  /**
+   * Stdout as UTF-8, secret values replaced by `[secret NAME]`. When it went past
+   * `maxOutputBytes`: its first half of that budget, a `truncationMarker` line
+   * (`[... N bytes dropped (maxOutputBytes) ...]`) and its last half.
+   */
   readonly stdout: string;
-  /** The first `maxOutputBytes` bytes of stderr, as UTF-8. */
+  /** Stderr, kept the same way as stdout. */
   readonly stderr: string;
   /** Always 0: any other exit throws `ModelError('NonZeroExit')`. */
   readonly exitCode: 0;
   /** From spawn to exit, in ms. */
   readonly durationMs: number;
-  /** True when stdout went past `maxOutputBytes` and its rest was dropped. */
+  /** True when stdout went past `maxOutputBytes` and its middle was dropped. */
   readonly stdoutTruncated: boolean;
-  /** True when stderr went past `maxOutputBytes` and its rest was dropped. */
+  /** True when stderr went past `maxOutputBytes` and its middle was dropped. */
   readonly stderrTruncated: boolean;
   /**
    * Peak memory of the artifact's whole process tree, bytes: what its cgroup was charged
    * (resident memory plus page cache). Null where the worker has no cgroup to measure it.
    */
   readonly peakRssBytes: number | null;
+  /** Bytes of stdout dropped between the kept head and tail (0 when not truncated). */
+  readonly stdoutDroppedBytes: number;
+  /** Bytes of stderr dropped between the kept head and tail (0 when not truncated). */
+  readonly stderrDroppedBytes: number;
 }
 
 /** The run function made by {@link codeRunner}. */
@@ -65,7 +73,8 @@ const RESOURCE_ERRORS: ReadonlySet<string> = new Set(['EAGAIN', 'ENOMEM', 'EMFIL
  * artifact's files, interpreter missing on this worker, or the machine out of processes,
  * memory or file descriptors → `InfrastructureError`. A bad `rendered` (not a string or
  * `{ files }`, a path that is absolute or escapes with `..`) → `CallerError`. Secret values
- * are replaced by `[secret NAME]` in every message.
+ * are replaced by `[secret NAME]` in every message and in the returned stdout/stderr (a value
+ * split across two writes included).
  *
  * @param options See {@link CodeRunnerOptions}.
  * @throws CallerError at factory time for a bad option, naming the field and the fix.
@@ -153,13 +162,17 @@ function interpret(outcome: GroupRunOutcome, options: CompiledCodeRunnerOptions,
     const how = outcome.exitCode === null ? `was killed by signal ${outcome.exitSignal ?? 'unknown'}` : `exited with code ${outcome.exitCode}`;
     throw new ModelError('NonZeroExit', `artifact ${name} ${how} after ${outcome.durationMs} ms. ${stderrTail(outcome, ctx)}`);
   }
+  const stdout = outcome.stdout.keptText(ctx.secrets);
+  const stderr = outcome.stderr.keptText(ctx.secrets);
   return {
-    stdout: outcome.stdout.headText(),
-    stderr: outcome.stderr.headText(),
+    stdout: stdout.text,
+    stderr: stderr.text,
     exitCode: 0,
     durationMs: outcome.durationMs,
-    stdoutTruncated: outcome.stdout.truncated,
-    stderrTruncated: outcome.stderr.truncated,
+    stdoutTruncated: stdout.truncated,
+    stderrTruncated: stderr.truncated,
+    stdoutDroppedBytes: stdout.droppedBytes,
+    stderrDroppedBytes: stderr.droppedBytes,
     peakRssBytes: usage.peakBytes,
   };
 }

@@ -20,14 +20,18 @@ export interface RolloutContext {
   readonly taskId: string;
   /** 1 for the first start of this lease, +1 for each later start (re-dispatch or hand-back). */
   readonly attempt: number;
-  /** Aborts on cancellation, on `timeouts.runMs`, on worker shutdown or lock loss; `signal.reason` says which. */
+  /**
+   * Aborts on cancellation, on `timeouts.runMs` (or `timeouts.rewardMs` while the reward runs),
+   * on worker shutdown or lock loss; `signal.reason` says which. Code that ignores it and
+   * blocks the event loop is killed from outside just past the limit.
+   */
   readonly signal: AbortSignal;
   /** Values of the spec's `sandbox.env` names, read from the worker's own environment. Never log these. */
   readonly secrets: Readonly<Record<string, string>>;
   /** The spec's placement labels. */
   readonly placement: Readonly<Record<string, string>>;
   /** The spec's time limits in ms. */
-  readonly timeouts: { readonly runMs: number; readonly hangMs: number };
+  readonly timeouts: { readonly runMs: number; readonly rewardMs: number; readonly hangMs: number };
   /** Heap limit of this child process in MiB (the spec's `sandbox.memoryMb`). */
   readonly memoryMb: number;
   readonly log: RolloutLogger;

@@ -8,3 +8,5 @@ export * from './json-schema.js';
 export * from './context.js';
 export * from './errors.js';
 export * from './dispatch-wire.js';
+export * from './redact-secrets.js';
+export * from './truncation-marker.js';

@@ -3,10 +3,13 @@ import { z } from 'zod';
 /**
  * How a rollout ended. Report, never raise (see DESIGN.md "Result kinds"):
  * - `ok`: run returned and reward is a finite number inside `rewardRange`;
- * - `model`: the thing under test failed (threw, exited non-zero, own time limit, bad output);
- * - `infrastructure`: a transient of the plane (worker lost past the re-dispatch limit,
- *   hang limit, missing secret, Redis trouble); keep going;
- * - `caller`: a broken caller contract (bad Ref, bad spec, reward out of range); stop the run.
+ * - `model`: the thing under test failed (threw, exited non-zero, own time limit, bad output),
+ *   or the reward threw or overran on its output (`RewardThrew:<type>`, `RewardTimeout`);
+ * - `infrastructure`: a transient of the plane or of a dependency, after its re-dispatches
+ *   (worker lost, hang limit, missing secret, Redis trouble, a judge that refused or 5xx'd
+ *   on every try); keep going;
+ * - `caller`: a broken caller contract (bad Ref, bad spec, CallerError/RefError, reward out
+ *   of range); stop the run.
  */
 export const ResultKindSchema = z.enum(['ok', 'model', 'infrastructure', 'caller']);
 export type ResultKind = z.infer<typeof ResultKindSchema>;

@@ -28,11 +28,18 @@ export type SandboxSpec = z.infer<typeof SandboxSpecSchema>;
 
 /** Default `timeouts.scheduleToStartMs`: 5 minutes. */
 export const DEFAULT_SCHEDULE_TO_START_MS = 300_000;
+/** Default of `timeouts.rewardMs`: 60 000 ms (1 min). */
+export const DEFAULT_REWARD_MS = 60_000;
 
 /**
  * Time limits of one rollout, in milliseconds.
- * - `runMs`: the rollout's own limit (default 600 000 = 10 min). Past it `ctx.signal` aborts
- *   and the result is `model` (the thing under test was too slow).
+ * - `runMs`: the rollout's own limit (default 600 000 = 10 min), for run and reward together.
+ *   Past it `ctx.signal` aborts and the result is `model` / `RunTimeout` (or `RewardTimeout`
+ *   when the reward was running): the thing under test was too slow. The worker enforces it
+ *   from outside the child too, so a run or reward that blocks its event loop is killed there.
+ * - `rewardMs`: the reward's own limit (default 60 000 = 1 min), inside what is left of
+ *   `runMs`. Past it the result is `model` / `RewardTimeout`, on the first attempt (a reward
+ *   that hangs on an output hangs on every worker).
  * - `hangMs`: the plane's limit (default 900 000 = 15 min). Past it the worker kills the
  *   child's process tree and re-dispatches the lease (`infrastructure` after two). Keep it
  *   above `runMs`, so a slow rollout is judged before it is presumed wedged.
@@ -51,6 +58,7 @@ export const DEFAULT_SCHEDULE_TO_START_MS = 300_000;
 export const TimeoutsSchema = z
   .object({
     runMs: z.number().int().min(1).max(86_400_000).default(600_000),
+    rewardMs: z.number().int().min(1).max(86_400_000).default(DEFAULT_REWARD_MS),
     hangMs: z.number().int().min(100).max(86_400_000).default(900_000),
     scheduleToStartMs: z.number().int().min(0).max(30 * 86_400_000).default(DEFAULT_SCHEDULE_TO_START_MS),
     scheduleToCloseMs: z.number().int().min(1000).max(30 * 86_400_000).optional(),
@@ -129,7 +137,7 @@ export const RolloutSpecSchema = z
       .record(z.string().max(64), z.string().max(256))
       .default({})
       .describe('Labels for where the rollout should run (e.g. {"gpu":"a100"}); passed to ctx.placement.'),
-    timeouts: TimeoutsSchema.default({ runMs: 600_000, hangMs: 900_000, scheduleToStartMs: DEFAULT_SCHEDULE_TO_START_MS }),
+    timeouts: TimeoutsSchema.default({ runMs: 600_000, rewardMs: DEFAULT_REWARD_MS, hangMs: 900_000, scheduleToStartMs: DEFAULT_SCHEDULE_TO_START_MS }),
     class: z.enum(['rollout', 'evaluation']).default('rollout'),
     rewardRange: z
       .tuple([z.number(), z.number()])

@@ -5,6 +5,7 @@ import type { ExitCode } from '../errors.js';
 import { executeInterruptibleRun } from '../execute-interruptible-run.js';
 import { generateRunId } from '../run-id.js';
 import { readTasksFile } from '../tasks-file.js';
+import { refuseEvictingRedis } from '../redis-preflight.js';
 
 /** Parsed options of `run`. */
 export interface RunOptions {
@@ -20,9 +21,11 @@ export interface RunOptions {
   maxInFlight?: number;
   env?: string[];
   runMs?: number;
+  rewardMs?: number;
   hangMs?: number;
   memoryMb?: number;
   retain?: number;
+  allowEviction?: boolean;
 }
 
 /**
@@ -41,9 +44,11 @@ export async function runAction(options: RunOptions): Promise<ExitCode> {
     reward,
     ...(options.env ? { env: options.env } : {}),
     ...(options.runMs !== undefined ? { runMs: options.runMs } : {}),
+    ...(options.rewardMs !== undefined ? { rewardMs: options.rewardMs } : {}),
     ...(options.hangMs !== undefined ? { hangMs: options.hangMs } : {}),
     ...(options.memoryMb !== undefined ? { memoryMb: options.memoryMb } : {}),
   });
+  await refuseEvictingRedis(env, options.allowEviction === true);
   const runId = options.runId ?? generateRunId();
   return executeInterruptibleRun({
     env,

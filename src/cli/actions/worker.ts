@@ -17,6 +17,7 @@ export interface WorkerOptions {
   stalledIntervalMs?: number;
   shutdownGraceMs?: number;
   containment?: 'auto' | 'strict' | 'process-group';
+  allowEviction?: boolean;
 }
 
 /** How long a second signal waits for the hand-back before exiting anyway, ms. */
@@ -61,6 +62,7 @@ export async function workerAction(options: WorkerOptions): Promise<void> {
       ...(options.stalledIntervalMs !== undefined ? { stalledIntervalMs: options.stalledIntervalMs } : {}),
       ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),
       ...(options.containment !== undefined ? { containment: options.containment } : {}),
+      ...(options.allowEviction ? { allowEviction: true } : {}),
       logger,
     });
     if (!stop.signal.aborted) await new Promise((resolve) => stop.signal.addEventListener('abort', resolve, { once: true }));
@@ -82,6 +84,7 @@ async function createWorker(options: Parameters<typeof RolloutWorker.create>[0])
     const error = err as Error;
     if (error.message.startsWith('worker option') || error.name === 'AllowlistError') throw new UsageError(MSG.badWorkerOption(error.message));
     if (error.name === 'ContainmentError') throw new CliError(MSG.containmentRefused(error.message));
+    if (error.name === 'EvictionPolicyError') throw new CliError(error.message);
     const code = (err as NodeJS.ErrnoException).code;
     const metricsPort = options?.metricsPort;
     if (metricsPort !== undefined && (err as { syscall?: string }).syscall === 'listen') {

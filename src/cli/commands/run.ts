@@ -24,9 +24,11 @@ export function runCommand(ctx: CommandContext): Command {
     .addOption(new Option('--max-in-flight <n>', HELP.run.maxInFlight).argParser(positiveInteger))
     .addOption(new Option('--env <name...>', HELP.run.env).argParser(envNameList))
     .addOption(new Option('--run-ms <ms>', HELP.run.runMs).argParser(positiveInteger))
+    .addOption(new Option('--reward-ms <ms>', HELP.run.rewardMs).argParser(positiveInteger))
     .addOption(new Option('--hang-ms <ms>', HELP.run.hangMs).argParser(positiveInteger))
     .addOption(new Option('--memory-mb <mib>', HELP.run.memoryMb).argParser(positiveInteger))
     .addOption(new Option('--retain <duration>', HELP.run.retain).argParser(durationMs))
+    .option('--allow-eviction', HELP.allowEviction)
     .action(async (options: RunOptions) => {
       const { runAction } = await import('../actions/run.js');
       ctx.exitCode = await runAction(options);

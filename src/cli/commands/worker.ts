@@ -21,6 +21,7 @@ export function workerCommand(ctx: CommandContext): Command {
     .addOption(new Option('--stalled-interval-ms <ms>', HELP.worker.stalledIntervalMs).argParser(positiveInteger))
     .addOption(new Option('--shutdown-grace-ms <ms>', HELP.worker.shutdownGraceMs).argParser(positiveInteger))
     .addOption(new Option('--containment <mode>', HELP.worker.containment).choices(['auto', 'strict', 'process-group']))
+    .option('--allow-eviction', HELP.allowEviction)
     .action(async (options: WorkerOptions) => {
       const { workerAction } = await import('../actions/worker.js');
       await workerAction(options);

@@ -9,7 +9,7 @@ import { RESULT_LINE_FIELDS, type Result } from '../../../src/spec/index.js';
 // What `status` and the run summary print, from fixed inputs (no Redis needed).
 const run: RunRecord = {
   runId: 'r1', status: 'running', stopReason: null, createdAt: '2026-11-29T12:00:00.000Z', runAttemptId: 'a',
-  specCount: 10, enqueued: 10, delivered: 7, redispatched: 3, duplicatesDropped: 1, alreadyEnqueued: 0,
+  specCount: 10, enqueued: 10, delivered: 7, redispatched: 3, duplicatesDropped: 1, alreadyEnqueued: 0, truncated: 2,
   kinds: { ok: 5, model: 1, infrastructure: 1, caller: 0 }, endedAt: null, retainMs: null,
   quarantined: { 'r1.t9': { reason: 'ChildCrashed', exitCode: null, signal: 'SIGABRT', stderrTail: 'line 1\ninvariant failed: stock < 0' } },
 };
@@ -29,6 +29,7 @@ describe('status output', () => {
     expect(text).toMatch(/infrastructure\s+1/);
     expect(text).toMatch(/redispatched\s+3/);
     expect(text).toMatch(/duplicates dropped\s+1/);
+    expect(text).toMatch(/truncated output\s+2/);
     expect(text).toContain('Quarantined leases (ended by the re-dispatch limit): 1');
     expect(text).toContain('r1.t9  exit code -, signal SIGABRT: ChildCrashed');
     expect(text).toContain('invariant failed: stock < 0');
@@ -60,7 +61,17 @@ describe('results file lines and the summary', () => {
     expect(text).toMatch(/results per worker\s+w1: 2, w2: 2/);
     expect(text).toMatch(/redispatched\s+2/);
     expect(text).toMatch(/duplicates dropped\s+1/);
+    expect(text).toMatch(/truncated output\s+0/);
     expect(text).toContain('/tmp/out.jsonl');
+  });
+
+  it('the summary counts Results on truncated output and the rewards computed on it (BR-34)', () => {
+    const tally = new RunTally();
+    const cut = { ...result(1, 'ok', 0, 'w1'), output: { stdout: 'x', stdoutTruncated: true, stderrTruncated: false } };
+    const cutModel = { ...result(2, 'model', null, 'w1'), output: { stdout: 'x', stdoutTruncated: false, stderrTruncated: true } };
+    [cut, cutModel, result(3, 'ok', 1, 'w1')].forEach((r) => tally.add(toResultLine(r)));
+    const text = formatSummary({ runId: 'r1', total: 3, end: 'completed', tally, counters: undefined, file: '/tmp/out.jsonl' });
+    expect(text).toMatch(/truncated output\s+2\s+1 reward\(s\) computed on output cut at maxOutputBytes/);
   });
 
   it('percentile is nearest-rank', () => {

@@ -42,8 +42,10 @@ describe('worker basics (real worker processes, raw BullMQ producer)', () => {
       expect(results.get(denied.leaseId)?.error?.message).toContain('not-allowed-pkg');
       expect(results.get(outOfRange.leaseId)).toMatchObject({ kind: 'caller', error: { type: 'RewardOutOfRange' } });
       expect(results.get(outOfRange.leaseId)?.error?.message).toContain('[0, 1]');
-      // A reward that throws is the caller's bug, not the model's.
-      expect(results.get(rewardThrows.leaseId)).toMatchObject({ kind: 'caller', error: { type: 'RewardThrew:TypeError' } });
+      // Issue 11 (executor contract): a reward that throws on this output is evidence about the
+      // output (model), kept with the output; it no longer stops the run as caller.
+      expect(results.get(rewardThrows.leaseId)).toMatchObject({ kind: 'model', error: { type: 'RewardThrew:TypeError' }, redispatched: 0 });
+      expect(results.get(rewardThrows.leaseId)?.output).toMatchObject({ taskId: 'rewardthrows' });
       expect(results.get(rewardThrows.leaseId)?.error?.message).toContain('cannot read gold');
     } finally {
       for (const w of workers) w.signal('SIGTERM');

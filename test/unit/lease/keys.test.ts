@@ -14,7 +14,7 @@ function ourKeys(keys: QueueKeys, runId: string, leaseId: string): string[] {
   return [
     keys.run(runId), keys.runLeases(runId), keys.runDelivered(runId), keys.runQuarantined(runId),
     keys.runArtifact(runId, 'a'.repeat(64)), keys.runArtifacts(runId), keys.runVerdicts(runId), keys.runEnqueuedAt(runId),
-    keys.runs(), keys.lease(leaseId), keys.cancelChannel(),
+    keys.runs(), keys.lease(leaseId), keys.cancelChannel(), keys.writeProbe(),
   ];
 }
 
@@ -70,8 +70,8 @@ describe('queueKeys', () => {
         fc.pre(runA !== runB && leaseA !== leaseB);
         const keys = queueKeys();
         const all = [...ourKeys(keys, runA, leaseA), ...ourKeys(keys, runB, leaseB)];
-        // runs() and cancelChannel() are per queue, so they appear twice.
-        expect(new Set(all).size).toBe(all.length - 2);
+        // runs(), cancelChannel() and writeProbe() are per queue, so they appear twice.
+        expect(new Set(all).size).toBe(all.length - 3);
       }),
     );
   });

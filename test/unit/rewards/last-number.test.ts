@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RewardFn } from '../../../src/spec/index.js';
+import { truncationMarker, type RewardFn } from '../../../src/spec/index.js';
 import { lastNumber } from '../../../src/rewards/index.js';
 import { callerError } from '../../helpers/caller-error.js';
 
@@ -82,5 +82,16 @@ describe('lastNumber', () => {
     const err = callerError(() => lastNumber(config as never));
     expect(err.message).toMatch(/^lastNumber: /);
     expect(err.message).toMatch(message);
+  });
+
+  it('reads the kept tail of a truncated codeRunner output, not a number of the head or the marker (BR-34)', () => {
+    const dropped = 98_765;
+    const stdout = `step 1 ok\nstep 74897${truncationMarker(dropped)}ok\nAnswer: 5\n`;
+    const output = { stdout, stderr: '', exitCode: 0, stdoutTruncated: true, stdoutDroppedBytes: dropped };
+    expect(reward({ answer: 5 }, output)).toBe(1);
+    // A tail with no number scores 0; the head's 74897 and the marker's count are not read.
+    const noNumber = { ...output, stdout: `Answer: 74897${truncationMarker(dropped)}no answer\n` };
+    expect(reward({ answer: 74897 }, noNumber)).toBe(0);
+    expect(reward({ answer: dropped }, noNumber)).toBe(0);
   });
 });

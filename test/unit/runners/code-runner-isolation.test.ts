@@ -48,7 +48,9 @@ describe('codeRunner environment', () => {
     const output = await run(printEnv, task, fakeContext({ secrets }));
     const seen = JSON.parse(output.stdout) as { env: Record<string, string>; cwd: string };
     expect(Object.keys(seen.env).sort()).toEqual(['HOME', 'LANG', 'PATH', 'ROLLOUT_TEST_TOKEN', 'TMPDIR']);
-    expect(seen.env.ROLLOUT_TEST_TOKEN).toBe('tok-from-ctx-123');
+    // The child got the value; what it printed is redacted before it leaves the runner (issue 11).
+    expect(seen.env.ROLLOUT_TEST_TOKEN).toBe('[secret ROLLOUT_TEST_TOKEN]');
+    expect(output.stdout).not.toContain('tok-from-ctx-123');
     expect(seen.env.HOME).toBe(seen.cwd);
     expect(output.stdout).not.toContain('worker-only-value');
   });
@@ -80,6 +82,38 @@ describe('codeRunner environment', () => {
     const err = await rejection(run(artifact, task, fakeContext({ secrets })));
     expect(err.message).not.toContain(secret.slice(-10));
     expect(err.message).not.toContain('0123456789');
+  });
+});
+
+describe('codeRunner output redaction (issue 11: secrets never leave the worker, also on ok)', () => {
+  const secret = 'sk-test-SPLIT-0123456789abcdef';
+  const secrets = { MY_API_KEY: secret };
+
+  it('a secret split across two writes with a pause between is redacted in stdout and stderr of an ok run', async () => {
+    const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 10_000 });
+    // Two writes 50 ms apart reach the runner as two chunks, the value cut in the middle.
+    const artifact = `
+      const v = process.env.MY_API_KEY;
+      process.stdout.write('key=' + v.slice(0, 9));
+      process.stderr.write('auth ' + v.slice(0, 12));
+      setTimeout(() => { process.stdout.write(v.slice(9) + '\\n'); process.stderr.write(v.slice(12) + '\\n'); }, 50);`;
+    const output = await run(artifact, task, fakeContext({ secrets }));
+    expect(output.stdout).toBe('key=[secret MY_API_KEY]\n');
+    expect(output.stderr).toBe('auth [secret MY_API_KEY]\n');
+    expect(JSON.stringify(output)).not.toContain(secret.slice(9));
+  });
+
+  it('a secret straddling the head cut or the tail cut of a truncated stream leaves no piece behind', async () => {
+    const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 10_000, maxOutputBytes: 1000 });
+    // Head keeps 500 bytes, tail 500: place one copy across each cut.
+    const artifact = `
+      const v = process.env.MY_API_KEY;
+      process.stdout.write('h'.repeat(490) + v + 'm'.repeat(100000) + v + 't'.repeat(490));`;
+    const output = await run(artifact, task, fakeContext({ secrets }));
+    expect(output.stdoutTruncated).toBe(true);
+    for (const piece of [secret.slice(0, 8), secret.slice(-8), 'SPLIT']) expect(output.stdout).not.toContain(piece);
+    expect(output.stdout.startsWith('h'.repeat(490))).toBe(true);
+    expect(output.stdout.endsWith('t'.repeat(490))).toBe(true);
   });
 });
 

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { brandedKind, InfrastructureError, ModelError } from '../../../src/spec/index.js';
+import { brandedKind, InfrastructureError, ModelError, truncationMarker } from '../../../src/spec/index.js';
 import { codeRunner } from '../../../src/runners/index.js';
 import { fakeContext } from './fake-context.js';
 import { BEACON_CLIENT_CJS, openBeacon, processState, stateAfterDeath } from './process-probe.js';
@@ -38,6 +38,8 @@ describe('codeRunner outcomes', () => {
       stdoutTruncated: false,
       stderrTruncated: false,
       peakRssBytes: output.peakRssBytes,
+      stdoutDroppedBytes: 0,
+      stderrDroppedBytes: 0,
     });
     expect(output.peakRssBytes === null || output.peakRssBytes > 0).toBe(true);
     expect(output.durationMs).toBeGreaterThanOrEqual(0);
@@ -212,25 +214,31 @@ describe('codeRunner outcomes', () => {
     expect(err.message).toContain('cancelled by coordinator');
   });
 
-  it('caps a flood of output at maxOutputBytes, keeping the head', async () => {
+  // Issue 11: a capped stream keeps its head AND its tail (the answer is usually at the end),
+  // with a marker line and the dropped byte count in between (was: the head only).
+  it('caps a flood of output at maxOutputBytes, keeping the head and the tail', async () => {
     const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 10_000, maxOutputBytes: 1000 });
     const artifact = `
-      process.stdout.write('START' + 'o'.repeat(5 * 1024 * 1024));
-      process.stderr.write('BEGIN' + 'e'.repeat(3 * 1024 * 1024));`;
+      process.stdout.write('START' + 'o'.repeat(5 * 1024 * 1024) + 'END');
+      process.stderr.write('BEGIN' + 'e'.repeat(3 * 1024 * 1024) + 'FIN');`;
     const output = await run(artifact, task, fakeContext());
-    expect(Buffer.byteLength(output.stdout)).toBe(1000);
-    expect(output.stdout.startsWith('STARTooo')).toBe(true);
+    const stdoutBytes = 5 + 5 * 1024 * 1024 + 3;
+    expect(output.stdoutDroppedBytes).toBe(stdoutBytes - 1000);
+    expect(output.stdout).toBe(`START${'o'.repeat(495)}${truncationMarker(stdoutBytes - 1000)}${'o'.repeat(497)}END`);
     expect(output.stdoutTruncated).toBe(true);
-    expect(Buffer.byteLength(output.stderr)).toBe(1000);
     expect(output.stderr.startsWith('BEGINeee')).toBe(true);
+    expect(output.stderr.endsWith('eeeFIN')).toBe(true);
+    expect(output.stderrDroppedBytes).toBe(5 + 3 * 1024 * 1024 + 3 - 1000);
     expect(output.stderrTruncated).toBe(true);
   });
 
-  it('does not split a UTF-8 character at the cap', async () => {
+  it('does not split a UTF-8 character at either cut', async () => {
     const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 10_000, maxOutputBytes: 10 });
     const output = await run("process.stdout.write('€'.repeat(100));", task, fakeContext());
-    expect(output.stdout).toBe('€€€');
+    // 5 bytes each side hold one whole 3-byte character; the partial ones go with the dropped middle.
+    expect(output.stdout).toBe(`€${truncationMarker(294)}€`);
     expect(output.stdoutTruncated).toBe(true);
+    expect(output.stdoutDroppedBytes).toBe(294);
   });
 
   it('an artifact that never reads a large stdin still succeeds', async () => {

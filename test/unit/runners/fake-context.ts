@@ -35,7 +35,7 @@ export function fakeContext(overrides: Partial<RolloutContext> = {}): FakeContex
     signal: new AbortController().signal,
     secrets: {},
     placement: {},
-    timeouts: { runMs: 600_000, hangMs: 900_000 },
+    timeouts: { runMs: 600_000, rewardMs: 60_000, hangMs: 900_000 },
     memoryMb: 1024,
     log,
     recordCost: async (receipt) => {

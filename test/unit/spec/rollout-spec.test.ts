@@ -12,7 +12,7 @@ describe('parseRolloutSpec: accepted shapes and defaults', () => {
       ...rawSpec(),
       sandbox: { env: [], memoryMb: 1024 },
       placement: {},
-      timeouts: { runMs: 600_000, hangMs: 900_000, scheduleToStartMs: 300_000 },
+      timeouts: { runMs: 600_000, rewardMs: 60_000, hangMs: 900_000, scheduleToStartMs: 300_000 },
       class: 'rollout',
       rewardRange: [0, 1],
     });
@@ -29,7 +29,7 @@ describe('parseRolloutSpec: accepted shapes and defaults', () => {
     const given = {
       sandbox: { env: ['OPENAI_API_KEY', 'HF_TOKEN'], fingerprint: 'sha256:abc', memoryMb: 2048 },
       placement: { gpu: 'a100', region: 'eu' },
-      timeouts: { runMs: 5_000, hangMs: 20_000, scheduleToStartMs: 60_000, scheduleToCloseMs: 120_000 },
+      timeouts: { runMs: 5_000, rewardMs: 2_000, hangMs: 20_000, scheduleToStartMs: 60_000, scheduleToCloseMs: 120_000 },
       class: 'evaluation',
       rewardRange: [-1, 1],
     };
@@ -41,7 +41,7 @@ describe('parseRolloutSpec: accepted shapes and defaults', () => {
   it('fills the missing fields of a partial sandbox and timeouts', () => {
     const parsed = parseRolloutSpec(rawSpec({ sandbox: { env: ['A_KEY'] }, timeouts: { runMs: 1_000 } }));
     expect(parsed.data?.sandbox).toStrictEqual({ env: ['A_KEY'], memoryMb: 1024 });
-    expect(parsed.data?.timeouts).toStrictEqual({ runMs: 1_000, hangMs: 900_000, scheduleToStartMs: 300_000 });
+    expect(parsed.data?.timeouts).toStrictEqual({ runMs: 1_000, rewardMs: 60_000, hangMs: 900_000, scheduleToStartMs: 300_000 });
   });
 
   it('fills a Ref config of {} when it is absent', () => {
