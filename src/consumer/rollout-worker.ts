@@ -253,10 +253,18 @@ export class RolloutWorker {
     this.logger.error({ err: err.message }, 'worker error');
   }
 
-  /** Refreshes this worker's info key (containment level for `status`). */
+  /**
+   * Refreshes this worker's info key (containment level for `status`). Best effort: `status`
+   * only shows it, so a Redis that refuses writes (OOM) must not stop the worker from starting;
+   * the refusal goes to the write back-off like BullMQ's own, and the next sample retries.
+   */
   private async publishInfo(): Promise<void> {
     const info = { containment: this.containment.level, gaps: this.containment.gaps, pid: process.pid, host: os.hostname() };
-    await this.redis.set(this.keys.workerInfo(this.options.name), JSON.stringify(info), 'PX', WORKER_INFO_TTL_MS);
+    try {
+      await this.redis.set(this.keys.workerInfo(this.options.name), JSON.stringify(info), 'PX', WORKER_INFO_TTL_MS);
+    } catch (err) {
+      if (err instanceof Error) this.onWorkerError(err);
+    }
   }
 
   /** Samples the queue for the liveness check: due work with free slots and no start here. */

@@ -109,9 +109,10 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
       for (const cell of cells) {
         expect(outcomes.get(cell.cellId)).toMatchObject({ artifact: { echo: cell.scenario.echo, cellId: cell.cellId, rep: cell.rep, seed: 1000 + cell.rep } });
       }
-      // The flaky cells failed once as infrastructure (retryable) and ran again on a fresh lease.
-      expect(tries.get('s2-r0')).toBe(2);
-      expect(tries.get('s2-r1')).toBe(2);
+      // The flaky cells failed once with a transient (infrastructure) error: the plane re-dispatched
+      // them itself (back-off, same lease), so the harness saw one successful try each.
+      expect(tries.get('s2-r0')).toBe(1);
+      expect(tries.get('s2-r1')).toBe(1);
       expect(tries.get('s0-r0')).toBe(1);
       expect(lines(logFile)).toHaveLength(cells.length + 2);
       expect(cost.receipts.map((r) => r.callId).sort()).toEqual(['s1-r0-call-0', 's1-r0-call-1', 's1-r1-call-0', 's1-r1-call-1']);

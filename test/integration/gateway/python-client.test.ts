@@ -67,7 +67,7 @@ describe('the Python client (clients/python/rollout_queue_client.py)', () => {
     expect(by.get('model')).toEqual({ check: 'model', kind: 'model', type: 'WrongAnswer', status: 500, receipts: 2 });
     expect(by.get('caller')).toEqual({ check: 'caller', kind: 'caller', type: 'InvalidDispatchRequest', status: 400 });
     expect(by.get('auth')).toEqual({ check: 'auth', status: 401, caller: true });
-    expect(by.get('infrastructure')).toEqual({ check: 'infrastructure', status: 503, type: 'Transient' });
+    expect(by.get('infrastructure')).toEqual({ check: 'infrastructure', status: 503, type: 'RedispatchLimit' });
     // Completion order, not submission order: t2 is the fastest draft, t0 the slowest.
     expect(by.get('map')).toEqual({ check: 'map', leases: ['py-run.t2', 'py-run.t1', 'py-run.t0'], kinds: ['ok', 'ok', 'ok'] });
     expect(by.get('resume')).toEqual({ check: 'resume', leases: [] });
