@@ -23,7 +23,8 @@ export const HELP = {
     concurrency: 'rollouts run at once, one child process each (default 2)',
     allow: 'module patterns Refs may import, e.g. "@acme/rollouts/*" (widens the default "rollout-queue/*"; whoever can write to the queue can run any allowed code)',
     name: 'worker name shown in results and status (default: host-pid)',
-    metricsPort: 'serve Prometheus metrics on this port',
+    metricsPort: 'serve Prometheus GET /metrics and a liveness GET /healthz on this port (0 picks a free one)',
+    metricsHost: 'address the metrics endpoint binds (default 127.0.0.1; 0.0.0.0 lets a Kubernetes probe or a Prometheus server on another host reach it)',
     lockDurationMs: 'BullMQ lockDuration: a worker that stops renewing its lock this long is presumed dead (default 10000)',
     stalledIntervalMs: 'BullMQ stalledInterval: how often lost leases are looked for (default 5000)',
     shutdownGraceMs: 'on SIGTERM, how long active rollouts may finish before they are handed back (default 30000)',
@@ -43,10 +44,14 @@ export const HELP = {
     runMs: "the rollout's own time limit, ms; past it: a model result (default 600000)",
     hangMs: "the plane's limit, ms; past it the child is killed and the lease re-dispatched (default 900000)",
     memoryMb: "heap limit of the rollout's child process, MiB (default 1024)",
+    metricsPort: 'serve the coordinator\'s Prometheus metrics (in flight, delivered, duplicates) on this port while the run lasts (0 picks a free one; default: none)',
+    metricsHost: 'address the coordinator metrics endpoint binds (default 127.0.0.1)',
   },
   resume: {
     description: 'Re-attach to a run and write the results not yet delivered (after the coordinator died).',
     out: 'results file (default results-<runId>.jsonl); leases already in it are not written again',
+    metricsPort: 'serve the coordinator\'s Prometheus metrics on this port while the run lasts (0 picks a free one; default: none)',
+    metricsHost: 'address the coordinator metrics endpoint binds (default 127.0.0.1)',
   },
   status: {
     description: 'Show jobs by state, connected workers and, for a run, results by kind, counters and quarantined leases.',
@@ -211,6 +216,8 @@ export const MSG = {
   // ── worker ───────────────────────────────────────────────────────────────
   workerStopping: (graceMs: number | undefined) =>
     `stopping: no new rollouts; active ones may finish within ${graceMs === undefined ? 'the shutdown grace' : `${graceMs} ms`}; signal again to hand them back now`,
+  coordinatorMetrics: (url: string) => `coordinator metrics: ${url}`,
+  notAHost: (flag: string, value: string) => `${flag} ${JSON.stringify(value)} is not a listen address; pass an IP or host name such as 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)`,
   metricsPortInUse: (port: number) =>
     `--metrics-port ${port} is already in use by another process; stop that process or pass another port, e.g. --metrics-port ${port + 1} (0 picks a free one)`,
   metricsPortDenied: (port: number, why: string) =>

@@ -114,7 +114,7 @@ export class RolloutProcessor {
         { type: 'run', spec, taskId: taskIdOf(spec), attempt: job.attemptsStarted || 1, secrets },
         { hangMs: spec.timeouts.hangMs, killGraceMs: this.options.killGraceMs, signal: controller.signal },
       );
-      await this.pool.release(child, { retire: outcome.type !== 'done' || outcome.done.recycle });
+      await this.pool.release(child, { retire: outcome.type !== 'done' || outcome.done.recycle, crashed: outcome.type === 'crashed' });
       await this.ledger.recordCosts(spec.leaseId, outcome.costs);
       return await this.settle(job, token, spec, startedAt, Date.now() - runStarted, outcome);
     } finally {

@@ -1,13 +1,14 @@
-import type http from 'node:http';
-import { Queue, Worker, type ConnectionOptions } from 'bullmq';
+import { Queue, Worker, type ConnectionOptions, type JobType } from 'bullmq';
 import { Redis } from 'ioredis';
 import { queueKeys, type QueueKeys } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
+import type { Result } from '../spec/index.js';
 import { redactRedisUrl, redisOptionsFromUrl } from '../platform/redis-connection.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { ChildPool } from './child-pool.js';
 import { LeaseLedger } from './lease-ledger.js';
 import { isLostOwnership, RolloutProcessor } from './rollout-processor.js';
+import { serveMetrics, type MetricsEndpoint } from '../platform/metrics-endpoint.js';
 import { compileWorkerOptions, type CompiledWorkerOptions, type WorkerOptions } from './worker-options.js';
 import { WorkerMetrics } from './worker-metrics.js';
 
@@ -40,7 +41,7 @@ export class RolloutWorker {
   private dueSince: number | undefined;
   private redisDown = false;
   private livenessTimer: NodeJS.Timeout | undefined;
-  private metricsServer: http.Server | undefined;
+  private metricsEndpoint: MetricsEndpoint | undefined;
   /** Port of the metrics endpoint when one was asked for (0 picks a free one). */
   metricsPort: number | undefined;
 
@@ -117,6 +118,14 @@ export class RolloutWorker {
       autorun: false,
     });
     self = new RolloutWorker(options, keys, logger, redis, subscriber, queue, pool, processor, metrics, worker);
+    const self_ = self;
+    metrics.bind({
+      queue: options.queue,
+      slots: options.concurrency,
+      slotsBusy: () => processor.active.size,
+      redisUp: () => !self_.redisDown,
+      jobCounts: (states) => queue.getJobCounts(...(states as JobType[])),
+    });
     await self.start();
     return self;
   }
@@ -131,7 +140,10 @@ export class RolloutWorker {
     );
     for (const client of [this.redis, this.subscriber]) this.watchConnection(client, address);
     this.worker.on('error', (err) => this.onWorkerError(err));
-    this.worker.on('completed', (job) => this.processor.finishing.delete(String(job.id)));
+    this.worker.on('completed', (job, result: Result | undefined) => {
+      this.processor.finishing.delete(String(job.id));
+      this.metrics.queued(result?.queuedMs ?? null);
+    });
     this.worker.on('failed', (job) => job && this.processor.finishing.delete(String(job.id)));
     this.worker.on('lockRenewalFailed', (jobIds: string[]) => {
       for (const leaseId of jobIds) {
@@ -146,9 +158,8 @@ export class RolloutWorker {
     });
     await checkEvictionPolicy(this.redis, logger);
     if (options.metricsPort !== undefined) {
-      const served = await this.metrics.serve(options.metricsPort, options.metricsHost, () => this.health());
-      this.metricsServer = served.server;
-      this.metricsPort = served.port;
+      this.metricsEndpoint = await serveMetrics(this.metrics.registry, { port: options.metricsPort, host: options.metricsHost, health: () => this.health() });
+      this.metricsPort = this.metricsEndpoint.port;
     }
     this.livenessTimer = setInterval(() => void this.sampleLiveness(), LIVENESS_SAMPLE_MS);
     this.livenessTimer.unref();
@@ -270,7 +281,7 @@ export class RolloutWorker {
           connected ? this.subscriber.quit() : this.subscriber.disconnect(),
           connected ? this.redis.quit() : this.redis.disconnect(),
           connected ? Promise.resolve() : this.worker.disconnect(),
-          new Promise<void>((resolve) => (this.metricsServer ? this.metricsServer.close(() => resolve()) : resolve())),
+          this.metricsEndpoint?.close(),
         ]));
         this.state = 'closed';
         this.logger.info('worker closed');

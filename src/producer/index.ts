@@ -11,3 +11,4 @@ export { ProducerOptionsSchema, compileProducerOptions, DEFAULT_MAX_TASK_BYTES }
 export type { CompiledProducerOptions, ProducerOptions } from './producer-options.js';
 export type { RolloutDraft } from './rollout-draft.js';
 export type { CancelOutcome } from './cancel-run.js';
+export { CoordinatorMetrics } from './coordinator-metrics.js';

@@ -1,11 +1,13 @@
 import { cliEnvironment } from '../environment.js';
 import type { ExitCode } from '../errors.js';
-import { executeInterruptibleRun } from '../execute-interruptible-run.js';
+import { executeInterruptibleRun, metricsOf } from '../execute-interruptible-run.js';
 
 /** Parsed options of `resume`. */
 export interface ResumeOptions {
   out?: string;
   queue: string;
+  metricsPort?: number;
+  metricsHost?: string;
 }
 
 /**
@@ -13,5 +15,5 @@ export interface ResumeOptions {
  * not yet in the results file, print the summary of the whole run.
  */
 export async function resumeAction(runId: string, options: ResumeOptions): Promise<ExitCode> {
-  return executeInterruptibleRun({ env: cliEnvironment(), queue: options.queue, runId, out: options.out, source: { kind: 'attach' } });
+  return executeInterruptibleRun({ env: cliEnvironment(), queue: options.queue, runId, out: options.out, source: { kind: 'attach' }, ...metricsOf(options) });
 }

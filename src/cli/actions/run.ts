@@ -2,7 +2,7 @@ import { loadArtifact } from '../artifact.js';
 import { buildDrafts, buildRef, parseConfigOption, withDefaultEntrypoint } from '../build-drafts.js';
 import { cliEnvironment } from '../environment.js';
 import type { ExitCode } from '../errors.js';
-import { executeInterruptibleRun } from '../execute-interruptible-run.js';
+import { executeInterruptibleRun, metricsOf } from '../execute-interruptible-run.js';
 import { generateRunId } from '../run-id.js';
 import { readTasksFile } from '../tasks-file.js';
 
@@ -22,6 +22,8 @@ export interface RunOptions {
   runMs?: number;
   hangMs?: number;
   memoryMb?: number;
+  metricsPort?: number;
+  metricsHost?: string;
 }
 
 /**
@@ -50,6 +52,7 @@ export async function runAction(options: RunOptions): Promise<ExitCode> {
     runId,
     out: options.out,
     announceRunId: !options.runId,
+    ...metricsOf(options),
     source: { kind: 'map', drafts, ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}) },
   });
 }

@@ -1,8 +1,8 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import type { ResumeOptions } from '../actions/resume.js';
 import { queueOption, type CommandContext } from '../command-context.js';
 import { HELP } from '../messages.js';
-import { runId } from '../option-parsers.js';
+import { hostOf, portOf, runId } from '../option-parsers.js';
 
 /** `rollout-queue resume RUN_ID [--out FILE]`: re-attach to a run after its coordinator died. */
 export function resumeCommand(ctx: CommandContext): Command {
@@ -10,6 +10,8 @@ export function resumeCommand(ctx: CommandContext): Command {
     .description(HELP.resume.description)
     .argument('<runId>', 'run id', runId)
     .option('--out <file>', HELP.resume.out)
+    .addOption(new Option('--metrics-port <port>', HELP.resume.metricsPort).argParser(portOf('--metrics-port', 9465)))
+    .addOption(new Option('--metrics-host <host>', HELP.resume.metricsHost).argParser(hostOf('--metrics-host')))
     .addOption(queueOption())
     .action(async (id: string, options: ResumeOptions) => {
       const { resumeAction } = await import('../actions/resume.js');
