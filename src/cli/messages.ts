@@ -61,7 +61,7 @@ export const HELP = {
   dashboard: {
     description: 'Serve the bull-board dashboard over the queues (read-only unless --writable).',
     port: 'port to listen on (0 picks a free one)',
-    host: 'address to listen on (bull-board has no login: keep it on loopback or put a proxy in front)',
+    host: 'address to listen on (default 127.0.0.1); any other address needs ROLLOUT_QUEUE_DASHBOARD_TOKEN or ROLLOUT_QUEUE_DASHBOARD_USER + _PASSWORD',
     queue: 'a queue to show; repeat for more (default: rollouts plus every queue found under the prefix)',
     writable: 'allow retry/remove/clean/pause from the dashboard',
   },
@@ -230,6 +230,13 @@ export const MSG = {
   dashboardQueues: (queues: readonly string[], readOnly: boolean) =>
     `showing queue(s) ${queues.join(', ')}${readOnly ? ' (read-only; --writable enables retry/remove/clean)' : ' (WRITABLE)'}`,
   dashboardStop: 'press Ctrl-C to stop',
+  dashboardLogin: (how: 'token' | 'basic') =>
+    how === 'token' ? 'login required: Authorization: Bearer <ROLLOUT_QUEUE_DASHBOARD_TOKEN> (a browser: any user name, the token as password)' : 'login required: basic auth with ROLLOUT_QUEUE_DASHBOARD_USER / ROLLOUT_QUEUE_DASHBOARD_PASSWORD',
+  dashboardNeedsLogin: (host: string) =>
+    `--host ${host} lets other machines reach the dashboard, which shows every job: set ROLLOUT_QUEUE_DASHBOARD_TOKEN (bearer token) or ROLLOUT_QUEUE_DASHBOARD_USER and ROLLOUT_QUEUE_DASHBOARD_PASSWORD (basic auth), or use --host 127.0.0.1`,
+  dashboardHalfLogin: (missing: string) => `dashboard basic auth needs both ROLLOUT_QUEUE_DASHBOARD_USER and ROLLOUT_QUEUE_DASHBOARD_PASSWORD; set ${missing} too (or ROLLOUT_QUEUE_DASHBOARD_TOKEN instead)`,
+  demoDashboardClosed: (url: string) => `dashboard ${url} closed with the demo; run it with --keep to keep the dashboard, the workers and Redis up until Ctrl-C`,
+  demoDashboardKept: (url: string) => `run finished; the dashboard stays up at ${url} (--keep): press Ctrl-C to stop it, the workers and Redis`,
 
   // ── demo ─────────────────────────────────────────────────────────────────
   demoNoRedis: [
