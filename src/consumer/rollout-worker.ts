@@ -1,9 +1,9 @@
 import { Queue, Worker, type ConnectionOptions, type JobType } from 'bullmq';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { queueKeys, type QueueKeys } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
-import { redactRedisUrl, redisOptionsFromUrl } from '../platform/redis-connection.js';
+import { createRedisClient, redactRedisUrl, redisOptionsFromUrl, redisTopology } from '../platform/redis-connection.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { ChildPool } from './child-pool.js';
 import { LeaseLedger } from './lease-ledger.js';
@@ -42,6 +42,8 @@ export class RolloutWorker {
   private redisDown = false;
   private livenessTimer: NodeJS.Timeout | undefined;
   private metricsEndpoint: MetricsEndpoint | undefined;
+  /** The client handed to BullMQ in Cluster mode; BullMQ never closes a client it was given. */
+  private sharedBullClient: Redis | Cluster | undefined;
   /** Port of the metrics endpoint when one was asked for (0 picks a free one). */
   metricsPort: number | undefined;
 
@@ -82,11 +84,14 @@ export class RolloutWorker {
     const options = compileWorkerOptions(input);
     const keys = queueKeys(options.prefix, options.queue);
     const logger = (input.logger ?? createLogger({ component: 'worker' })).child({ worker: options.name, queue: options.queue });
-    const connection = redisOptionsFromUrl(options.redisUrl);
-    const redis = new Redis({ ...connection, connectionName: `${options.prefix}:rollout-queue:ledger` });
-    const subscriber = new Redis({ ...connection, connectionName: `${options.prefix}:rollout-queue:cancel` });
-    // ioredis' RedisOptions is what BullMQ builds its clients from; its own type is looser.
-    const bullConnection = connection as ConnectionOptions;
+    const redis = createRedisClient(options.redisUrl, { connectionName: `${options.prefix}:rollout-queue:ledger` });
+    const subscriber = createRedisClient(options.redisUrl, { connectionName: `${options.prefix}:rollout-queue:cancel` });
+    // BullMQ builds its own clients from plain options; a Cluster must be handed over as a
+    // client (BullMQ duplicates it for the blocking connection). ioredis' RedisOptions is what
+    // BullMQ builds from; its own type is looser.
+    const bullConnection = (redisTopology(options.redisUrl) === 'cluster'
+      ? createRedisClient(options.redisUrl, { connectionName: `${options.prefix}:rollout-queue:bullmq` })
+      : redisOptionsFromUrl(options.redisUrl)) as ConnectionOptions;
     const queue = new Queue(options.queue, { connection: bullConnection, prefix: options.prefix });
     const metrics = new WorkerMetrics();
     const pool = new ChildPool({
@@ -118,6 +123,7 @@ export class RolloutWorker {
       autorun: false,
     });
     self = new RolloutWorker(options, keys, logger, redis, subscriber, queue, pool, processor, metrics, worker);
+    if (bullConnection instanceof Redis || bullConnection instanceof Cluster) self.sharedBullClient = bullConnection;
     const self_ = self;
     metrics.bind({
       queue: options.queue,
@@ -283,6 +289,7 @@ export class RolloutWorker {
           connected ? Promise.resolve() : this.worker.disconnect(),
           this.metricsEndpoint?.close(),
         ]));
+        this.sharedBullClient?.disconnect();
         this.state = 'closed';
         this.logger.info('worker closed');
       }

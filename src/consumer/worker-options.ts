@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { z } from 'zod';
-import { DEFAULT_PREFIX, DEFAULT_QUEUE } from '../lease/index.js';
-import { DEFAULT_REDIS_URL } from '../platform/redis-connection.js';
+import { clusterPrefixProblem, DEFAULT_PREFIX, DEFAULT_QUEUE } from '../lease/index.js';
+import { DEFAULT_REDIS_URL, redisTopology } from '../platform/redis-connection.js';
 import type { Logger } from '../platform/logger.js';
 import { Allowlist, DEFAULT_ALLOWLIST } from '../ref/index.js';
 
@@ -92,10 +92,14 @@ export function compileWorkerOptions(input: WorkerOptions): CompiledWorkerOption
   const allowlist = [...DEFAULT_ALLOWLIST, ...options.allow.filter((pattern) => !DEFAULT_ALLOWLIST.includes(pattern))];
   // Compiled once here so a malformed --allow pattern stops the worker at start (AllowlistError).
   Allowlist.compile(allowlist);
+  const redisUrl = options.redisUrl ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL;
+  const prefix = options.prefix ?? process.env.ROLLOUT_QUEUE_PREFIX ?? DEFAULT_PREFIX;
+  const clusterProblem = redisTopology(redisUrl) === 'cluster' ? clusterPrefixProblem(prefix, options.queue) : undefined;
+  if (clusterProblem) throw new Error(`worker option prefix: ${clusterProblem}`);
   return Object.freeze({
     ...options,
-    redisUrl: options.redisUrl ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL,
-    prefix: options.prefix ?? process.env.ROLLOUT_QUEUE_PREFIX ?? DEFAULT_PREFIX,
+    redisUrl,
+    prefix,
     name: options.name ?? `${os.hostname()}-${process.pid}`,
     allowlist: Object.freeze(allowlist),
   });

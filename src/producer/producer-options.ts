@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { DEFAULT_PREFIX, DEFAULT_QUEUE, queueKeys } from '../lease/index.js';
+import { clusterPrefixProblem, DEFAULT_PREFIX, DEFAULT_QUEUE, queueKeys } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
-import { DEFAULT_REDIS_URL } from '../platform/redis-connection.js';
+import { DEFAULT_REDIS_URL, redisTopology } from '../platform/redis-connection.js';
 
 /** 1 MiB in bytes: the default {@link ProducerOptions.maxSpecBytes}. */
 export const ONE_MIB = 1024 * 1024;
@@ -103,8 +103,11 @@ export function compileProducerOptions(input: ProducerOptions = {}, env: NodeJS.
   const value = parsed.data;
   const prefix = value.prefix ?? env.ROLLOUT_QUEUE_PREFIX ?? DEFAULT_PREFIX;
   queueKeys(prefix, value.queue); // throws a message naming prefix or queue when it would split Redis keys
+  const redisUrl = value.redisUrl ?? env.REDIS_URL ?? DEFAULT_REDIS_URL;
+  const clusterProblem = redisTopology(redisUrl) === 'cluster' ? clusterPrefixProblem(prefix, value.queue) : undefined;
+  if (clusterProblem) throw new Error(`RolloutQueue option prefix: ${clusterProblem}`);
   return Object.freeze({
-    redisUrl: value.redisUrl ?? env.REDIS_URL ?? DEFAULT_REDIS_URL,
+    redisUrl,
     queue: value.queue,
     prefix,
     maxInFlight: value.maxInFlight,

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { queueKeys } from '../../lease/index.js';
-import { redisOptionsFromUrl } from '../../platform/redis-connection.js';
+import { createRedisClient } from '../../platform/redis-connection.js';
 import { cliEnvironment, type CliEnvironment } from '../environment.js';
 import { CliError, EXIT, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
@@ -35,7 +35,7 @@ export async function statusAction(runId: string | undefined, options: StatusOpt
 
 /** Run ids recorded on the queue (the `runs` set of the key layout), sorted. */
 async function knownRuns(env: CliEnvironment, queue: string): Promise<string[]> {
-  const redis = new Redis({ ...redisOptionsFromUrl(env.redisUrl), lazyConnect: true, maxRetriesPerRequest: 1 });
+  const redis = createRedisClient(env.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
   redis.on('error', () => {});
   try {
     await redis.connect();
