@@ -1,6 +1,6 @@
 /**
  * The coordinator side of rollout-queue: enqueue rollout drafts, receive exactly one Result per
- * lease, durably (see DESIGN.md "Producer").
+ * lease, durably (see docs/design.md "Producer").
  */
 export { RolloutQueue } from './rollout-queue.js';
 export type { MapRolloutsOptions, QueueStatus, RolloutQueueState } from './rollout-queue.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * How a rollout ended. Report, never raise (see DESIGN.md "Result kinds"):
+ * How a rollout ended. Report, never raise (see docs/design.md "Result kinds"):
  * - `ok`: run returned and reward is a finite number inside `rewardRange`;
  * - `model`: the thing under test failed (threw, exited non-zero, own time limit, bad output);
  * - `infrastructure`: a transient of the plane (worker lost past the re-dispatch limit,
