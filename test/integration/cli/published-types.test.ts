@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import ts from 'typescript';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from './cli-process.js';
 
@@ -40,5 +41,34 @@ describe('published types', () => {
     const { status, output } = typecheck('bad', "import { ref } from 'rollout-queue';\nexport const r = ref('rollout-queue/rewards:lastNumber', 42);\n");
     expect(status).not.toBe(0);
     expect(output).toContain('TS2345');
+  });
+
+  it('docstrings of options and Result fields reach a user\'s editor through dist/*.d.ts', () => {
+    mkdirSync(DIR, { recursive: true });
+    const file = path.join(DIR, 'docs.mts');
+    writeFileSync(file, [
+      "import type { Result, WorkerOptions, ProducerOptions } from 'rollout-queue';",
+      "import type { CodeRunnerOptions } from 'rollout-queue/runners';",
+      'declare const r: Result; declare const w: WorkerOptions; declare const p: ProducerOptions; declare const c: CodeRunnerOptions;',
+      'export const used = [r.queuedMs, w.concurrency, p.maxInFlight, c.timeoutMs];',
+      '',
+    ].join('\n'));
+    const program = ts.createProgram([file], { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, strict: true, noEmit: true, skipLibCheck: true, types: ['node'] });
+    const checker = program.getTypeChecker();
+    const docs: Record<string, string> = {};
+    const visit = (node: ts.Node): void => {
+      if (ts.isPropertyAccessExpression(node)) {
+        const symbol = checker.getSymbolAtLocation(node.name);
+        docs[node.name.text] = ts.displayPartsToString(symbol?.getDocumentationComment(checker) ?? []);
+        const declaration = symbol?.declarations?.[0];
+        expect(declaration?.getSourceFile().fileName, node.name.text).toMatch(/\/dist\/.*\.d\.ts$/);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(program.getSourceFile(file) as ts.SourceFile);
+    expect(docs.queuedMs).toMatch(/From enqueue to the start of the last attempt, ms/);
+    expect(docs.concurrency).toMatch(/Default 2, bounds 1–256/);
+    expect(docs.maxInFlight).toMatch(/Default 500/);
+    expect(docs.timeoutMs).toMatch(/Default 60 000/);
   });
 });
