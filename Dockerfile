@@ -1,5 +1,6 @@
 # rollout-queue worker/dashboard image: `docker build -t rollout-queue .`
-FROM node:20-slim AS build
+# Node 24 is the current LTS (Node 20 reached end of life on 2026-04-30).
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -9,7 +10,14 @@ COPY scripts ./scripts
 # npm ci runs `prepare` (the TypeScript build) once the sources are in place.
 RUN npm ci && npm prune --omit=dev
 
-FROM node:20-slim
+FROM node:24-bookworm-slim
+# python3: the artifacts rollouts run are often Python (codeRunner { entrypoint: "main.py" }).
+# tini: PID 1 that forwards SIGTERM to the worker and reaps orphaned rollout processes (a
+#   grandchild a rollout left behind is re-parented to PID 1; without an init it stays a zombie).
+# util-linux (unshare, prlimit) and bubblewrap: per-attempt containment (docs/design.md "Containment").
+RUN apt-get update \
+  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tini python3 util-linux bubblewrap ca-certificates \
+  && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /app/package.json ./
@@ -19,5 +27,7 @@ COPY --from=build /app/bin ./bin
 COPY --from=build /app/schema ./schema
 # `rollout-queue` on PATH; Refs like rollout-queue/runners resolve against this install.
 RUN ln -s /app/bin/rollout-queue.js /usr/local/bin/rollout-queue && chmod +x /app/bin/rollout-queue.js
+# The image's non-root user `node` (uid 1000): rollout code never runs as root.
 USER node
+ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["rollout-queue", "worker"]

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Throughput of trivial rollouts through three stacks on the same Redis, in one run:
 //   1. raw BullMQ: in-process processor (no isolation at all);
-//   2. BullMQ sandboxed processor (its child pool, what DESIGN.md's alternative would use);
+//   2. BullMQ sandboxed processor (its child pool, what docs/design.md's alternative would use);
 //   3. rollout-queue: RolloutQueue.mapRollouts → RolloutWorker → supervised child per slot.
 // Prints rollouts/s of each and the ratios. Usage: node bench/throughput.mjs [N] [CONCURRENCY]
 // Redis: REDIS_URL, else a private redis-server on a free loopback port (removed afterwards).

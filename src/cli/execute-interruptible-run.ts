@@ -1,6 +1,6 @@
 import type { CliEnvironment } from './environment.js';
 import { EXIT, type ExitCode } from './errors.js';
-import { executeRun, type RunSource } from './execute-run.js';
+import { executeRun, type CoordinatorMetricsAddress, type RunSource } from './execute-run.js';
 import { MSG } from './messages.js';
 import { requireRedis } from './redis-preflight.js';
 import { checkOutFile } from './results-file.js';
@@ -19,6 +19,13 @@ export interface InterruptibleRunOptions {
   readonly announceRunId?: boolean;
   /** `--retain`: retention of the delivered run, ms (default: the producer's). */
   readonly retainMs?: number;
+  /** Serve coordinator metrics here while the run lasts (`--metrics-port`, `--metrics-host`). */
+  readonly metrics?: CoordinatorMetricsAddress;
+}
+
+/** `{ metrics }` for {@link executeInterruptibleRun} when `--metrics-port` was given, else `{}`. */
+export function metricsOf(options: { metricsPort?: number; metricsHost?: string }): { metrics?: CoordinatorMetricsAddress } {
+  return options.metricsPort === undefined ? {} : { metrics: { port: options.metricsPort, host: options.metricsHost ?? '127.0.0.1' } };
 }
 
 /**
@@ -46,6 +53,7 @@ export async function executeInterruptibleRun(options: InterruptibleRunOptions):
       source: options.source,
       interrupt: interrupt.signal,
       ...(options.retainMs !== undefined ? { retainMs: options.retainMs } : {}),
+      ...(options.metrics ? { metrics: options.metrics } : {}),
     });
   } finally {
     interrupt.dispose();

@@ -4,7 +4,8 @@ import { collectResults, type CollectOutcome } from './collect-results.js';
 import type { CliEnvironment } from './environment.js';
 import { CliError, EXIT, type ExitCode } from './errors.js';
 import { MSG } from './messages.js';
-import { coordinatorLogger, openQueue, readStatus, type RolloutQueue } from './plane.js';
+import type { MetricsEndpoint } from '../platform/metrics-endpoint.js';
+import { coordinatorLogger, openQueue, readStatus, serveCoordinatorMetrics, type RolloutQueue } from './plane.js';
 import { watchNoWorker } from './no-worker-watch.js';
 import { createProgress } from './progress.js';
 import { ResultsFile } from './results-file.js';
@@ -35,6 +36,14 @@ export interface ExecuteRunOptions {
   readonly warnNoWorker?: boolean;
   /** Retention of the delivered run, ms (default: the producer's, 3 days). */
   readonly retainMs?: number;
+  /** Serve coordinator metrics (`CoordinatorMetrics`) here while the run lasts; default none. */
+  readonly metrics?: CoordinatorMetricsAddress;
+}
+
+/** Where `run --metrics-port` serves the coordinator's metrics. */
+export interface CoordinatorMetricsAddress {
+  readonly port: number;
+  readonly host: string;
 }
 
 /** Longest wait for closing the queue or reading counters after an interrupt, ms. */
@@ -62,7 +71,12 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
   let file: ResultsFile | undefined;
   let outcome: CollectOutcome | undefined;
   let stopWatching = (): void => undefined;
+  let endpoint: MetricsEndpoint | undefined;
   try {
+    if (options.metrics) {
+      endpoint = await serveCoordinatorMetrics(q, runId, options.metrics);
+      stderr.write(`${MSG.coordinatorMetrics(`http://${options.metrics.host.includes(':') ? `[${options.metrics.host}]` : options.metrics.host}:${endpoint.port}/metrics`)}\n`);
+    }
     const total = source.kind === 'map' ? source.drafts.length : await attachTotal(q, options);
     if (options.warnNoWorker !== false) {
       const workers = await within(readStatus(q), WIND_DOWN_MS);
@@ -114,6 +128,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     return EXIT.failure;
   } finally {
     stopWatching();
+    await endpoint?.close();
     file?.close();
     if (outcome?.kind === 'interrupted' || outcome?.kind === 'writeFailed') await within(q.close(), WIND_DOWN_MS);
     else await q.close();

@@ -24,7 +24,8 @@ export const HELP = {
     concurrency: 'rollouts run at once, one child process each (default 2)',
     allow: 'module patterns Refs may import, e.g. "@acme/rollouts/*" (widens the default "rollout-queue/*"; whoever can write to the queue can run any allowed code)',
     name: 'worker name shown in results and status (default: host-pid)',
-    metricsPort: 'serve Prometheus metrics on this port',
+    metricsPort: 'serve Prometheus GET /metrics and a liveness GET /healthz on this port (0 picks a free one)',
+    metricsHost: 'address the metrics endpoint binds (default 127.0.0.1; 0.0.0.0 lets a Kubernetes probe or a Prometheus server on another host reach it)',
     lockDurationMs: 'BullMQ lockDuration: a worker that stops renewing its lock this long is presumed dead (default 10000)',
     stalledIntervalMs: 'BullMQ stalledInterval: how often lost leases are looked for (default 5000)',
     shutdownGraceMs: 'on SIGTERM, how long active rollouts may finish before they are handed back (default 30000)',
@@ -48,10 +49,14 @@ export const HELP = {
     hangMs: "the plane's limit, ms; past it the child is killed and the lease re-dispatched (default 900000)",
     memoryMb: "heap limit of the rollout's child process, MiB (default 1024)",
     retain: 'how long the run stays in Redis once every result is delivered, e.g. 3d, 12h, 30m (default 3d; 0 removes it at once)',
+    metricsPort: 'serve the coordinator\'s Prometheus metrics (in flight, delivered, duplicates) on this port while the run lasts (0 picks a free one; default: none)',
+    metricsHost: 'address the coordinator metrics endpoint binds (default 127.0.0.1)',
   },
   resume: {
     description: 'Re-attach to a run and write the results not yet delivered (after the coordinator died).',
     out: 'results file (default results-<runId>.jsonl); leases already in it are not written again',
+    metricsPort: 'serve the coordinator\'s Prometheus metrics on this port while the run lasts (0 picks a free one; default: none)',
+    metricsHost: 'address the coordinator metrics endpoint binds (default 127.0.0.1)',
   },
   purge: {
     description: 'Remove a finished (completed, stopped or cancelled) run from Redis now: its jobs, records and artifact.',
@@ -65,7 +70,7 @@ export const HELP = {
   dashboard: {
     description: 'Serve the bull-board dashboard over the queues (read-only unless --writable).',
     port: 'port to listen on (0 picks a free one)',
-    host: 'address to listen on (bull-board has no login: keep it on loopback or put a proxy in front)',
+    host: 'address to listen on (default 127.0.0.1); any other address needs ROLLOUT_QUEUE_DASHBOARD_TOKEN or ROLLOUT_QUEUE_DASHBOARD_USER + _PASSWORD',
     queue: 'a queue to show; repeat for more (default: rollouts plus every queue found under the prefix)',
     writable: 'allow retry/remove/clean/pause from the dashboard',
   },
@@ -244,6 +249,8 @@ export const MSG = {
   // ── worker ───────────────────────────────────────────────────────────────
   workerStopping: (graceMs: number | undefined) =>
     `stopping: no new rollouts; active ones may finish within ${graceMs === undefined ? 'the shutdown grace' : `${graceMs} ms`}; signal again to hand them back now`,
+  coordinatorMetrics: (url: string) => `coordinator metrics: ${url}`,
+  notAHost: (flag: string, value: string) => `${flag} ${JSON.stringify(value)} is not a listen address; pass an IP or host name such as 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)`,
   metricsPortInUse: (port: number) =>
     `--metrics-port ${port} is already in use by another process; stop that process or pass another port, e.g. --metrics-port ${port + 1} (0 picks a free one)`,
   metricsPortDenied: (port: number, why: string) =>
@@ -256,6 +263,13 @@ export const MSG = {
   dashboardQueues: (queues: readonly string[], readOnly: boolean) =>
     `showing queue(s) ${queues.join(', ')}${readOnly ? ' (read-only; --writable enables retry/remove/clean)' : ' (WRITABLE)'}`,
   dashboardStop: 'press Ctrl-C to stop',
+  dashboardLogin: (how: 'token' | 'basic') =>
+    how === 'token' ? 'login required: Authorization: Bearer <ROLLOUT_QUEUE_DASHBOARD_TOKEN> (a browser: any user name, the token as password)' : 'login required: basic auth with ROLLOUT_QUEUE_DASHBOARD_USER / ROLLOUT_QUEUE_DASHBOARD_PASSWORD',
+  dashboardNeedsLogin: (host: string) =>
+    `--host ${host} lets other machines reach the dashboard, which shows every job: set ROLLOUT_QUEUE_DASHBOARD_TOKEN (bearer token) or ROLLOUT_QUEUE_DASHBOARD_USER and ROLLOUT_QUEUE_DASHBOARD_PASSWORD (basic auth), or use --host 127.0.0.1`,
+  dashboardHalfLogin: (missing: string) => `dashboard basic auth needs both ROLLOUT_QUEUE_DASHBOARD_USER and ROLLOUT_QUEUE_DASHBOARD_PASSWORD; set ${missing} too (or ROLLOUT_QUEUE_DASHBOARD_TOKEN instead)`,
+  demoDashboardClosed: (url: string) => `dashboard ${url} closed with the demo; run it with --keep to keep the dashboard, the workers and Redis up until Ctrl-C`,
+  demoDashboardKept: (url: string) => `run finished; the dashboard stays up at ${url} (--keep): press Ctrl-C to stop it, the workers and Redis`,
 
   // ── gateway ──────────────────────────────────────────────────────────────
   gatewayAuthMissing: 'the gateway needs auth: pass --auth-token-env NAME (the variable holding the bearer token), or --no-auth on a loopback --host',

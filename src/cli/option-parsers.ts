@@ -31,6 +31,15 @@ export function portOf(flag: string, example: number): (value: string) => number
   };
 }
 
+/** A listen address (`127.0.0.1`, `0.0.0.0`, `::`, a host name): non-empty, no spaces or URL parts. */
+export function hostOf(flag: string): (value: string) => string {
+  return (value) => {
+    const trimmed = value.trim();
+    if (!/^[A-Za-z0-9.:_%-]+$/.test(trimmed)) throw new InvalidArgumentError(MSG.notAHost(flag, value));
+    return trimmed;
+  };
+}
+
 /** A queue name: the characters BullMQ and our key layout allow. */
 export function queueName(value: string): string {
   if (!/^[A-Za-z0-9_{}-]+$/.test(value)) throw new InvalidArgumentError(MSG.notAQueueName(value));

@@ -6,9 +6,12 @@ import { pino } from 'pino';
 import { RolloutWorker } from '../consumer/index.js';
 import type { RunRecord } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
-import { RolloutQueue } from '../producer/index.js';
+import { serveMetrics, type MetricsEndpoint } from '../platform/metrics-endpoint.js';
+import { CoordinatorMetrics, RolloutQueue } from '../producer/index.js';
 import type { Result } from '../spec/index.js';
 import type { CliEnvironment } from './environment.js';
+import { CliError } from './errors.js';
+import { MSG } from './messages.js';
 
 export { RolloutQueue, RolloutWorker };
 
@@ -17,6 +20,22 @@ export function coordinatorLogger(component: string): Logger {
   const logger = createLogger({ component }, pino.destination({ fd: 2, sync: true }));
   logger.level = process.env.LOG_LEVEL ?? 'warn';
   return logger;
+}
+
+/**
+ * Serves `CoordinatorMetrics` of `runId` on `address` until the endpoint is closed.
+ * @throws CliError naming --metrics-port when the port is taken or needs privileges.
+ */
+export async function serveCoordinatorMetrics(q: RolloutQueue, runId: string, address: { port: number; host: string }): Promise<MetricsEndpoint> {
+  const metrics = new CoordinatorMetrics(q);
+  metrics.track(runId);
+  try {
+    return await serveMetrics(metrics.registry, address);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') throw new CliError(MSG.metricsPortInUse(address.port));
+    throw new CliError(MSG.metricsPortDenied(address.port, code ?? (err as Error).message));
+  }
 }
 
 /**

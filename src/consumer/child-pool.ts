@@ -59,12 +59,14 @@ export class ChildPool {
   /**
    * Returns a child after a rollout. It is retired (killed) when it crashed, asked to be
    * recycled, reached `maxRolloutsPerChild`, grew past `maxChildRssMb`, or the pool is closed.
+   * Each retired child is one `onChildEvent`: `crashed` when `crashed` says the child died on
+   * its own during the rollout (it has exited by then), else `recycled`.
    */
-  async release(child: RolloutChild, options: { retire: boolean }): Promise<void> {
+  async release(child: RolloutChild, options: { retire: boolean; crashed?: boolean }): Promise<void> {
     this.busy.delete(child);
     const worn = child.rollouts >= this.options.maxRolloutsPerChild || child.rssBytes > this.options.maxChildRssMb * 1024 * 1024;
     if (options.retire || worn || this.closed || child.exited) {
-      if (!child.exited) this.options.onChildEvent?.(options.retire ? 'crashed' : 'recycled');
+      this.options.onChildEvent?.(options.crashed ? 'crashed' : 'recycled');
       await child.kill();
       return;
     }

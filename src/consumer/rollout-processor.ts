@@ -134,7 +134,7 @@ export class RolloutProcessor {
           onCost: (receipt) => this.ledger.recordCosts(spec.leaseId, redactSecretsDeep([receipt], secrets) as CostReceipt[]),
         },
       );
-      await this.pool.release(child, { retire: outcome.type !== 'done' || outcome.done.recycle });
+      await this.pool.release(child, { retire: outcome.type !== 'done' || outcome.done.recycle, crashed: outcome.type === 'crashed' });
       await this.ledger.recordCosts(spec.leaseId, redactSecretsDeep(outcome.costs, secrets) as CostReceipt[]);
       return await this.settle(job, token, spec, startedAt, Math.round(performance.now() - runStarted), outcome);
     } finally {

@@ -1,16 +1,17 @@
-import type http from 'node:http';
 import os from 'node:os';
-import { Queue, Worker, type ConnectionOptions } from 'bullmq';
-import { Redis } from 'ioredis';
+import { Queue, Worker, type ConnectionOptions, type JobType } from 'bullmq';
+import { Cluster, Redis } from 'ioredis';
 import { queueKeys, type QueueKeys } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
-import { redactRedisUrl, redisOptionsFromUrl } from '../platform/redis-connection.js';
+import type { Result } from '../spec/index.js';
+import { createRedisClient, redactRedisUrl, redisOptionsFromUrl, redisTopology } from '../platform/redis-connection.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { ArtifactCache } from './artifact-cache.js';
 import { detectContainment, sweepDeadSandboxes, useContainment, type Containment } from '../sandbox/index.js';
 import { ChildPool } from './child-pool.js';
 import { LeaseLedger } from './lease-ledger.js';
 import { isLostOwnership, RolloutProcessor } from './rollout-processor.js';
+import { serveMetrics, type MetricsEndpoint } from '../platform/metrics-endpoint.js';
 import { compileWorkerOptions, type CompiledWorkerOptions, type WorkerOptions } from './worker-options.js';
 import { WorkerMetrics } from './worker-metrics.js';
 import { WriteBackoff } from './write-backoff.js';
@@ -47,7 +48,9 @@ export class RolloutWorker {
   private dueSince: number | undefined;
   private redisDown = false;
   private livenessTimer: NodeJS.Timeout | undefined;
-  private metricsServer: http.Server | undefined;
+  private metricsEndpoint: MetricsEndpoint | undefined;
+  /** The client handed to BullMQ in Cluster mode; BullMQ never closes a client it was given. */
+  private sharedBullClient: Redis | Cluster | undefined;
   /** Port of the metrics endpoint when one was asked for (0 picks a free one). */
   metricsPort: number | undefined;
   /** Pauses job intake with capped back-off while Redis refuses writes (OOM, EXECABORT, READONLY). */
@@ -101,8 +104,7 @@ export class RolloutWorker {
     useContainment(containment);
     const keys = queueKeys(options.prefix, options.queue);
     const logger = (input.logger ?? createLogger({ component: 'worker' })).child({ worker: options.name, queue: options.queue });
-    const connection = redisOptionsFromUrl(options.redisUrl);
-    const redis = new Redis({ ...connection, connectionName: `${options.prefix}:rollout-queue:ledger` });
+    const redis = createRedisClient(options.redisUrl, { connectionName: `${options.prefix}:rollout-queue:ledger` });
     try {
       // Before any BullMQ client exists: a refused start is then one line, not BullMQ's warnings first.
       await checkEvictionPolicy(redis, logger, { refuse: !options.allowEviction });
@@ -110,9 +112,13 @@ export class RolloutWorker {
       redis.disconnect();
       throw err;
     }
-    const subscriber = new Redis({ ...connection, connectionName: `${options.prefix}:rollout-queue:cancel` });
-    // ioredis' RedisOptions is what BullMQ builds its clients from; its own type is looser.
-    const bullConnection = connection as ConnectionOptions;
+    const subscriber = createRedisClient(options.redisUrl, { connectionName: `${options.prefix}:rollout-queue:cancel` });
+    // BullMQ builds its own clients from plain options; a Cluster must be handed over as a
+    // client (BullMQ duplicates it for the blocking connection). ioredis' RedisOptions is what
+    // BullMQ builds from; its own type is looser.
+    const bullConnection = (redisTopology(options.redisUrl) === 'cluster'
+      ? createRedisClient(options.redisUrl, { connectionName: `${options.prefix}:rollout-queue:bullmq` })
+      : redisOptionsFromUrl(options.redisUrl)) as ConnectionOptions;
     const queue = new Queue(options.queue, { connection: bullConnection, prefix: options.prefix });
     const metrics = new WorkerMetrics();
     const pool = new ChildPool({
@@ -145,6 +151,15 @@ export class RolloutWorker {
       autorun: false,
     });
     self = new RolloutWorker(options, keys, logger, redis, subscriber, queue, pool, processor, metrics, worker, containment);
+    if (bullConnection instanceof Redis || bullConnection instanceof Cluster) self.sharedBullClient = bullConnection;
+    const self_ = self;
+    metrics.bind({
+      queue: options.queue,
+      slots: options.concurrency,
+      slotsBusy: () => processor.active.size,
+      redisUp: () => !self_.redisDown,
+      jobCounts: (states) => queue.getJobCounts(...(states as JobType[])),
+    });
     try {
       await self.start();
     } catch (err) {
@@ -186,7 +201,10 @@ export class RolloutWorker {
     logger.info({ dirs: swept.dirs, cgroups: swept.cgroups }, `swept ${swept.dirs} work dir(s) and ${swept.cgroups} cgroup(s) left by dead attempts`);
     for (const client of [this.redis, this.subscriber]) this.watchConnection(client, address);
     this.worker.on('error', (err) => this.onWorkerError(err));
-    this.worker.on('completed', (job) => this.processor.finishing.delete(String(job.id)));
+    this.worker.on('completed', (job, result: Result | undefined) => {
+      this.processor.finishing.delete(String(job.id));
+      this.metrics.queued(result?.queuedMs ?? null);
+    });
     this.worker.on('failed', (job) => job && this.processor.finishing.delete(String(job.id)));
     this.worker.on('lockRenewalFailed', (jobIds: string[]) => {
       for (const leaseId of jobIds) {
@@ -201,9 +219,8 @@ export class RolloutWorker {
     });
     await this.publishInfo();
     if (options.metricsPort !== undefined) {
-      const served = await this.metrics.serve(options.metricsPort, options.metricsHost, () => this.health());
-      this.metricsServer = served.server;
-      this.metricsPort = served.port;
+      this.metricsEndpoint = await serveMetrics(this.metrics.registry, { port: options.metricsPort, host: options.metricsHost, health: () => this.health() });
+      this.metricsPort = this.metricsEndpoint.port;
     }
     this.livenessTimer = setInterval(() => void this.sampleLiveness(), LIVENESS_SAMPLE_MS);
     this.livenessTimer.unref();
@@ -345,8 +362,9 @@ export class RolloutWorker {
           connected ? this.subscriber.quit() : this.subscriber.disconnect(),
           connected ? this.redis.quit() : this.redis.disconnect(),
           connected ? Promise.resolve() : this.worker.disconnect(),
-          new Promise<void>((resolve) => (this.metricsServer ? this.metricsServer.close(() => resolve()) : resolve())),
+          this.metricsEndpoint?.close(),
         ]));
+        this.sharedBullClient?.disconnect();
         this.state = 'closed';
         this.logger.info('worker closed');
       }

@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { z } from 'zod';
-import { DEFAULT_PREFIX, DEFAULT_QUEUE } from '../lease/index.js';
-import { DEFAULT_REDIS_URL } from '../platform/redis-connection.js';
+import { clusterPrefixProblem, DEFAULT_PREFIX, DEFAULT_QUEUE } from '../lease/index.js';
+import { DEFAULT_REDIS_URL, redisTopology } from '../platform/redis-connection.js';
 import type { Logger } from '../platform/logger.js';
 import { Allowlist, DEFAULT_ALLOWLIST } from '../ref/index.js';
 import { CONTAINMENT_MODES, type ContainmentMode } from '../sandbox/index.js';
@@ -13,7 +13,7 @@ import { CONTAINMENT_MODES, type ContainmentMode } from '../sandbox/index.js';
  */
 export const WorkerOptionsSchema = z
   .object({
-    /** Redis URL (`redis://[user:pass@]host:port[/db]`, `rediss://…`). Default env `REDIS_URL`, else redis://127.0.0.1:6379. */
+    /** Redis URL (`redis://[user:pass@]host:port[/db]`, `rediss://…`, `redis+sentinel://…/<primary>`, `redis+cluster://…`; Cluster needs a hash-tagged `prefix`). Default env `REDIS_URL`, else redis://127.0.0.1:6379. */
     redisUrl: z.string().min(1).optional(),
     /** Queue to consume. Default `rollouts`. */
     queue: z.string().default(DEFAULT_QUEUE),
@@ -89,8 +89,93 @@ export const WorkerOptionsSchema = z
   })
   .strict();
 
-/** User input for a worker; see {@link WorkerOptionsSchema} for every field. */
-export type WorkerOptions = z.input<typeof WorkerOptionsSchema> & { readonly logger?: Logger };
+/**
+ * User input for a worker ({@link RolloutWorker.create}): every field optional, each with its
+ * default and bounds. Written out (not inferred from {@link WorkerOptionsSchema}) so the docs
+ * reach editors through the published `.d.ts`; a compile-time check keeps the two identical.
+ */
+export interface WorkerOptions {
+  /** Redis URL (`redis://[user:pass@]host:port[/db]`, `rediss://…`, `redis+sentinel://…/<primary>`, `redis+cluster://…`; Cluster needs a hash-tagged `prefix`). Default env `REDIS_URL`, else redis://127.0.0.1:6379. */
+  readonly redisUrl?: string;
+  /** Queue to consume. Default `rollouts`. */
+  readonly queue?: string;
+  /** BullMQ key prefix. Default env `ROLLOUT_QUEUE_PREFIX`, else `rq`. */
+  readonly prefix?: string;
+  /** Rollouts run at once, one child process each. Default 2, bounds 1–256. */
+  readonly concurrency?: number;
+  /**
+   * Module patterns added to the Ref allowlist (`rollout-queue`, `rollout-queue/*` are
+   * always allowed). Widening lets whoever can write to the queue run that code here; it
+   * is logged at start. Default none.
+   */
+  readonly allow?: string[];
+  /** Worker name in Results, logs and BullMQ (`processedBy`). Default `<hostname>-<pid>`. */
+  readonly name?: string;
+  /**
+   * BullMQ lock TTL in ms (BullMQ `lockDuration`, its default 30 000). A dead worker's
+   * leases come back after this plus up to two `stalledIntervalMs`. Default 10 000: safe
+   * because rollouts run in children, never on the event loop that renews locks.
+   */
+  readonly lockDurationMs?: number;
+  /** How often BullMQ's stalled check runs, ms (BullMQ `stalledInterval`, its default 30 000). Default 5 000. */
+  readonly stalledIntervalMs?: number;
+  /**
+   * Re-dispatches a lease may have (stalls, child crashes, hangs, start failures, missing
+   * secrets, any mix); the next failure ends it as `infrastructure`. Default 2. Also
+   * BullMQ's `maxStalledCount`, so a lease whose workers keep dying fails there too.
+   */
+  readonly maxRedispatches?: number;
+  /** On close, how long active rollouts may run before being handed back, ms. Default 30 000. */
+  readonly shutdownGraceMs?: number;
+  /**
+   * Base of the back-off before a transient failure (an `InfrastructureError`, connection
+   * refused/reset, DNS failure, HTTP 408/429/5xx) is re-dispatched: the n-th waits
+   * `transientBackoffMs × 2^n` with equal jitter, capped at 30 s, in BullMQ's delayed set.
+   * Default 1 000; 0 re-dispatches at once.
+   */
+  readonly transientBackoffMs?: number;
+  /**
+   * How long past `timeouts.runMs` (or `rewardMs`) a child may take to report the overrun
+   * itself before the worker kills its process tree and reports `RunTimeout` /
+   * `RewardTimeout`, ms. Default 250.
+   */
+  readonly deadlineGraceMs?: number;
+  /** After asking a child to abort, how long before its tree is SIGKILLed, ms. Default 2 000. */
+  readonly killGraceMs?: number;
+  /** Retire a child after this many rollouts. Default 100. */
+  readonly maxRolloutsPerChild?: number;
+  /** Retire a child whose RSS after a rollout exceeds this, MiB. Default 2048. */
+  readonly maxChildRssMb?: number;
+  /** How long a new child may take to report ready, ms. Default 10 000. */
+  readonly childStartTimeoutMs?: number;
+  /** Extra node flags for children (e.g. `--enable-source-maps`). Default none. */
+  readonly childExecArgv?: string[];
+  /** Port of the Prometheus `/metrics` and `/healthz` endpoint; unset = no endpoint. */
+  readonly metricsPort?: number;
+  /** Host the metrics endpoint binds. Default 127.0.0.1. */
+  readonly metricsHost?: string;
+  /**
+   * Start even though Redis' `maxmemory-policy` may evict keys (anything but `noeviction`);
+   * a warning is logged instead. Default false: `create` throws `EvictionPolicyError`.
+   */
+  readonly allowEviction?: boolean;
+  /** `/healthz` turns 503 when work was due for this long with no rollout started here, ms. Default 60 000. */
+  readonly livenessMs?: number;
+  /**
+   * How rollout attempts are contained (src/sandbox): `auto` takes the strongest level the
+   * host allows (PID namespace + cgroup, namespace, cgroup, process group); `strict` refuses to
+   * start without a PID namespace and a cgroup memory limit; `process-group` forces the
+   * fallback. Default env `ROLLOUT_QUEUE_CONTAINMENT`, else `auto`.
+   */
+  readonly containment?: ContainmentMode;
+  /** pino logger for the worker's JSON logs. Default: pino on stderr, level `LOG_LEVEL` or `info`. */
+  readonly logger?: Logger;
+}
+
+// Fails to compile when WorkerOptions and WorkerOptionsSchema drift apart.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const workerOptionsMatchSchema: Same<Required<Omit<WorkerOptions, 'logger'>>, Required<{ -readonly [K in keyof z.input<typeof WorkerOptionsSchema>]: z.input<typeof WorkerOptionsSchema>[K] }>> = true;
+void workerOptionsMatchSchema;
 
 /** Fully defaulted, frozen worker options. */
 export type CompiledWorkerOptions = Readonly<
@@ -123,10 +208,14 @@ export function compileWorkerOptions(input: WorkerOptions): CompiledWorkerOption
   const allowlist = [...DEFAULT_ALLOWLIST, ...options.allow.filter((pattern) => !DEFAULT_ALLOWLIST.includes(pattern))];
   // Compiled once here so a malformed --allow pattern stops the worker at start (AllowlistError).
   Allowlist.compile(allowlist);
+  const redisUrl = options.redisUrl ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL;
+  const prefix = options.prefix ?? process.env.ROLLOUT_QUEUE_PREFIX ?? DEFAULT_PREFIX;
+  const clusterProblem = redisTopology(redisUrl) === 'cluster' ? clusterPrefixProblem(prefix, options.queue) : undefined;
+  if (clusterProblem) throw new Error(`worker option prefix: ${clusterProblem}`);
   return Object.freeze({
     ...options,
-    redisUrl: options.redisUrl ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL,
-    prefix: options.prefix ?? process.env.ROLLOUT_QUEUE_PREFIX ?? DEFAULT_PREFIX,
+    redisUrl,
+    prefix,
     name: options.name ?? `${os.hostname()}-${process.pid}`,
     containment: containment as ContainmentMode,
     allowlist: Object.freeze(allowlist),

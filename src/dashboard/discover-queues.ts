@@ -1,21 +1,26 @@
-import type { Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import { DEFAULT_QUEUE, queueMetaPattern, queueNameOfMetaKey } from '../lease/index.js';
 
 /**
  * Names of the queues under `prefix`: the default queue plus every queue that has a BullMQ
- * `meta` key, found with SCAN (never KEYS, which blocks Redis). Sorted, default first.
+ * `meta` key, found with SCAN (never KEYS, which blocks Redis) on every primary. Sorted, default first.
  */
 export async function discoverQueues(redis: Redis, prefix: string): Promise<string[]> {
   const found = new Set<string>();
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', queueMetaPattern(prefix), 'COUNT', 1000);
-    cursor = next;
-    for (const key of keys) {
-      const name = queueNameOfMetaKey(prefix, key);
-      if (name) found.add(name);
-    }
-  } while (cursor !== '0');
+  // SCAN walks one node's keys; on Redis Cluster every primary holds a share of them.
+  const client = redis as unknown;
+  const nodes = client instanceof Cluster ? client.nodes('master') : [redis];
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', queueMetaPattern(prefix), 'COUNT', 1000);
+      cursor = next;
+      for (const key of keys) {
+        const name = queueNameOfMetaKey(prefix, key);
+        if (name) found.add(name);
+      }
+    } while (cursor !== '0');
+  }
   found.delete(DEFAULT_QUEUE);
   return [DEFAULT_QUEUE, ...[...found].sort()];
 }

@@ -5,11 +5,13 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { Queue } from 'bullmq';
 import express from 'express';
-import { Redis } from 'ioredis';
 import { DEFAULT_PREFIX, queueKeys } from '../lease/index.js';
-import { redisOptionsFromUrl } from '../platform/redis-connection.js';
+import { createRedisClient } from '../platform/redis-connection.js';
 import { discoverQueues } from './discover-queues.js';
-import { shortValue, summarizeJobData } from './job-data-summary.js';
+import { publicText } from './public-text.js';
+import { hasLogin, isLoopbackHost, requireLogin, type DashboardAuth } from './dashboard-auth.js';
+import { summarizeJobData } from './job-data-summary.js';
+import { jobName, publicApiBody, resultView } from './result-view.js';
 
 /** Options of {@link startDashboard}. */
 export interface DashboardOptions {
@@ -21,14 +23,27 @@ export interface DashboardOptions {
   readonly queues?: readonly string[];
   /** Port, default 3000; 0 picks a free one (see `url`). */
   readonly port?: number;
-  /** Listen address, default `127.0.0.1`. bull-board has no login: keep it on loopback or behind a proxy. */
+  /**
+   * Listen address, default `127.0.0.1`. Any address beyond loopback (127.0.0.0/8, ::1,
+   * localhost) requires `auth`: bull-board has no login of its own.
+   */
   readonly host?: string;
+  /** Login required of every request (bearer token or basic auth); required off loopback. */
+  readonly auth?: DashboardAuth;
   /**
    * bull-board's `readOnlyMode` (default true): every write endpoint answers HTTP 405 and its
    * button is hidden (retry, remove, clean, pause, …). Writing from the dashboard bypasses
    * the run's bookkeeping, so keep it read-only unless you know why.
    */
   readonly readOnly?: boolean;
+}
+
+/** Thrown by {@link startDashboard} when asked to listen beyond loopback without a login. */
+export class DashboardAuthRequiredError extends Error {
+  override readonly name = 'DashboardAuthRequiredError';
+  constructor(readonly host: string) {
+    super(`dashboard host "${host}" is reachable from other machines but no login is set; pass auth { token } or { user, password }, or listen on 127.0.0.1`);
+  }
 }
 
 /** A running dashboard. */
@@ -42,15 +57,23 @@ export interface Dashboard {
 }
 
 /**
- * Serves bull-board (express adapter) over the given queues. Job data is shown through
- * {@link summarizeJobData}: task and rendered artifact as summaries, env names only.
+ * Serves bull-board (express adapter) over the given queues, read-only by default:
+ * - each job's name shows its Result kind (`✔ ok · t1 · reward 1`, `✖ model · t2 · TypeError`),
+ *   so failures stand apart from successes although BullMQ lists both as completed;
+ * - job data through {@link summarizeJobData} (task and artifact as summaries, env names only),
+ *   return values through {@link resultView};
+ * - no stack traces, install paths or Redis address and stats (`hideRedisDetails`; see
+ *   `public-text.ts`), also in error answers;
+ * - a login (`auth`) on every request when given, and required beyond loopback.
+ * @throws DashboardAuthRequiredError when `host` is beyond loopback and `auth` sets no login.
  * @throws Error when the port cannot be bound or a queue name is invalid.
  */
 export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   const host = options.host ?? '127.0.0.1';
   const readOnlyMode = options.readOnly ?? true;
-  const connection = new Redis(redisOptionsFromUrl(options.redisUrl));
+  if (!isLoopbackHost(host) && !hasLogin(options.auth)) throw new DashboardAuthRequiredError(host);
+  const connection = createRedisClient(options.redisUrl);
   connection.on('error', () => {});
   const names = options.queues && options.queues.length > 0 ? [...options.queues] : await discoverQueues(connection, prefix);
   for (const name of names) queueKeys(prefix, name);
@@ -62,17 +85,32 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     queues: queues.map((queue) => {
       const adapter = new BullMQAdapter(queue, { readOnlyMode });
       adapter.setFormatter('data', summarizeJobData);
-      adapter.setFormatter('returnValue', (value: unknown) => shortValue(value));
+      adapter.setFormatter('returnValue', resultView);
+      adapter.setFormatter('name', jobName);
       return adapter;
     }),
     // @bull-board/express 9.10.1 pins its own @bull-board/api 9.10.1, whose types differ from
     // api 9.10.2 only by private fields; at run time the adapter does not load the api package.
     serverAdapter: serverAdapter as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'],
-    options: { uiConfig: { boardTitle: 'rollout-queue' } },
+    options: {
+      uiConfig: { boardTitle: 'rollout-queue', hideRedisDetails: true },
+      handlerHooks: { after: (_context, result) => ({ ...result, body: publicApiBody(result.body) as typeof result.body }) },
+    },
   });
+  // bull-board's own error handler answers with the error's message (and its stack when
+  // NODE_ENV=development): either can name paths or the Redis address.
+  serverAdapter.setErrorHandler((error: Error & { statusCode?: number }) => ({
+    status: (error.statusCode ?? 500) as 500,
+    body: { error: 'dashboard request failed', message: publicText(error.message) },
+  }));
   const app = express();
   app.disable('x-powered-by');
+  if (hasLogin(options.auth)) app.use(requireLogin(options.auth as DashboardAuth));
   app.use('/', serverAdapter.getRouter());
+  // Express' own final handler prints the stack (with install paths) outside production.
+  app.use((_err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+    res.status(500).json({ error: 'dashboard request failed' });
+  });
   let server: Server;
   try {
     server = await listen(app, options.port ?? 3000, host);

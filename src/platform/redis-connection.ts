@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
 
 /** Default Redis address when `REDIS_URL` is unset. */
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
@@ -69,10 +69,11 @@ export function redactRedisUrl(url: string): string {
  */
 export function redisOptionsFromUrl(url: string, tls: RedisTlsFiles = {}): RedisOptions {
   const parts = splitUrl(url);
-  if (!parts) throw new Error('REDIS_URL is not a URL; expected redis://[user:password@]host:port[/db] or rediss://…');
-  if (parts.scheme !== 'redis:' && parts.scheme !== 'rediss:') {
-    throw new Error(`REDIS_URL ${redactRedisUrl(url)} must start with redis:// or rediss://`);
-  }
+  if (!parts) throw new Error(`REDIS_URL is not a URL; expected ${URL_FORMS}`);
+  const topology = TOPOLOGY_OF_SCHEME[parts.scheme];
+  if (!topology) throw new Error(`REDIS_URL ${redactRedisUrl(url)} must start with redis://, rediss://, redis+cluster:// or redis+sentinel://`);
+  const secure = parts.scheme.startsWith('rediss');
+  if (topology !== 'single') return multiNodeOptions(url, parts, topology, secure, tls);
   let parsed: URL;
   try {
     parsed = new URL(`${parts.scheme}//${parts.rest}`);
@@ -93,16 +94,115 @@ export function redisOptionsFromUrl(url: string, tls: RedisTlsFiles = {}): Redis
   };
   if (parts.user) options.username = parts.user;
   if (parts.password) options.password = parts.password;
-  if (parts.scheme === 'rediss:') {
+  if (secure) options.tls = tlsOptions(options.host as string, tls);
+  return options;
+}
+
+/** The URL forms REDIS_URL accepts, for error messages. */
+const URL_FORMS =
+  'redis://[user:password@]host:port[/db], rediss://… (TLS), redis+cluster://[user:password@]host:port,host:port (Redis Cluster) or ' +
+  'redis+sentinel://[user:password@]host:port,host:port/<master name>[/db] (Sentinel)';
+
+/** How rollout-queue reaches Redis, chosen by the URL scheme of REDIS_URL. */
+export type RedisTopology = 'single' | 'cluster' | 'sentinel';
+
+const TOPOLOGY_OF_SCHEME: Readonly<Record<string, RedisTopology>> = {
+  'redis:': 'single',
+  'rediss:': 'single',
+  'redis+cluster:': 'cluster',
+  'rediss+cluster:': 'cluster',
+  'redis+sentinel:': 'sentinel',
+  'rediss+sentinel:': 'sentinel',
+};
+
+/** The topology a REDIS_URL names (`single` for anything unparsable: the parse error comes later). */
+export function redisTopology(url: string): RedisTopology {
+  const scheme = splitUrl(url)?.scheme;
+  return (scheme && TOPOLOGY_OF_SCHEME[scheme]) || 'single';
+}
+
+/** `host:port,host:port` of a multi-node URL as ioredis nodes. */
+function nodesOf(url: string, list: string, defaultPort: number): ClusterNode[] {
+  const nodes = list.split(',').filter((item) => item !== '').map((item) => {
+    const match = /^(\[[0-9a-fA-F:]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(item.trim());
+    if (!match) throw new Error(`REDIS_URL ${redactRedisUrl(url)}: "${item}" is not host:port; expected ${URL_FORMS}`);
+    return { host: (match[1] as string).replace(/^\[|\]$/g, ''), port: match[2] ? Number(match[2]) : defaultPort };
+  });
+  if (nodes.length === 0) throw new Error(`REDIS_URL ${redactRedisUrl(url)} names no node; expected ${URL_FORMS}`);
+  return nodes;
+}
+
+/**
+ * Options of a Cluster seed node (the first node; `cluster` then lists every seed in
+ * `clusterNodes`) or of a Sentinel-managed primary (`sentinels`, `name`: ioredis asks the
+ * sentinels for the current primary on every (re)connect, so a failover is followed by itself).
+ * `REDIS_SENTINEL_PASSWORD` is the sentinels' own password when they have one.
+ */
+function multiNodeOptions(url: string, parts: UrlParts, topology: 'cluster' | 'sentinel', secure: boolean, tls: RedisTlsFiles): RedisOptions & { clusterNodes?: ClusterNode[] } {
+  const [list = '', ...path] = parts.rest.split('/');
+  const nodes = nodesOf(url, list, topology === 'sentinel' ? 26379 : 6379);
+  const base: RedisOptions = {
+    maxRetriesPerRequest: null,
+    retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 6), 5000),
+    ...(parts.user ? { username: parts.user } : {}),
+    ...(parts.password ? { password: parts.password } : {}),
+  };
+  if (topology === 'cluster') {
+    if (path.some((segment) => segment !== '')) throw new Error(`REDIS_URL ${redactRedisUrl(url)}: Redis Cluster has only database 0; drop the /path`);
+    const seed = nodes[0] as ClusterNode & { host: string; port: number };
+    return { ...base, host: seed.host, port: seed.port, ...(secure ? { tls: tlsOptions(seed.host, tls) } : {}), clusterNodes: nodes };
+  }
+  const [name = '', dbText = '0'] = path;
+  if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new Error(`REDIS_URL ${redactRedisUrl(url)}: name the Sentinel primary after the nodes, e.g. redis+sentinel://host:26379/mymaster`);
+  if (!/^\d{1,5}$/.test(dbText)) throw new Error(`REDIS_URL ${redactRedisUrl(url)}: database "${dbText}" is not a number; use redis+sentinel://host:26379/mymaster/0`);
+  const sentinelPassword = process.env.REDIS_SENTINEL_PASSWORD;
+  return {
+    ...base,
+    sentinels: nodes.map((node) => ({ host: (node as { host: string }).host, port: (node as { port: number }).port })),
+    name,
+    db: Number(dbText),
+    ...(sentinelPassword ? { sentinelPassword } : {}),
+    // Reconnect to the new primary when a command meets a read-only replica (the old primary
+    // demoted, or a stale address): ioredis then asks the sentinels again.
+    reconnectOnError: (err) => /READONLY/.test(err.message),
+    ...(secure ? { tls: tlsOptions((nodes[0] as { host: string }).host, tls), enableTLSForSentinelMode: true } : {}),
+  };
+}
+
+/** TLS options from the given files, else `REDIS_TLS_CA`, `REDIS_TLS_CERT`, `REDIS_TLS_KEY`. */
+function tlsOptions(servername: string, tls: RedisTlsFiles): NonNullable<RedisOptions['tls']> {
+  {
     const caFile = tls.caFile ?? process.env.REDIS_TLS_CA;
     const certFile = tls.certFile ?? process.env.REDIS_TLS_CERT;
     const keyFile = tls.keyFile ?? process.env.REDIS_TLS_KEY;
-    options.tls = {
-      servername: options.host,
+    return {
+      servername,
       ...(caFile ? { ca: readFileSync(caFile) } : {}),
       ...(certFile ? { cert: readFileSync(certFile) } : {}),
       ...(keyFile ? { key: readFileSync(keyFile) } : {}),
     };
   }
-  return options;
+}
+
+/**
+ * A command client for REDIS_URL: an ioredis `Redis` for `redis://`, `rediss://` and
+ * `redis+sentinel://`, an ioredis `Cluster` for `redis+cluster://` (typed as `Redis`: the
+ * commands rollout-queue sends are the same on both, and BullMQ takes either). `extra` is
+ * merged into the per-node options (e.g. `connectionName`, `lazyConnect`).
+ * In Cluster mode every key of one queue must hash to one slot: use a hash-tagged prefix such
+ * as `{rq}` (see `lease/cluster-slot.ts`).
+ */
+export function createRedisClient(url: string, extra: RedisOptions = {}): Redis {
+  const { clusterNodes, ...options } = redisOptionsFromUrl(url) as RedisOptions & { clusterNodes?: ClusterNode[] };
+  if (!clusterNodes) return new Redis({ ...options, ...extra });
+  const { host: _host, port: _port, lazyConnect, enableOfflineQueue, ...nodeOptions } = { ...options, ...extra };
+  const cluster = new Cluster(clusterNodes, {
+    redisOptions: nodeOptions,
+    clusterRetryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 6), 5000),
+    ...(lazyConnect !== undefined ? { lazyConnect } : {}),
+    ...(enableOfflineQueue !== undefined ? { enableOfflineQueue } : {}),
+    // TLS clusters announce node IPs the certificate does not name; keep the seed's servername.
+    ...(nodeOptions.tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
+  });
+  return cluster as unknown as Redis;
 }

@@ -1,6 +1,6 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from '../platform/logger.js';
-import { redactRedisUrl, redisOptionsFromUrl } from '../platform/redis-connection.js';
+import { createRedisClient, redactRedisUrl } from '../platform/redis-connection.js';
 
 /** Least time between two logged Redis connection errors, in ms (ioredis reports every retry). */
 const ERROR_LOG_INTERVAL_MS = 10_000;
@@ -21,7 +21,7 @@ const ERROR_LOG_INTERVAL_MS = 10_000;
  */
 export async function connectProducerRedis(url: string, connectTimeoutMs: number, logger: Logger): Promise<Redis> {
   const address = redactRedisUrl(url);
-  const redis = new Redis({ ...redisOptionsFromUrl(url), enableOfflineQueue: true, lazyConnect: true, connectionName: 'rollout-queue:producer' });
+  const redis = createRedisClient(url, { enableOfflineQueue: true, lazyConnect: true, connectionName: 'rollout-queue:producer' });
   let lastError: Error | undefined;
   let lastLoggedAt = 0;
   redis.on('error', (err: Error) => {

@@ -1,6 +1,6 @@
 /**
  * The coordinator side of rollout-queue: enqueue rollout drafts, receive exactly one Result per
- * lease, durably (see DESIGN.md "Producer").
+ * lease, durably (see docs/design.md "Producer").
  */
 export { RolloutQueue } from './rollout-queue.js';
 export type { MapRolloutsOptions, QueueStatus, RolloutQueueState } from './rollout-queue.js';
@@ -20,3 +20,4 @@ export { RunActiveError } from './purge-run.js';
 export type { PurgeOutcome, PurgeOlderOutcome } from './purge-run.js';
 export { DEFAULT_RETAIN_MS } from './run-retention.js';
 export { STORE_ARTIFACT_MIN_BYTES } from './artifact-storer.js';
+export { CoordinatorMetrics } from './coordinator-metrics.js';

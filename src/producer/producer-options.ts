@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { DEFAULT_PREFIX, DEFAULT_QUEUE, queueKeys } from '../lease/index.js';
+import { clusterPrefixProblem, DEFAULT_PREFIX, DEFAULT_QUEUE, queueKeys } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
-import { DEFAULT_REDIS_URL } from '../platform/redis-connection.js';
+import { DEFAULT_REDIS_URL, redisTopology } from '../platform/redis-connection.js';
 import { DEFAULT_RETAIN_MS } from './run-retention.js';
 
 /** 1 MiB in bytes: the default {@link ProducerOptions.maxSpecBytes}. */
@@ -21,7 +21,9 @@ const isLogger = (value: unknown): value is Logger =>
 export const ProducerOptionsSchema = z
   .object({
     /**
-     * Redis address, `redis://[user:password@]host:port[/db]` or `rediss://…`.
+     * Redis address, `redis://[user:password@]host:port[/db]` or `rediss://…`; Sentinel
+     * `redis+sentinel://host:26379,…/<primary>[/db]`; Cluster `redis+cluster://host:port,…`
+     * (needs a hash-tagged `prefix` such as `{rq}`).
      * Default: env `REDIS_URL`, else `redis://127.0.0.1:6379`. Logged redacted, never with its password.
      */
     redisUrl: z.string().min(1).optional(),
@@ -79,8 +81,76 @@ export const ProducerOptionsSchema = z
   })
   .strict();
 
-/** What a caller may pass to `RolloutQueue.create`; every field is optional. */
-export type ProducerOptions = z.input<typeof ProducerOptionsSchema>;
+/**
+ * What a caller may pass to `RolloutQueue.create`; every field is optional. Written out (not
+ * inferred from {@link ProducerOptionsSchema}) so the docs reach editors through the published
+ * `.d.ts`; a compile-time check keeps the two identical.
+ */
+export interface ProducerOptions {
+  /**
+   * Redis address, `redis://[user:password@]host:port[/db]` or `rediss://…`; Sentinel
+   * `redis+sentinel://host:26379,…/<primary>[/db]`; Cluster `redis+cluster://host:port,…`
+   * (needs a hash-tagged `prefix` such as `{rq}`).
+   * Default: env `REDIS_URL`, else `redis://127.0.0.1:6379`. Logged redacted, never with its password.
+   */
+  readonly redisUrl?: string;
+  /** BullMQ queue name the workers consume. Default `rollouts`. Letters, digits, `_`, `-`, `{}`. */
+  readonly queue?: string;
+  /** BullMQ key prefix. Default: env `ROLLOUT_QUEUE_PREFIX`, else `rq`. Must match the workers'. */
+  readonly prefix?: string;
+  /**
+   * Back-pressure on the way in: at most this many of one run's jobs are enqueued and not yet
+   * seen finished (waiting + active) at any time. Default 500, bounds 1–1 000 000. Results are
+   * never held back by it: finished results wait in Redis until the consumer takes them.
+   */
+  readonly maxInFlight?: number;
+  /**
+   * Period of the reconciliation of a run's outstanding leases against BullMQ job state, in ms.
+   * QueueEvents is only the fast path (its stream is trimmed and missed while nobody listens),
+   * so this bounds how late a result can be. Default 2000, bounds 10–3 600 000.
+   */
+  readonly reconcileMs?: number;
+  /**
+   * Stop a run at its first `caller` Result (bad Ref, bad spec, reward out of range): yield it,
+   * remove the run's waiting jobs, enqueue nothing more, throw `RunStoppedError`. Default true.
+   */
+  readonly stopOnCaller?: boolean;
+  /**
+   * Largest serialized (JSON, UTF-8) spec accepted, in bytes. A bigger draft is refused as a
+   * `caller` Result (type `InvalidSpec`) and never enqueued. Default 1 MiB, bounds 1 KiB–512 MiB.
+   */
+  readonly maxSpecBytes?: number;
+  /**
+   * Largest serialized (JSON, UTF-8) `task` accepted, in bytes; checked before the whole
+   * spec. A bigger one is refused like an oversized spec. Default 256 KiB, bounds 1 KiB–512 MiB.
+   */
+  readonly maxTaskBytes?: number;
+  /**
+   * How long `create` waits for the first connection to Redis, in ms, before it throws.
+   * After that first connection the producer reconnects forever (see `RolloutQueue.create`).
+   * Default 10 000, bounds 100–600 000.
+   */
+  readonly connectTimeoutMs?: number;
+  /**
+   * Listen to BullMQ QueueEvents (one extra, blocking Redis connection) for fast delivery.
+   * `false` relies on reconciliation alone (results arrive within `reconcileMs`). Default true.
+   */
+  readonly queueEvents?: boolean;
+  /**
+   * How long a run stays in Redis once every Result is delivered, ms: then its job hashes,
+   * lease hashes, stored artifact and run records expire (PEXPIRE set when the run completes;
+   * docs/retention.md). `purge` removes a run at once. Default 259 200 000 (3 days), bounds
+   * 0 (remove as soon as it is delivered) to 31 536 000 000 (365 days).
+   */
+  readonly retainMs?: number;
+  /** pino logger. Default: a JSON logger to stdout with `component: "producer"` and secret redaction. */
+  readonly logger?: Logger;
+}
+
+// Fails to compile when ProducerOptions and ProducerOptionsSchema drift apart.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const producerOptionsMatchSchema: Same<Required<ProducerOptions>, Required<{ -readonly [K in keyof z.input<typeof ProducerOptionsSchema>]: z.input<typeof ProducerOptionsSchema>[K] }>> = true;
+void producerOptionsMatchSchema;
 
 /** Fully defaulted producer options. */
 export interface CompiledProducerOptions {
@@ -112,8 +182,11 @@ export function compileProducerOptions(input: ProducerOptions = {}, env: NodeJS.
   const value = parsed.data;
   const prefix = value.prefix ?? env.ROLLOUT_QUEUE_PREFIX ?? DEFAULT_PREFIX;
   queueKeys(prefix, value.queue); // throws a message naming prefix or queue when it would split Redis keys
+  const redisUrl = value.redisUrl ?? env.REDIS_URL ?? DEFAULT_REDIS_URL;
+  const clusterProblem = redisTopology(redisUrl) === 'cluster' ? clusterPrefixProblem(prefix, value.queue) : undefined;
+  if (clusterProblem) throw new Error(`RolloutQueue option prefix: ${clusterProblem}`);
   return Object.freeze({
-    redisUrl: value.redisUrl ?? env.REDIS_URL ?? DEFAULT_REDIS_URL,
+    redisUrl,
     queue: value.queue,
     prefix,
     maxInFlight: value.maxInFlight,

@@ -98,7 +98,7 @@ export class RolloutQueue {
 
   /**
    * Runs every draft as one rollout and yields each lease's Result once, in completion order
-   * (DESIGN.md "Producer"):
+   * (docs/design.md "Producer"):
    * - a draft that fails validation, is over `maxSpecBytes` or holds a secret value is never
    *   enqueued: it yields a `caller` Result (`InvalidSpec`, `SecretInSpec`);
    * - a `caller` Result stops the run (with `stopOnCaller`): it is yielded, the run's waiting

@@ -18,7 +18,10 @@ export interface RefOptions {
  *
  * @param target `"module:export"`, e.g. `"rollout-queue/rewards:lastNumber"`; `module` a
  *   bare package specifier (no builtins, paths or URLs).
- * @param config plain JSON data for the factory, may hold nested Refs. Default `{}`.
+ * @param config plain JSON data for the factory, may hold nested Refs. Default `{}`. Typed as
+ *   `object` so a factory's exported options interface (e.g. `CodeRunnerOptions`, which has no
+ *   index signature and so is no `Record<string, unknown>`) is accepted as it is; the value is
+ *   still checked at run time.
  * @returns a deep-frozen Ref that survives a JSON round trip unchanged
  *   (`JSON.parse(JSON.stringify(r))` deep-equals `r`); `call` is present only when given.
  * @throws RefError `malformed-target` (not `module:export`, not a bare specifier),
@@ -27,7 +30,7 @@ export interface RefOptions {
  *   `constructor` / `prototype` key, a getter...) or `too-deep`, naming the path of the
  *   bad value (e.g. `config.model.temperature`).
  */
-export function ref(target: string, config: Record<string, unknown> = {}, options: RefOptions = {}): Ref {
+export function ref(target: string, config: object = {}, options: RefOptions = {}): Ref {
   const value: { $ref: string; config: unknown; call?: boolean } = { $ref: target, config };
   if (options.call !== undefined) value.call = options.call;
   return validateRef(value);

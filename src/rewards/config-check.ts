@@ -4,7 +4,7 @@ import { CallerError } from '../spec/index.js';
 /**
  * Checks of a reward factory's config, throwing a {@link CallerError} that names the field,
  * the bad value and its type, what is allowed, and the fix. Hand-written because built-ins
- * import only `../spec/` and node builtins (DESIGN.md "Layout"); the object and key checks
+ * import only `../spec/` and node builtins (docs/design.md "Layout"); the object and key checks
  * shared with the runners are in `../spec/factory-config.ts`.
  */
 

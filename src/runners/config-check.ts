@@ -6,7 +6,7 @@ import { CallerError } from '../spec/index.js';
  * naming the field, the bad value and its type, what is allowed, and the fix.
  *
  * Hand-written instead of zod: built-ins import only `../spec/` and node builtins
- * (DESIGN.md "Layout"), so a Ref's config is checked here, once, at factory time; the
+ * (docs/design.md "Layout"), so a Ref's config is checked here, once, at factory time; the
  * object and key checks shared with the rewards are in `../spec/factory-config.ts`.
  */
 

@@ -3,7 +3,7 @@ import { isPlainObject } from './json-data.js';
 
 /**
  * The two config checks every built-in factory (`src/runners`, `src/rewards`) starts with.
- * They live here because built-ins may import only `spec` (DESIGN.md "Layout"); each
+ * They live here because built-ins may import only `spec` (docs/design.md "Layout"); each
  * built-in folder adds its own option readers in its `config-check.ts`. Deliberately not
  * exported from `spec/index.ts`: this is not part of the wire contract or the public
  * `rollout-queue/spec` surface.

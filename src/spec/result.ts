@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * How a rollout ended. Report, never raise (see DESIGN.md "Result kinds"):
+ * How a rollout ended. Report, never raise (see docs/design.md "Result kinds"):
  * - `ok`: run returned and reward is a finite number inside `rewardRange`;
  * - `model`: the thing under test failed (threw, exited non-zero, own time limit, bad output),
  *   or the reward threw or overran on its output (`RewardThrew:<type>`, `RewardTimeout`);
@@ -69,7 +69,47 @@ export const ResultSchema = z
   })
   .strict()
   .meta({ id: 'Result' });
-export type Result = z.infer<typeof ResultSchema>;
+
+/**
+ * The one outcome of one lease, delivered exactly once to the coordinator (the output type of
+ * {@link ResultSchema}, written out so its docs reach editors through the published `.d.ts`;
+ * a compile-time check below keeps the two identical).
+ */
+export interface Result {
+  /** Lease id = BullMQ job id, `<runId>.<taskKey>`. */
+  leaseId: string;
+  /** Run the lease belongs to. */
+  runId: string;
+  /** `task.id` of the spec (else the lease's task key). */
+  taskId: string;
+  /** How the rollout ended: `ok`, `model`, `infrastructure` or `caller` ({@link ResultKind}). */
+  kind: ResultKind;
+  /** What `run()` returned (JSON data), or null. */
+  output: unknown;
+  /** Finite reward when `kind` is `ok`, inside the spec's `rewardRange` (default [0, 1]); else null. */
+  reward: number | null;
+  /** `{ type, message }` of what went wrong, or null for `ok`. `type` is a stable string. */
+  error: ErrorInfo | null;
+  /** Times a worker started this lease (1 when nothing went wrong). */
+  attempts: number;
+  /** Times this lease was re-dispatched (stall, child crash, hang); at most 2 by default. */
+  redispatched: number;
+  /** Name of the worker that produced the Result (`<host>-<pid>` by default), or null. */
+  worker: string | null;
+  /** From enqueue to the start of the last attempt, ms; null when unknown. */
+  queuedMs: number | null;
+  /** Duration of the last attempt, ms; null when it never ran (a caller Result). */
+  runMs: number | null;
+  /** ISO 8601 time the Result was produced. */
+  finishedAt: string;
+  /** Cost receipts of paid work the rollout did, each once, also when it failed after paying. */
+  cost: CostReceipt[];
+}
+
+// Fails to compile when Result and ResultSchema drift apart.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const resultMatchesSchema: Same<Result, z.infer<typeof ResultSchema>> = true;
+void resultMatchesSchema;
 
 /** The fields of a Result written to a results JSONL file, in order. */
 export const RESULT_LINE_FIELDS = [

@@ -1,6 +1,7 @@
-import { startDashboard } from '../../dashboard/server.js';
+import type { DashboardAuth } from '../../dashboard/dashboard-auth.js';
+import { DashboardAuthRequiredError, startDashboard } from '../../dashboard/server.js';
 import { cliEnvironment } from '../environment.js';
-import { CliError, EXIT, type ExitCode } from '../errors.js';
+import { CliError, EXIT, UsageError, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
 import { requireRedis } from '../redis-preflight.js';
 import { untilStopSignal } from '../signals.js';
@@ -13,9 +14,26 @@ export interface DashboardCommandOptions {
   writable?: boolean;
 }
 
+/**
+ * The dashboard login from the environment (never from flags: a flag's value shows in `ps`):
+ * `ROLLOUT_QUEUE_DASHBOARD_TOKEN` (bearer token), else `ROLLOUT_QUEUE_DASHBOARD_USER` and
+ * `ROLLOUT_QUEUE_DASHBOARD_PASSWORD` (basic auth). Undefined when neither is set.
+ * @throws UsageError when only one of user and password is set.
+ */
+export function dashboardAuthFromEnv(env: NodeJS.ProcessEnv): DashboardAuth | undefined {
+  const token = env.ROLLOUT_QUEUE_DASHBOARD_TOKEN;
+  if (token) return { token };
+  const user = env.ROLLOUT_QUEUE_DASHBOARD_USER;
+  const password = env.ROLLOUT_QUEUE_DASHBOARD_PASSWORD;
+  if (!user && !password) return undefined;
+  if (!user || !password) throw new UsageError(MSG.dashboardHalfLogin(user ? 'ROLLOUT_QUEUE_DASHBOARD_PASSWORD' : 'ROLLOUT_QUEUE_DASHBOARD_USER'));
+  return { user, password };
+}
+
 /** `rollout-queue dashboard`: bull-board over the queues until SIGINT/SIGTERM; prints the URL. */
 export async function dashboardAction(options: DashboardCommandOptions): Promise<ExitCode> {
   const env = cliEnvironment();
+  const auth = dashboardAuthFromEnv(process.env);
   await requireRedis(env);
   let dashboard;
   try {
@@ -26,11 +44,13 @@ export async function dashboardAction(options: DashboardCommandOptions): Promise
       port: options.port,
       host: options.host,
       readOnly: !options.writable,
+      ...(auth ? { auth } : {}),
     });
   } catch (err) {
+    if (err instanceof DashboardAuthRequiredError) throw new UsageError(MSG.dashboardNeedsLogin(options.host));
     throw new CliError(MSG.dashboardFailed((err as Error).message));
   }
-  process.stdout.write(`${MSG.dashboardUrl(dashboard.url)}\n${MSG.dashboardQueues(dashboard.queues, !options.writable)}\n${MSG.dashboardStop}\n`);
+  process.stdout.write(`${MSG.dashboardUrl(dashboard.url)}\n${MSG.dashboardQueues(dashboard.queues, !options.writable)}\n${auth ? `${MSG.dashboardLogin(auth.token ? 'token' : 'basic')}\n` : ''}${MSG.dashboardStop}\n`);
   await untilStopSignal();
   await dashboard.close();
   return EXIT.ok;

@@ -81,7 +81,7 @@ export async function demoAction(options: DemoOptions): Promise<ExitCode> {
       resumeHint: false,
     });
     if (options.keep && !interrupt.signal.aborted) {
-      say(MSG.demoKeep);
+      say(dashboard ? MSG.demoDashboardKept(dashboard.url) : MSG.demoKeep);
       await new Promise((resolve) => interrupt.signal.addEventListener('abort', resolve, { once: true }));
     }
     return code;
@@ -93,6 +93,7 @@ export async function demoAction(options: DemoOptions): Promise<ExitCode> {
     if (workers || dashboard || ownRedis) say(MSG.demoStopping(ownRedis));
     await workers?.stop();
     await dashboard?.close();
+    if (dashboard && !options.keep) say(MSG.demoDashboardClosed(dashboard.url));
     await redis?.stop();
     dispose();
   }

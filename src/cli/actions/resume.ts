@@ -1,12 +1,14 @@
 import { cliEnvironment } from '../environment.js';
 import type { ExitCode } from '../errors.js';
-import { executeInterruptibleRun } from '../execute-interruptible-run.js';
+import { executeInterruptibleRun, metricsOf } from '../execute-interruptible-run.js';
 
 /** Parsed options of `resume`. */
 export interface ResumeOptions {
   out?: string;
   queue: string;
   retain?: number;
+  metricsPort?: number;
+  metricsHost?: string;
 }
 
 /**
@@ -14,5 +16,5 @@ export interface ResumeOptions {
  * not yet in the results file, print the summary of the whole run.
  */
 export async function resumeAction(runId: string, options: ResumeOptions): Promise<ExitCode> {
-  return executeInterruptibleRun({ env: cliEnvironment(), queue: options.queue, runId, out: options.out, source: { kind: 'attach' }, ...(options.retain !== undefined ? { retainMs: options.retain } : {}) });
+  return executeInterruptibleRun({ env: cliEnvironment(), queue: options.queue, runId, out: options.out, source: { kind: 'attach' }, ...(options.retain !== undefined ? { retainMs: options.retain } : {}), ...metricsOf(options) });
 }

@@ -2,7 +2,7 @@ import { loadArtifact } from '../artifact.js';
 import { buildDrafts, buildRef, parseConfigOption, withDefaultEntrypoint } from '../build-drafts.js';
 import { cliEnvironment } from '../environment.js';
 import type { ExitCode } from '../errors.js';
-import { executeInterruptibleRun } from '../execute-interruptible-run.js';
+import { executeInterruptibleRun, metricsOf } from '../execute-interruptible-run.js';
 import { generateRunId } from '../run-id.js';
 import { readTasksFile } from '../tasks-file.js';
 import { refuseEvictingRedis } from '../redis-preflight.js';
@@ -26,6 +26,8 @@ export interface RunOptions {
   memoryMb?: number;
   retain?: number;
   allowEviction?: boolean;
+  metricsPort?: number;
+  metricsHost?: string;
 }
 
 /**
@@ -57,6 +59,7 @@ export async function runAction(options: RunOptions): Promise<ExitCode> {
     out: options.out,
     announceRunId: !options.runId,
     ...(options.retain !== undefined ? { retainMs: options.retain } : {}),
+    ...metricsOf(options),
     source: { kind: 'map', drafts, ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}) },
   });
 }

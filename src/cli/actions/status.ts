@@ -1,6 +1,5 @@
-import { Redis } from 'ioredis';
 import { queueKeys } from '../../lease/index.js';
-import { redisOptionsFromUrl } from '../../platform/redis-connection.js';
+import { createRedisClient } from '../../platform/redis-connection.js';
 import { cliEnvironment, type CliEnvironment } from '../environment.js';
 import { CliError, EXIT, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
@@ -40,7 +39,7 @@ export async function statusAction(runId: string | undefined, options: StatusOpt
  * connected worker's containment level from the info key it refreshes (`keys.workerInfo`).
  */
 async function queueExtras(env: CliEnvironment, queue: string, workers: readonly string[]): Promise<{ runs: string[]; containment: Map<string, string> }> {
-  const redis = new Redis({ ...redisOptionsFromUrl(env.redisUrl), lazyConnect: true, maxRetriesPerRequest: 1 });
+  const redis = createRedisClient(env.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
   redis.on('error', () => {});
   try {
     await redis.connect();

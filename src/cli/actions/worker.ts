@@ -13,6 +13,7 @@ export interface WorkerOptions {
   allow?: string[];
   name?: string;
   metricsPort?: number;
+  metricsHost?: string;
   lockDurationMs?: number;
   stalledIntervalMs?: number;
   shutdownGraceMs?: number;
@@ -58,6 +59,7 @@ export async function workerAction(options: WorkerOptions): Promise<void> {
       ...(options.allow ? { allow: options.allow } : {}),
       ...(options.name !== undefined ? { name: options.name } : {}),
       ...(options.metricsPort !== undefined ? { metricsPort: options.metricsPort } : {}),
+      ...(options.metricsHost !== undefined ? { metricsHost: options.metricsHost } : {}),
       ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
       ...(options.stalledIntervalMs !== undefined ? { stalledIntervalMs: options.stalledIntervalMs } : {}),
       ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),

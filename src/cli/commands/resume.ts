@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import type { ResumeOptions } from '../actions/resume.js';
 import { queueOption, type CommandContext } from '../command-context.js';
 import { HELP } from '../messages.js';
-import { durationMs, runId } from '../option-parsers.js';
+import { durationMs, hostOf, portOf, runId } from '../option-parsers.js';
 
 /** `rollout-queue resume RUN_ID [--out FILE]`: re-attach to a run after its coordinator died. */
 export function resumeCommand(ctx: CommandContext): Command {
@@ -11,6 +11,8 @@ export function resumeCommand(ctx: CommandContext): Command {
     .argument('<runId>', 'run id', runId)
     .option('--out <file>', HELP.resume.out)
     .addOption(new Option('--retain <duration>', HELP.run.retain).argParser(durationMs))
+    .addOption(new Option('--metrics-port <port>', HELP.resume.metricsPort).argParser(portOf('--metrics-port', 9465)))
+    .addOption(new Option('--metrics-host <host>', HELP.resume.metricsHost).argParser(hostOf('--metrics-host')))
     .addOption(queueOption())
     .action(async (id: string, options: ResumeOptions) => {
       const { resumeAction } = await import('../actions/resume.js');

@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import type { RunOptions } from '../actions/run.js';
 import { queueOption, type CommandContext } from '../command-context.js';
 import { HELP } from '../messages.js';
-import { durationMs, envNameList, positiveInteger, runIdOf } from '../option-parsers.js';
+import { durationMs, envNameList, hostOf, portOf, positiveInteger, runIdOf } from '../option-parsers.js';
 
 /**
  * `rollout-queue run`: one rollout per task line, results to `--out`, a summary. Running it
@@ -29,6 +29,8 @@ export function runCommand(ctx: CommandContext): Command {
     .addOption(new Option('--memory-mb <mib>', HELP.run.memoryMb).argParser(positiveInteger))
     .addOption(new Option('--retain <duration>', HELP.run.retain).argParser(durationMs))
     .option('--allow-eviction', HELP.allowEviction)
+    .addOption(new Option('--metrics-port <port>', HELP.run.metricsPort).argParser(portOf('--metrics-port', 9465)))
+    .addOption(new Option('--metrics-host <host>', HELP.run.metricsHost).argParser(hostOf('--metrics-host')))
     .action(async (options: RunOptions) => {
       const { runAction } = await import('../actions/run.js');
       ctx.exitCode = await runAction(options);

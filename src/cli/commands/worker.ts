@@ -3,7 +3,7 @@ import type { WorkerOptions } from '../actions/worker.js';
 import { queueOption, type CommandContext } from '../command-context.js';
 import { EXIT } from '../errors.js';
 import { HELP } from '../messages.js';
-import { portOf, positiveInteger, stringList } from '../option-parsers.js';
+import { hostOf, portOf, positiveInteger, stringList } from '../option-parsers.js';
 
 /**
  * `rollout-queue worker [--queue rollouts] [--concurrency N] [--allow PATTERN ...] …`: serve a
@@ -17,6 +17,7 @@ export function workerCommand(ctx: CommandContext): Command {
     .addOption(new Option('--allow <pattern...>', HELP.worker.allow).argParser(stringList))
     .option('--name <name>', HELP.worker.name)
     .addOption(new Option('--metrics-port <port>', HELP.worker.metricsPort).argParser(portOf('--metrics-port', 9464)))
+    .addOption(new Option('--metrics-host <host>', HELP.worker.metricsHost).argParser(hostOf('--metrics-host')))
     .addOption(new Option('--lock-duration-ms <ms>', HELP.worker.lockDurationMs).argParser(positiveInteger))
     .addOption(new Option('--stalled-interval-ms <ms>', HELP.worker.stalledIntervalMs).argParser(positiveInteger))
     .addOption(new Option('--shutdown-grace-ms <ms>', HELP.worker.shutdownGraceMs).argParser(positiveInteger))

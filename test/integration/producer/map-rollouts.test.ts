@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { queueKeys } from '../../../src/lease/index.js';
 import { createLogger } from '../../../src/platform/logger.js';
 import { RolloutQueue } from '../../../src/producer/index.js';
@@ -121,13 +121,25 @@ describe('mapRollouts', () => {
   });
 
   it('warns when Redis maxmemory-policy is not noeviction', async () => {
+    // BullMQ also checks the policy on each connection it opens and prints
+    // `IMPORTANT! Eviction policy is allkeys-lru…` with console.warn (Queue and QueueEvents: the
+    // two eviction warnings `npm test` used to print). Captured here, so the test asserts it
+    // instead of printing it.
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
     await fx.redis.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    const bullWarned = (): boolean => warn.mock.calls.some((call) => String(call[0]).startsWith('IMPORTANT! Eviction policy'));
+    let warnings: string[] = [];
     try {
       await fx.open(fx.queueName());
+      // BullMQ warns from its connections' init, which may finish after create() resolved.
+      for (const until = Date.now() + 10_000; !bullWarned() && Date.now() < until;) await new Promise((resolve) => setTimeout(resolve, 20));
     } finally {
       await fx.redis.config('SET', 'maxmemory-policy', 'noeviction');
+      warnings = warn.mock.calls.map((call) => String(call[0]));
+      warn.mockRestore();
     }
     expect(fx.logs.join('\n')).toMatch(/maxmemory-policy is \\"allkeys-lru\\".*noeviction/);
+    expect(warnings).toContain('IMPORTANT! Eviction policy is allkeys-lru. It should be "noeviction"');
   });
 
   it('fails create() after connectTimeoutMs naming the redacted address, never the password', async () => {
