@@ -65,7 +65,9 @@ describe('worker metrics', () => {
     expect(sample(text, 'rollout_queue_results_total{kind="model"}')).toBe(1);
     expect(sample(text, 'rollout_queue_results_total{kind="infrastructure"}')).toBe(1);
     expect(sample(text, 'rollout_queue_redispatches_total{cause="ChildCrashed"}')).toBe(2);
-    expect(sample(text, 'rollout_queue_queue_wait_seconds_count')).toBe(3);
+    // These jobs were added without the producer, so no enqueue time exists on the Redis clock:
+    // their queuedMs is null and the queue-wait histogram stays empty (never a made-up wait).
+    expect(sample(text, 'rollout_queue_queue_wait_seconds_count')).toBe(0);
     expect(sample(text, 'rollout_queue_run_duration_seconds_count')).toBeGreaterThanOrEqual(2);
     expect(sample(text, `rollout_queue_queue_jobs{queue="${q.name}",state="waiting"}`)).toBe(0);
     expect(sample(text, `rollout_queue_queue_jobs{queue="${q.name}",state="active"}`)).toBe(0);
@@ -100,7 +102,7 @@ describe('coordinator metrics (opt-in endpoint)', () => {
   it('reports a run in flight, delivered by kind and duplicates; the whole scrape passes promtool', async () => {
     const queueName = `coord-${Date.now().toString(36)}`;
     const raw = new RawQueue(redis.url, queueName);
-    const worker = await startWorkerProcess(raw.workerOptions(FAST));
+    const worker = await startWorkerProcess(raw.workerOptions({ ...FAST, metricsPort: 0, metricsHost: '127.0.0.1' }));
     const rq = await RolloutQueue.create({ redisUrl: redis.url, queue: queueName, prefix: TEST_PREFIX, reconcileMs: 200, logger: createLogger({ component: 'test' }, { write: () => undefined }) });
     const metrics = new CoordinatorMetrics(rq);
     metrics.track('coord');
@@ -129,6 +131,9 @@ describe('coordinator metrics (opt-in endpoint)', () => {
       expect(sample(text, 'rollout_queue_run_redispatched_total{run_id="coord"}')).toBe(0);
       expect(sample(text, 'rollout_queue_redis_up')).toBe(1);
       expect(text).toMatch(/^rollout_queue_info\{.*role="coordinator"\} 1$/m);
+      // Enqueued by the producer: each Result has a queuedMs by the Redis clock, observed by the worker.
+      const workerText = await scrape(Number(/^ready \S+ (\d+)/m.exec(worker.output())?.[1]));
+      expect(sample(workerText, 'rollout_queue_queue_wait_seconds_count')).toBe(3);
       const lint = promtoolCheck(text);
       expect(lint.output).toBe('');
       expect(lint.status).toBe(0);
