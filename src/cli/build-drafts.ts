@@ -1,4 +1,5 @@
 import type { RolloutDraft } from '../producer/index.js';
+import { compileCodeRunnerOptions } from '../runners/code-runner-options.js';
 import { parseRefTarget, RefSchema, type Ref, type Rendered } from '../spec/index.js';
 import { UsageError } from './errors.js';
 import { MSG, typeName } from './messages.js';
@@ -63,6 +64,26 @@ export function withDefaultEntrypoint(run: Ref, entrypoint: string | undefined):
   if (entrypoint === undefined || typeof target === 'string' || target.exportName !== 'codeRunner') return run;
   if (run.config.entrypoint !== undefined) return run;
   return { ...run, config: { ...run.config, entrypoint } };
+}
+
+/**
+ * Refuses a directory artifact that lacks the built-in code runner's entrypoint before
+ * anything is enqueued: every rollout would otherwise end `infrastructure` after its
+ * re-dispatches (codeRunner cannot tell a typo from an artifact that did not arrive whole).
+ * Other run factories, string artifacts (written as the entrypoint) and configs codeRunner
+ * itself refuses (reported by the worker, naming the field) pass through.
+ * @throws UsageError naming the entrypoint and the artifact's files.
+ */
+export function checkCodeRunnerEntrypoint(run: Ref, rendered: Rendered): void {
+  const target = parseRefTarget(run.$ref);
+  if (typeof target === 'string' || target.exportName !== 'codeRunner' || typeof rendered === 'string' || !('files' in rendered)) return;
+  let entrypoint: string;
+  try {
+    entrypoint = compileCodeRunnerOptions(run.config).entrypoint;
+  } catch {
+    return;
+  }
+  if (!Object.hasOwn(rendered.files, entrypoint)) throw new UsageError(MSG.entrypointNotInArtifact(entrypoint, Object.keys(rendered.files)));
 }
 
 /** One draft per task, all sharing the template. */

@@ -49,8 +49,10 @@ export interface CodeRunnerOptions {
    * Program and arguments to run in the artifact directory, e.g. `["python3", "main.py"]`.
    * The program is looked up on the worker's `PATH`; a path with a `/` is taken relative to
    * the artifact directory. Default: `[process.execPath, entrypoint]` (this worker's node)
-   * for a `.js`/`.mjs`/`.cjs` entrypoint, else the entrypoint itself, which is written with
-   * mode 0755 and needs a `#!` line.
+   * for a `.js`/`.mjs`/`.cjs` entrypoint, `["python3", entrypoint]` for a `.py` one (the
+   * worker's `python3` on `PATH`; a `.py` file without a `#!` line would otherwise be run by
+   * `/bin/sh` and fail with shell syntax errors), else the entrypoint itself, which is written
+   * with mode 0755 and needs a `#!` line.
    */
   readonly command?: readonly string[];
 }
@@ -139,5 +141,6 @@ export function commandFor(options: CompiledCodeRunnerOptions, dir: string): rea
   if (options.command) return options.command;
   const lower = options.entrypoint.toLowerCase();
   if (NODE_EXTENSIONS.some((ext) => lower.endsWith(ext))) return [process.execPath, options.entrypoint];
+  if (lower.endsWith('.py')) return ['python3', options.entrypoint];
   return [`${dir}/${options.entrypoint}`];
 }

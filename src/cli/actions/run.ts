@@ -1,5 +1,5 @@
 import { loadArtifact } from '../artifact.js';
-import { buildDrafts, buildRef, parseConfigOption, withDefaultEntrypoint } from '../build-drafts.js';
+import { buildDrafts, buildRef, checkCodeRunnerEntrypoint, parseConfigOption, withDefaultEntrypoint } from '../build-drafts.js';
 import { cliEnvironment } from '../environment.js';
 import type { ExitCode } from '../errors.js';
 import { executeInterruptibleRun, metricsOf } from '../execute-interruptible-run.js';
@@ -39,6 +39,7 @@ export async function runAction(options: RunOptions): Promise<ExitCode> {
   const tasks = await readTasksFile(options.tasks);
   const artifact = await loadArtifact(options.artifact);
   const run = withDefaultEntrypoint(buildRef('--run', options.run, parseConfigOption('--run-config', options.runConfig)), artifact.entrypoint);
+  checkCodeRunnerEntrypoint(run, artifact.rendered);
   const reward = buildRef('--reward', options.reward, parseConfigOption('--reward-config', options.rewardConfig));
   const drafts = buildDrafts(tasks, {
     rendered: artifact.rendered,

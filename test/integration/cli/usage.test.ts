@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,12 +12,15 @@ import { killLeftovers, runCli, uniquePrefix } from './cli-process.js';
 const dir = mkdtempSync(path.join(os.tmpdir(), 'rq-cli-usage-'));
 const tasks = path.join(dir, 'tasks.jsonl');
 const artifact = path.join(dir, 'solve.js');
+const artifactDir = path.join(dir, 'dart');
 let redis: TestRedis;
 
 beforeAll(async () => {
   redis = await startRedis();
   await writeFile(tasks, '{"id":"a","answer":1}\n\n{"id":"b","answer":2}\n');
   await writeFile(artifact, 'console.log(1)\n');
+  mkdirSync(artifactDir);
+  await writeFile(path.join(artifactDir, 'main.py'), 'print(1)\n');
 });
 
 afterAll(async () => {
@@ -56,6 +59,8 @@ describe('usage errors exit 2 naming the option', () => {
     ['an --env value instead of a name', runArgs({ '--env': 'sk-live-123' }), '--env'],
     ['a --hang-ms below --run-ms', runArgs({ '--run-ms': '5000', '--hang-ms': '1000' }), '--hang-ms'],
     ['a missing --artifact path', runArgs({ '--artifact': path.join(os.tmpdir(), 'no-such-artifact') }), '--artifact'],
+    // Regression (fresh-user report): every lease ended infrastructure after 2 re-dispatches, exit 0.
+    ['a codeRunner entrypoint that is not a file of a directory artifact', runArgs({ '--artifact': artifactDir, '--run-config': '{"entrypoint":["python3","nomain.py"]}' }), '"nomain.py" is not a file of --artifact (its files: "main.py")'],
   ])('%s', async (_label, args, named) => {
     const outcome = await runCli(args, { env: { REDIS_URL: redis.url } });
     expect(outcome.code, outcome.stderr).toBe(2);

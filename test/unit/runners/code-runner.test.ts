@@ -46,6 +46,13 @@ describe('codeRunner outcomes', () => {
     expect(JSON.parse(JSON.stringify(output))).toEqual(output);
   });
 
+  it('runs a .py entrypoint without a #! line with python3 (regression: /bin/sh ran it and failed with "import: not found")', async () => {
+    const run = codeRunner({ entrypoint: 'main.py', timeoutMs: 10_000 });
+    const artifact = 'import json, sys\ntask = json.load(sys.stdin)\nprint("Answer:", task["answer"])\n';
+    const output = await run(artifact, task, fakeContext());
+    expect(output.stdout).toBe('Answer: 42\n');
+  });
+
   it('writes every file of { files } and runs the entrypoint among them', async () => {
     const run = codeRunner({ entrypoint: 'src/main.mjs', timeoutMs: 10_000 });
     const output = await run(
