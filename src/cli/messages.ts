@@ -200,13 +200,15 @@ export const MSG = {
     `run ${runId} ended with ${count} of ${total} results in ${file}; nothing more will come. The rest were delivered earlier, ` +
     `to another results file (a run's results are delivered once), or are missing: rollout-queue status ${runId} shows the run record.`,
   resumeNeedsSpecs: (runId: string, why: string) =>
-    `${why}\nTo finish run ${runId}, run the same \`rollout-queue run\` command again with --run-id ${runId}: it enqueues only what is missing.`,
+    `run ${runId}: ${/(\d+) specs were never enqueued/.exec(why)?.[1] ?? 'some'} of its specs were never enqueued (its coordinator stopped while enqueuing them), ` +
+    `so resume collected only what was enqueued.\nTo finish run ${runId}, run the same \`rollout-queue run\` command again with --run-id ${runId}: it enqueues only what is missing.`,
   runFailed: (runId: string, why: string) =>
     `run ${runId} could not be followed to its end: ${why}\nNothing delivered is lost: rollout-queue resume ${runId} (or the same run command with --run-id ${runId}) picks it up again.`,
   runWasCancelled: (runId: string, why: string) => (why.includes(runId) ? why : `run ${runId} was cancelled: ${why}`),
   cancelReason: 'cancelled with `rollout-queue cancel`',
   runInterrupted: (runId: string, out: string, queue: string) =>
-    `interrupted: run ${runId} goes on in Redis. Collect the rest with\n  rollout-queue resume ${runId}${queueFlag(queue)} --out ${out}\nor stop it with\n  rollout-queue cancel ${runId}${queueFlag(queue)}`,
+    `interrupted: run ${runId} goes on in Redis. Collect the rest with\n  rollout-queue resume ${runId}${queueFlag(queue)} --out ${out}\n` +
+    `(if not every task was enqueued yet, run the same run command again with --run-id ${runId} instead: it enqueues only what is missing)\nor stop it with\n  rollout-queue cancel ${runId}${queueFlag(queue)}`,
   noWorker: (queue: string, prefix: string) =>
     `no worker is serving queue "${queue}" (prefix "${prefix}") yet; start one with: rollout-queue worker --queue ${queue}`,
   purgeNeedsOne: 'purge needs a run id or --older-than <duration> (not both): e.g. rollout-queue purge RUN_ID, or rollout-queue purge --older-than 7d',

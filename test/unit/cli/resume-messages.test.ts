@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+import { MSG } from '../../../src/cli/messages.js';
+
+// Regression (fresh-user report): after Ctrl-C of a run with un-enqueued specs, `resume` printed
+// the library's advice ("call mapRollouts again") to a CLI user.
+describe('CLI advice when a run was interrupted before every spec was enqueued', () => {
+  const producerError = 'run "mif1": 12 specs were never enqueued (the coordinator stopped while enqueuing); call mapRollouts again with the same runId to enqueue them';
+
+  it('resume names the count and the CLI command that finishes the run, not the library call', () => {
+    const text = MSG.resumeNeedsSpecs('mif1', producerError);
+    expect(text).toContain('12 of its specs were never enqueued');
+    expect(text).toContain('run the same `rollout-queue run` command again with --run-id mif1');
+    expect(text).not.toContain('mapRollouts');
+  });
+
+  it('the interrupt hint says when to re-run instead of resume', () => {
+    const text = MSG.runInterrupted('mif1', 'results-mif1.jsonl', 'rollouts');
+    expect(text).toContain('rollout-queue resume mif1 --out results-mif1.jsonl');
+    expect(text).toContain('run the same run command again with --run-id mif1');
+  });
+});
