@@ -206,6 +206,8 @@ export const MSG = {
     `run ${runId} could not be followed to its end: ${why}\nNothing delivered is lost: rollout-queue resume ${runId} (or the same run command with --run-id ${runId}) picks it up again.`,
   runWasCancelled: (runId: string, why: string) => (why.includes(runId) ? why : `run ${runId} was cancelled: ${why}`),
   cancelReason: 'cancelled with `rollout-queue cancel`',
+  runAlreadyEnded: (runId: string, status: string) =>
+    `run ${runId} is already ${status}: nothing to cancel (rollout-queue purge ${runId} removes it from Redis)`,
   runInterrupted: (runId: string, out: string, queue: string) =>
     `interrupted: run ${runId} goes on in Redis. Collect the rest with\n  rollout-queue resume ${runId}${queueFlag(queue)} --out ${out}\n` +
     `(if not every task was enqueued yet, run the same run command again with --run-id ${runId} instead: it enqueues only what is missing)\nor stop it with\n  rollout-queue cancel ${runId}${queueFlag(queue)}`,

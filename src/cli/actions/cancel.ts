@@ -12,6 +12,11 @@ export async function cancelAction(runId: string, options: { queue: string }): P
   try {
     const status = await readStatus(queue, runId);
     if (!status.run) throw new CliError(MSG.runNotFound(runId, options.queue, env.prefix));
+    if (status.run.status === 'completed' || status.run.status === 'cancelled') {
+      // Nothing is left to stop: saying "cancelled" would misreport a finished run.
+      process.stdout.write(`${MSG.runAlreadyEnded(runId, status.run.status)}\n`);
+      return EXIT.ok;
+    }
     const outcome = await queue.cancel(runId, MSG.cancelReason);
     process.stdout.write(`${MSG.runCancelled(runId, outcome.removed.length, outcome.workersNotified)}\n`);
     return EXIT.ok;

@@ -1,4 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { queueKeys, RUN_FIELDS } from '../../../src/lease/index.js';
 import { freePort, startRedis, type TestRedis } from '../../helpers/redis.js';
 import { killLeftovers, runCli, uniquePrefix } from './cli-process.js';
 
@@ -53,6 +55,25 @@ describe('status on an empty queue', () => {
     const outcome = await runCli(['cancel', 'no-such-run'], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('st') } });
     expect(outcome.code).toBe(1);
     expect(outcome.stderr).toContain('no run "no-such-run"');
+  });
+});
+
+describe('cancel of a run that already ended', () => {
+  // Regression (fresh-user report): it printed "cancelled run …" and left status "completed".
+  it('says it is already completed and changes nothing, exit 0', async () => {
+    const prefix = uniquePrefix('st');
+    const keys = queueKeys(prefix, 'rollouts');
+    const client = new Redis(redis.url);
+    try {
+      await client.hset(keys.run('done1'), RUN_FIELDS.status, 'completed', RUN_FIELDS.specCount, '1');
+      await client.sadd(keys.runs(), 'done1');
+      const outcome = await runCli(['cancel', 'done1'], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix } });
+      expect(outcome.code, outcome.stderr).toBe(0);
+      expect(outcome.stdout).toContain('run done1 is already completed: nothing to cancel');
+      expect(await client.hget(keys.run('done1'), RUN_FIELDS.status)).toBe('completed');
+    } finally {
+      client.disconnect();
+    }
   });
 });
 
