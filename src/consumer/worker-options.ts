@@ -1,6 +1,7 @@
 import os from 'node:os';
 import { z } from 'zod';
-import { DEFAULT_PREFIX, DEFAULT_QUEUE } from '../lease/index.js';
+import { DEFAULT_PREFIX, DEFAULT_QUEUE, FINGERPRINT_LABEL } from '../lease/index.js';
+import { environmentFingerprint, fingerprintInputs } from './environment-fingerprint.js';
 import { DEFAULT_REDIS_URL } from '../platform/redis-connection.js';
 import type { Logger } from '../platform/logger.js';
 import { Allowlist, DEFAULT_ALLOWLIST } from '../ref/index.js';
@@ -86,6 +87,25 @@ export const WorkerOptionsSchema = z
      * fallback. Default env `ROLLOUT_QUEUE_CONTAINMENT`, else `auto`.
      */
     containment: z.enum(CONTAINMENT_MODES as [ContainmentMode, ...ContainmentMode[]]).optional(),
+    /**
+     * Labels of this worker (`{ region: 'eu-west', gpu: 'h100' }`, CLI `--placement KEY=VALUE`):
+     * besides the base queue it serves every placement queue whose labels these satisfy (each
+     * label equal). The label `fingerprint` is set from {@link fingerprint}. Default none.
+     */
+    placement: z.record(z.string().min(1).max(64), z.string().max(256)).default({}),
+    /**
+     * Environment fingerprint (label `fingerprint`): a spec naming `sandbox.fingerprint` runs only
+     * on a worker with exactly that value. Default computed (`environmentFingerprint`: package,
+     * node and python versions, env `ROLLOUT_QUEUE_IMAGE_ID`).
+     */
+    fingerprint: z.string().min(1).max(256).optional(),
+    /**
+     * Evaluations (`class: 'evaluation'`) run at once, in queues of their own, apart from
+     * `concurrency` (which each rollout queue gets). Default 1, bounds 1–256.
+     */
+    evalConcurrency: z.number().int().min(1).max(256).default(1),
+    /** How often the worker looks for new placement queues (`keys.placements()`), ms. Default 1 000. */
+    placementPollMs: z.number().int().min(50).max(600_000).default(1000),
   })
   .strict();
 
@@ -94,8 +114,12 @@ export type WorkerOptions = z.input<typeof WorkerOptionsSchema> & { readonly log
 
 /** Fully defaulted, frozen worker options. */
 export type CompiledWorkerOptions = Readonly<
-  Omit<z.output<typeof WorkerOptionsSchema>, 'redisUrl' | 'prefix' | 'name' | 'containment'> & {
+  Omit<z.output<typeof WorkerOptionsSchema>, 'redisUrl' | 'prefix' | 'name' | 'containment' | 'fingerprint'> & {
     redisUrl: string;
+    /** The worker's fingerprint (given, or computed at start). */
+    fingerprint: string;
+    /** `placement` plus `fingerprint`: what placement queues are matched against. */
+    labels: Readonly<Record<string, string>>;
     containment: ContainmentMode;
     prefix: string;
     name: string;
@@ -123,8 +147,14 @@ export function compileWorkerOptions(input: WorkerOptions): CompiledWorkerOption
   const allowlist = [...DEFAULT_ALLOWLIST, ...options.allow.filter((pattern) => !DEFAULT_ALLOWLIST.includes(pattern))];
   // Compiled once here so a malformed --allow pattern stops the worker at start (AllowlistError).
   Allowlist.compile(allowlist);
+  if (FINGERPRINT_LABEL in options.placement) {
+    throw new Error(`worker option placement: the label "${FINGERPRINT_LABEL}" is set by the fingerprint option (--fingerprint), not by --placement`);
+  }
+  const fingerprint = options.fingerprint ?? environmentFingerprint(fingerprintInputs());
   return Object.freeze({
     ...options,
+    fingerprint,
+    labels: Object.freeze({ ...options.placement, [FINGERPRINT_LABEL]: fingerprint }),
     redisUrl: options.redisUrl ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL,
     prefix: options.prefix ?? process.env.ROLLOUT_QUEUE_PREFIX ?? DEFAULT_PREFIX,
     name: options.name ?? `${os.hostname()}-${process.pid}`,

@@ -2,3 +2,4 @@
 export * from './keys.js';
 export * from './lease-id.js';
 export * from './run-record.js';
+export * from './placement.js';

@@ -52,6 +52,8 @@ export interface QueueKeys {
   workerInfo(workerName: string): string;
   /** STRING a worker writes (with a short PX TTL) to learn whether Redis accepts writes again after refusing them (OOM). */
   writeProbe(): string;
+  /** HASH placement queue name → canonical JSON of its labels: the placements producers routed leases to (workers poll it to discover queues). */
+  placements(): string;
 }
 
 /**
@@ -85,6 +87,7 @@ export function queueKeys(prefix: string = DEFAULT_PREFIX, queue: string = DEFAU
     gatewayResults: (runId) => `${base}gw:${runId}:results`,
     workerInfo: (workerName) => `${base}worker:${workerName}`,
     writeProbe: () => `${base}write-probe`,
+    placements: () => `${base}placements`,
   };
 }
 

@@ -1,4 +1,3 @@
-import type { Queue } from 'bullmq';
 import { ROLLOUT_JOB_NAME } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import type { Result, RolloutSpec } from '../spec/index.js';
@@ -6,14 +5,20 @@ import type { ArtifactStorer } from './artifact-storer.js';
 import { callerResult } from './caller-result.js';
 import { DraftSource } from './draft-source.js';
 import type { LeaseTracker } from './lease-tracker.js';
+import type { PlacementQueues } from './placement-queues.js';
+import { withPlacementFor } from './placement-for.js';
+import type { PlacementFor } from './producer-options.js';
 import { prepareDraft, type PreparedDraft } from './rollout-draft.js';
 import type { RunStore } from './run-store.js';
 
 /** What the enqueuer needs from its session. */
 export interface EnqueuerDeps {
   readonly runId: string;
-  readonly queue: Queue;
+  /** Adds jobs, each to the queue of its placement and class. */
+  readonly queue: Pick<PlacementQueues, 'addBulk'>;
   readonly store: RunStore;
+  /** Labels for a draft whose spec names no placement (producer option `placementFor`). */
+  readonly placementFor?: PlacementFor | undefined;
   readonly tracker: LeaseTracker;
   readonly logger: Logger;
   readonly maxInFlight: number;
@@ -107,7 +112,7 @@ export class DraftEnqueuer {
         // One plain copy per batch for the secret check: every read of process.env crosses into
         // the runtime, and the check reads all of it for each draft.
         const env = { ...process.env };
-        const batch = values.map((value, i) => ({ draft: prepareDraft(value, { runId, runAttemptId, index: index + i, maxSpecBytes, maxTaskBytes, env }), index: index + i }));
+        const batch = values.map((value, i) => ({ draft: withPlacementFor(prepareDraft(value, { runId, runAttemptId, index: index + i, maxSpecBytes, maxTaskBytes, env }), this.deps.placementFor), index: index + i }));
         index += values.length;
         await this.enqueue(batch);
       }
@@ -169,7 +174,7 @@ export class DraftEnqueuer {
     try {
       const data: RolloutSpec[] = [];
       for (const { draft } of drafts) data.push(await this.deps.artifacts.jobData(draft.spec));
-      await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i], opts: { jobId: draft.leaseId, attempts: 1 } })));
+      await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i] as RolloutSpec, opts: { jobId: draft.leaseId, attempts: 1 } })));
       await store.recordLeases(runId, drafts.map(({ draft, index }) => ({
         leaseId: draft.leaseId, index, scheduleToStartMs: draft.spec.timeouts.scheduleToStartMs, scheduleToCloseMs: draft.spec.timeouts.scheduleToCloseMs,
       })));

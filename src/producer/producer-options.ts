@@ -74,10 +74,19 @@ export const ProducerOptionsSchema = z
      * 0 (remove as soon as it is delivered) to 31 536 000 000 (365 days).
      */
     retainMs: z.number().int().min(0).max(365 * 24 * 3600 * 1000).default(DEFAULT_RETAIN_MS),
+    /**
+     * Placement strategy, called once per draft whose spec names no `placement`: returns the
+     * labels (`{ region: 'eu-west' }`) a worker must have (`worker --placement KEY=VALUE`) to
+     * take it, or undefined for any worker. A spec's own `placement` wins. Default none.
+     */
+    placementFor: z.custom<PlacementFor>((value) => typeof value === 'function', 'placementFor must be a function (task) => labels | undefined').optional(),
     /** pino logger. Default: a JSON logger to stdout with `component: "producer"` and secret redaction. */
     logger: z.custom<Logger>(isLogger, 'logger must be a pino logger (info/warn/error/debug/child)').optional(),
   })
   .strict();
+
+/** The `placementFor` strategy: labels for a draft's `task` (string values), or undefined for no placement. */
+export type PlacementFor = (task: unknown) => Readonly<Record<string, string>> | undefined;
 
 /** What a caller may pass to `RolloutQueue.create`; every field is optional. */
 export type ProducerOptions = z.input<typeof ProducerOptionsSchema>;
@@ -95,6 +104,7 @@ export interface CompiledProducerOptions {
   readonly connectTimeoutMs: number;
   readonly queueEvents: boolean;
   readonly retainMs: number;
+  readonly placementFor: PlacementFor | undefined;
   readonly logger: Logger;
 }
 
@@ -124,6 +134,7 @@ export function compileProducerOptions(input: ProducerOptions = {}, env: NodeJS.
     connectTimeoutMs: value.connectTimeoutMs,
     queueEvents: value.queueEvents,
     retainMs: value.retainMs,
+    placementFor: value.placementFor,
     logger: value.logger ?? createLogger({ component: 'producer' }),
   });
 }

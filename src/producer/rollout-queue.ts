@@ -11,6 +11,7 @@ import { compileProducerOptions, type CompiledProducerOptions, type ProducerOpti
 import type { RolloutDraft } from './rollout-draft.js';
 import { purgeOlderThan, purgeRun, RunActiveError, type PurgeOlderOutcome, type PurgeOutcome } from './purge-run.js';
 import { RunSession } from './run-session.js';
+import { PlacementQueues } from './placement-queues.js';
 import { RunStore } from './run-store.js';
 
 /** Lifecycle of a {@link RolloutQueue}; errors print it. */
@@ -53,6 +54,8 @@ export class RolloutQueue {
   private readonly sessions = new Map<string, RunSession>();
   private readonly keys: QueueKeys;
   private readonly store: RunStore;
+  /** The base queue and its placement queues (one BullMQ queue per distinct placement and class). */
+  private readonly placements: PlacementQueues;
   private events: QueueEvents | undefined;
 
   private constructor(
@@ -62,6 +65,7 @@ export class RolloutQueue {
   ) {
     this.keys = queueKeys(options.prefix, options.queue);
     this.store = new RunStore(redis, this.keys);
+    this.placements = new PlacementQueues(queue, redis, this.keys);
   }
 
   /**
@@ -165,7 +169,7 @@ export class RolloutQueue {
   async cancel(runId: string, reason = 'cancelled by RolloutQueue.cancel'): Promise<CancelOutcome> {
     this.assertOpen();
     this.checkRunId(runId);
-    const outcome = await cancelRun(this.redis, this.queue, this.store, this.options.logger, runId, reason);
+    const outcome = await cancelRun(this.redis, this.placements, this.store, this.options.logger, runId, reason);
     if (!outcome.found) throw new Error(`no run "${runId}" on queue "${this.options.queue}" (prefix "${this.options.prefix}"); nothing to cancel`);
     this.sessions.get(runId)?.cancelledElsewhere(reason);
     return outcome;
@@ -220,6 +224,7 @@ export class RolloutQueue {
       // The consumer gets the error when it next asks, so it names the state at that time.
       for (const session of this.sessions.values()) session.abandon(() => this.closedError());
       await this.events?.close().catch(() => undefined);
+      await this.placements.close();
       await this.queue.close().catch(() => undefined);
       if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis.disconnect());
       else this.redis.disconnect();
@@ -230,7 +235,7 @@ export class RolloutQueue {
 
   private session(plan: ConstructorParameters<typeof RunSession>[1]): AsyncGenerator<Result, void, undefined> {
     const session = new RunSession({
-      redis: this.redis, queue: this.queue, keys: this.keys, store: this.store, logger: this.options.logger,
+      redis: this.redis, queue: this.placements, keys: this.keys, store: this.store, logger: this.options.logger, placementFor: this.options.placementFor,
       maxInFlight: this.options.maxInFlight, maxSpecBytes: this.options.maxSpecBytes, maxTaskBytes: this.options.maxTaskBytes, reconcileMs: this.options.reconcileMs,
       retainMs: this.options.retainMs,
       register: (s) => {

@@ -1,4 +1,3 @@
-import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
@@ -8,6 +7,7 @@ import type { LeaseTracker } from './lease-tracker.js';
 import { removeWaitingJobs } from './remove-waiting-jobs.js';
 import { RunStoppedError } from './run-stopped-error.js';
 import type { RunStore } from './run-store.js';
+import type { RemovableQueue } from './remove-waiting-jobs.js';
 
 /**
  * An early end decided while Results may still be queued: the Result that caused it (if any),
@@ -23,7 +23,8 @@ export interface Ending {
 export interface RunEndingDeps {
   readonly runId: string;
   readonly redis: Redis;
-  readonly queue: Queue;
+  /** The base queue and its placement queues (waiting jobs are removed from each). */
+  readonly queue: RemovableQueue;
   readonly store: RunStore;
   readonly logger: Logger;
   readonly tracker: LeaseTracker;

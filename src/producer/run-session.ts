@@ -1,5 +1,4 @@
 import { CoordinatorLease } from './coordinator-lease.js';
-import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
@@ -7,6 +6,8 @@ import type { Result } from '../spec/index.js';
 import { ArtifactStorer } from './artifact-storer.js';
 import { DeliveryFence } from './delivery-fence.js';
 import { DraftEnqueuer } from './draft-enqueuer.js';
+import type { PlacementQueues } from './placement-queues.js';
+import type { PlacementFor } from './producer-options.js';
 import { LeaseDeadlines } from './lease-deadlines.js';
 import { LeaseTracker } from './lease-tracker.js';
 import type { JobOutcome } from './read-job-outcomes.js';
@@ -21,8 +22,11 @@ import type { RunHead, RunStore } from './run-store.js';
 /** Connections and settings a session shares with its `RolloutQueue`. */
 export interface SessionDeps {
   readonly redis: Redis;
-  readonly queue: Queue;
+  /** The base queue and its placement queues. */
+  readonly queue: PlacementQueues;
   readonly keys: QueueKeys;
+  /** Producer option `placementFor`: labels for a draft's task when its spec names no placement. */
+  readonly placementFor?: PlacementFor | undefined;
   readonly store: RunStore;
   readonly logger: Logger;
   readonly maxInFlight: number;
@@ -185,7 +189,7 @@ export class RunSession {
       return;
     }
     const enqueuer = new DraftEnqueuer({
-      runId: this.runId, queue: this.deps.queue, store, tracker: this.tracker, logger,
+      runId: this.runId, queue: this.deps.queue, store, tracker: this.tracker, logger, placementFor: this.deps.placementFor,
       maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
       prepareRun: () => store.ensureRun(this.runId, this.plan.runAttemptId, this.plan.specCount),
       artifacts: new ArtifactStorer(this.deps.redis, this.deps.keys),
