@@ -30,6 +30,9 @@ export const HELP = {
     shutdownGraceMs: 'on SIGTERM, how long active rollouts may finish before they are handed back (default 30000)',
     containment:
       'how each rollout attempt is contained: auto (strongest the host allows: PID namespace + cgroup, namespace, cgroup, process group), strict (refuse to start without a PID namespace and a cgroup memory limit), process-group (force the fallback); default env ROLLOUT_QUEUE_CONTAINMENT, else auto',
+    placement: 'a label of this worker, KEY=VALUE (repeatable, e.g. --placement region=eu-west --placement gpu=h100): it also serves every placement whose labels it has',
+    fingerprint: 'environment fingerprint (label "fingerprint"; default computed from the rollout-queue, node and python versions and env ROLLOUT_QUEUE_IMAGE_ID)',
+    evalConcurrency: 'evaluations (class evaluation) run at once, in queues of their own, apart from --concurrency (default 1)',
   },
   run: {
     description: 'Enqueue one rollout per task line, write one Result per line to --out, print a summary.',
@@ -48,6 +51,9 @@ export const HELP = {
     hangMs: "the plane's limit, ms; past it the child is killed and the lease re-dispatched (default 900000)",
     memoryMb: "heap limit of the rollout's child process, MiB (default 1024)",
     retain: 'how long the run stays in Redis once every result is delivered, e.g. 3d, 12h, 30m (default 3d; 0 removes it at once)',
+    placement: 'a label a worker must have to run the tasks, KEY=VALUE (repeatable); a task line\'s own "placement" object wins',
+    fingerprint: 'run only on workers with this environment fingerprint (spec sandbox.fingerprint); the others never take it',
+    class: 'rollout (default) or evaluation (own queue, worker --eval-concurrency, cached by content)',
   },
   resume: {
     description: 'Re-attach to a run and write the results not yet delivered (after the coordinator died).',
@@ -112,6 +118,7 @@ export const MSG = {
   notAnInteger: (value: string, min: number) => `must be a whole number >= ${min}, got "${value}"`,
   notAPort: (flag: string, value: string, example: number) =>
     `${flag} must be a port number from 0 to 65535 (0 picks a free one), got "${value}"; e.g. ${flag} ${example}`,
+  notALabel: (value: string) => `must be KEY=VALUE with a non-empty KEY of at most 64 characters and a VALUE of at most 256 (e.g. region=eu-west), got "${value}"`,
   notAQueueName: (value: string) => `must hold only letters, digits, "_", "-" and "{}", got "${value}"`,
   notAnEnvName: (value: string) => `"${value}" is not a variable NAME (A-Z, 0-9, "_", not starting with a digit); pass names, never values`,
   notARunId: (what: string, value: string, max: number) =>
@@ -232,6 +239,10 @@ export const MSG = {
   statusJobs: 'Jobs by state:',
   statusWorkers: (count: number) => `Workers connected: ${count}`,
   statusNoWorkers: '  none: start one with `rollout-queue worker`',
+  statusPlacements: (count: number) => `Placement queues: ${count}`,
+  statusPlacementLine: (labels: string, leaseClass: string, waiting: number, active: number, workers: number) =>
+    `  ${labels || '(no labels)'}${leaseClass === 'evaluation' ? ' [evaluation]' : ''}  waiting=${waiting} active=${active} workers=${workers < 0 ? '?' : workers}` +
+    (workers === 0 && waiting > 0 ? '  NO WORKER can take these leases: start `rollout-queue worker --placement KEY=VALUE …` with these labels (they end NoWorker at timeouts.scheduleToStartMs)' : ''),
   statusRun: (runId: string, status: string, created: string | null) => `Run ${runId}: ${status}${created ? ` (created ${created})` : ''}`,
   statusStopReason: (reason: string) => `  stop reason     ${reason}`,
   statusRetention: (endedAt: string, expiresAt: string) => `  delivered       ${endedAt}; expires from Redis at ${expiresAt} (purge removes it now)`,

@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { RolloutWorker } from '../consumer/index.js';
 import type { RunRecord } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
-import { RolloutQueue } from '../producer/index.js';
+import { RolloutQueue, type PlacementStatus } from '../producer/index.js';
 import type { Result } from '../spec/index.js';
 import type { CliEnvironment } from './environment.js';
 
@@ -73,6 +73,8 @@ export interface StatusView {
   readonly counts: Readonly<Record<string, number>>;
   readonly run: RunRecord | undefined;
   readonly workers: readonly WorkerView[];
+  /** Placement queues (one per distinct placement and class): labels, waiting, active, workers. Default none. */
+  readonly placements?: readonly PlacementStatus[];
 }
 
 /** CLIENT LIST fields worth showing per worker connection: address, age and idle seconds. */
@@ -93,5 +95,5 @@ function workerView(client: Readonly<Record<string, string>>): WorkerView {
 /** Reads the status of the queue (and of `runId` when given) through the producer. */
 export async function readStatus(queue: RolloutQueue, runId?: string): Promise<StatusView> {
   const status = await queue.status(runId);
-  return { counts: status.counts, run: status.run ?? undefined, workers: status.workers.map(workerView) };
+  return { counts: status.counts, run: status.run ?? undefined, workers: status.workers.map(workerView), placements: status.placements };
 }

@@ -23,6 +23,7 @@ export function statusJson(view: StatusView, place: StatusPlace): Record<string,
     address: place.address,
     counts: view.counts,
     workers: view.workers.map((worker) => ({ name: worker.name, ...worker.details })),
+    placements: view.placements ?? [],
     runs: place.runs,
     run: view.run ?? null,
   };
@@ -42,6 +43,13 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
   for (const worker of view.workers) {
     const details = Object.entries(worker.details).map(([key, value]) => `${key}=${value}`);
     lines.push(`  ${worker.name}${details.length > 0 ? `  ${details.join(' ')}` : ''}`);
+  }
+  const placements = view.placements ?? [];
+  if (placements.length > 0) {
+    lines.push(MSG.statusPlacements(placements.length));
+    for (const p of placements) {
+      lines.push(MSG.statusPlacementLine(Object.entries(p.labels).map(([k, v]) => `${k}=${v}`).join(','), p.class, p.waiting, p.active, p.workers));
+    }
   }
   const { run } = view;
   if (!run) {

@@ -1,9 +1,19 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { effectivePlacement, placementEntryJson, placementQueueName, type LeaseClass, type PlacedSpec, type QueueKeys } from '../lease/index.js';
+import { effectivePlacement, parsePlacementEntry, placementEntryJson, placementQueueName, type LeaseClass, type PlacedSpec, type QueueKeys } from '../lease/index.js';
 
 /** Field of `keys.lease(leaseId)` naming the BullMQ queue of a lease routed to a placement queue. */
 const QUEUE_FIELD = 'queue';
+
+/** One placement queue in `status`: `workers` is -1 when CLIENT LIST is refused. */
+export interface PlacementStatus {
+  readonly queue: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly class: LeaseClass;
+  readonly waiting: number;
+  readonly active: number;
+  readonly workers: number;
+}
 
 /** A job as `Queue.addBulk` takes it. */
 interface BulkJob {
@@ -75,6 +85,28 @@ export class PlacementQueues {
   async knownQueueNames(): Promise<string[]> {
     const names = await this.redis.hkeys(this.keys.placements());
     return [this.base.name, ...names.sort()];
+  }
+
+  /**
+   * Every placement queue of this base queue (from `keys.placements()`): its labels and class,
+   * jobs waiting (incl. delayed/prioritized) and active, and live workers. A queue with waiting
+   * jobs and no worker holds leases no worker can take (they end `NoWorker` at
+   * `timeouts.scheduleToStartMs`).
+   */
+  async describe(): Promise<PlacementStatus[]> {
+    const entries = await this.redis.hgetall(this.keys.placements());
+    return Promise.all(Object.entries(entries).sort(([a], [b]) => a.localeCompare(b)).map(async ([name, json]) => {
+      const entry = parsePlacementEntry(json);
+      const queue = this.queue(name);
+      const [counts, workers] = await Promise.all([
+        queue.getJobCounts('waiting', 'delayed', 'prioritized', 'active'),
+        queue.getWorkers().then((list) => list.length, () => -1),
+      ]);
+      return {
+        queue: name, labels: entry?.labels ?? {}, class: entry?.class ?? 'rollout',
+        waiting: (counts.waiting ?? 0) + (counts.delayed ?? 0) + (counts.prioritized ?? 0), active: counts.active ?? 0, workers,
+      };
+    }));
   }
 
   /** A `Queue.remove` in the lease's queue (BullMQ refuses a locked job: 0). */

@@ -11,7 +11,7 @@ import { compileProducerOptions, type CompiledProducerOptions, type ProducerOpti
 import type { RolloutDraft } from './rollout-draft.js';
 import { purgeOlderThan, purgeRun, RunActiveError, type PurgeOlderOutcome, type PurgeOutcome } from './purge-run.js';
 import { RunSession } from './run-session.js';
-import { PlacementQueues } from './placement-queues.js';
+import { PlacementQueues, type PlacementStatus } from './placement-queues.js';
 import { RunStore } from './run-store.js';
 
 /** Lifecycle of a {@link RolloutQueue}; errors print it. */
@@ -39,6 +39,8 @@ export interface QueueStatus {
   readonly run: RunRecord | null | undefined;
   /** BullMQ `getWorkers()`: Redis clients of workers on this queue (raw CLIENT LIST fields). */
   readonly workers: readonly Record<string, string>[];
+  /** The placement queues of this queue (one per distinct placement and class), with waiting jobs and workers each. */
+  readonly placements: readonly PlacementStatus[];
 }
 
 const runIdOf = (leaseId: string): string => leaseId.slice(0, leaseId.indexOf('.'));
@@ -205,12 +207,13 @@ export class RolloutQueue {
   /** Job counts of the queue, the run record (when `runId` is given) and the queue's workers. */
   async status(runId?: string): Promise<QueueStatus> {
     this.assertOpen();
-    const [counts, run, workers] = await Promise.all([
+    const [counts, run, workers, placements] = await Promise.all([
       this.queue.getJobCounts(),
       runId === undefined ? Promise.resolve(undefined) : readRunRecord(this.redis, this.keys, this.checkRunId(runId)).then((r) => r ?? null),
       this.queue.getWorkers(),
+      this.placements.describe(),
     ]);
-    return { queue: this.options.queue, prefix: this.options.prefix, counts, run, workers };
+    return { queue: this.options.queue, prefix: this.options.prefix, counts, run, workers, placements };
   }
 
   /**

@@ -26,6 +26,9 @@ export interface RunOptions {
   memoryMb?: number;
   retain?: number;
   allowEviction?: boolean;
+  placement?: Record<string, string>;
+  fingerprint?: string;
+  class?: 'rollout' | 'evaluation';
 }
 
 /**
@@ -47,6 +50,9 @@ export async function runAction(options: RunOptions): Promise<ExitCode> {
     ...(options.rewardMs !== undefined ? { rewardMs: options.rewardMs } : {}),
     ...(options.hangMs !== undefined ? { hangMs: options.hangMs } : {}),
     ...(options.memoryMb !== undefined ? { memoryMb: options.memoryMb } : {}),
+    ...(options.placement ? { placement: options.placement } : {}),
+    ...(options.fingerprint !== undefined ? { fingerprint: options.fingerprint } : {}),
+    ...(options.class !== undefined ? { class: options.class } : {}),
   });
   await refuseEvictingRedis(env, options.allowEviction === true);
   const runId = options.runId ?? generateRunId();

@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import type { RunOptions } from '../actions/run.js';
 import { queueOption, type CommandContext } from '../command-context.js';
 import { HELP } from '../messages.js';
-import { durationMs, envNameList, positiveInteger, runIdOf } from '../option-parsers.js';
+import { durationMs, envNameList, labelPair, positiveInteger, runIdOf } from '../option-parsers.js';
 
 /**
  * `rollout-queue run`: one rollout per task line, results to `--out`, a summary. Running it
@@ -28,6 +28,9 @@ export function runCommand(ctx: CommandContext): Command {
     .addOption(new Option('--hang-ms <ms>', HELP.run.hangMs).argParser(positiveInteger))
     .addOption(new Option('--memory-mb <mib>', HELP.run.memoryMb).argParser(positiveInteger))
     .addOption(new Option('--retain <duration>', HELP.run.retain).argParser(durationMs))
+    .addOption(new Option('--placement <label>', HELP.run.placement).argParser(labelPair))
+    .option('--fingerprint <value>', HELP.run.fingerprint)
+    .addOption(new Option('--class <class>', HELP.run.class).choices(['rollout', 'evaluation']))
     .option('--allow-eviction', HELP.allowEviction)
     .action(async (options: RunOptions) => {
       const { runAction } = await import('../actions/run.js');
