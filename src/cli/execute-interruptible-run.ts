@@ -19,6 +19,8 @@ export interface InterruptibleRunOptions {
   readonly announceRunId?: boolean;
   /** `--retain`: retention of the delivered run, ms (default: the producer's). */
   readonly retainMs?: number;
+  /** `run --cost-ceiling-usd`: producer option costCeilingUsd. */
+  readonly costCeilingUsd?: number;
 }
 
 /**
@@ -46,6 +48,7 @@ export async function executeInterruptibleRun(options: InterruptibleRunOptions):
       source: options.source,
       interrupt: interrupt.signal,
       ...(options.retainMs !== undefined ? { retainMs: options.retainMs } : {}),
+      ...(options.costCeilingUsd !== undefined ? { costCeilingUsd: options.costCeilingUsd } : {}),
     });
   } finally {
     interrupt.dispose();

@@ -54,6 +54,7 @@ export const HELP = {
     placement: 'a label a worker must have to run the tasks, KEY=VALUE (repeatable); a task line\'s own "placement" object wins',
     fingerprint: 'run only on workers with this environment fingerprint (spec sandbox.fingerprint); the others never take it',
     class: 'rollout (default) or evaluation (own queue, worker --eval-concurrency, cached by content)',
+    costCeilingUsd: 'stop dispatching new leases once the cost receipts of delivered results reach this many US dollars (running ones finish)',
   },
   resume: {
     description: 'Re-attach to a run and write the results not yet delivered (after the coordinator died).',
@@ -118,6 +119,7 @@ export const MSG = {
   notAnInteger: (value: string, min: number) => `must be a whole number >= ${min}, got "${value}"`,
   notAPort: (flag: string, value: string, example: number) =>
     `${flag} must be a port number from 0 to 65535 (0 picks a free one), got "${value}"; e.g. ${flag} ${example}`,
+  notUsd: (value: string) => `must be a positive amount of US dollars like 2.50, got "${value}"`,
   notALabel: (value: string) => `must be KEY=VALUE with a non-empty KEY of at most 64 characters and a VALUE of at most 256 (e.g. region=eu-west), got "${value}"`,
   notAQueueName: (value: string) => `must hold only letters, digits, "_", "-" and "{}", got "${value}"`,
   notAnEnvName: (value: string) => `"${value}" is not a variable NAME (A-Z, 0-9, "_", not starting with a digit); pass names, never values`,
@@ -230,6 +232,9 @@ export const MSG = {
   summaryRunMs: (p50: string, p95: string) => summaryRow('run time', `p50 ${p50}, p95 ${p95}`),
   summaryWorkers: (spread: string) => summaryRow('results per worker', spread),
   summaryCounter: (label: string, value: number | string) => summaryRow(label, String(value).padStart(6)),
+  summaryCost: (cost: string) => summaryRow('cost', cost),
+  costCeilingReached: (totalUsd: number, ceilingUsd: number) =>
+    `cost ceiling reached: $${totalUsd.toFixed(4)} of $${ceilingUsd} (--cost-ceiling-usd / costCeilingUsd); no new leases are dispatched, waiting ones are removed, running ones finish`,
   summaryTruncated: (count: number, ok: number) =>
     summaryRow('truncated output', `${String(count).padStart(6)}${count > 0 ? `   ${ok} reward(s) computed on output cut at maxOutputBytes (head and tail kept)` : ''}`),
   summaryFile: (file: string) => summaryRow('results file', file),

@@ -85,3 +85,10 @@ export function labelPair(value: string, previous: Record<string, string> | unde
   if (key === '' || key.length > 64 || label.length > 256) throw new InvalidArgumentError(MSG.notALabel(value));
   return { ...(previous ?? {}), [key]: label };
 }
+
+/** A positive amount of US dollars (`--cost-ceiling-usd 2.50`). */
+export function positiveUsd(value: string): number {
+  const parsed = /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
+  if (!Number.isFinite(parsed) || parsed <= 0) throw new InvalidArgumentError(MSG.notUsd(value));
+  return parsed;
+}

@@ -7,7 +7,7 @@ import { RolloutWorker } from '../consumer/index.js';
 import type { RunRecord } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import { RolloutQueue, type PlacementStatus } from '../producer/index.js';
-import type { Result } from '../spec/index.js';
+import type { CostSummary, Result } from '../spec/index.js';
 import type { CliEnvironment } from './environment.js';
 
 export { RolloutQueue, RolloutWorker };
@@ -23,14 +23,16 @@ export function coordinatorLogger(component: string): Logger {
  * Opens the coordinator side of one queue.
  * @param maxInFlight undefined: the producer's default.
  * @param retainMs retention of a delivered run, ms; undefined: the producer's default.
+ * @param costCeilingUsd producer option costCeilingUsd, USD; undefined: none.
  */
-export async function openQueue(env: CliEnvironment, queue: string, logger: Logger, maxInFlight?: number, retainMs?: number): Promise<RolloutQueue> {
+export async function openQueue(env: CliEnvironment, queue: string, logger: Logger, maxInFlight?: number, retainMs?: number, costCeilingUsd?: number): Promise<RolloutQueue> {
   return RolloutQueue.create({
     redisUrl: env.redisUrl,
     queue,
     prefix: env.prefix,
     ...(maxInFlight !== undefined ? { maxInFlight } : {}),
     ...(retainMs !== undefined ? { retainMs } : {}),
+    ...(costCeilingUsd !== undefined ? { costCeilingUsd } : {}),
     logger,
   });
 }
@@ -75,6 +77,8 @@ export interface StatusView {
   readonly workers: readonly WorkerView[];
   /** Placement queues (one per distinct placement and class): labels, waiting, active, workers. Default none. */
   readonly placements?: readonly PlacementStatus[];
+  /** Cost receipts of the run so far (with a run id). */
+  readonly cost?: CostSummary;
 }
 
 /** CLIENT LIST fields worth showing per worker connection: address, age and idle seconds. */
@@ -95,5 +99,5 @@ function workerView(client: Readonly<Record<string, string>>): WorkerView {
 /** Reads the status of the queue (and of `runId` when given) through the producer. */
 export async function readStatus(queue: RolloutQueue, runId?: string): Promise<StatusView> {
   const status = await queue.status(runId);
-  return { counts: status.counts, run: status.run ?? undefined, workers: status.workers.map(workerView), placements: status.placements };
+  return { counts: status.counts, run: status.run ?? undefined, workers: status.workers.map(workerView), placements: status.placements, ...(status.cost ? { cost: status.cost } : {}) };
 }

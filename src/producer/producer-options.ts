@@ -79,6 +79,13 @@ export const ProducerOptionsSchema = z
      * labels (`{ region: 'eu-west' }`) a worker must have (`worker --placement KEY=VALUE`) to
      * take it, or undefined for any worker. A spec's own `placement` wins. Default none.
      */
+    /**
+     * Cost ceiling of a run, US dollars: once the cost receipts of its delivered Results reach it,
+     * no new lease is dispatched (nothing more enqueued, waiting jobs removed), leases already
+     * running finish and are delivered, then the iterator throws `RunStoppedError` saying so
+     * (run status `stopped`). Counted per `mapRollouts` call. Default none.
+     */
+    costCeilingUsd: z.number().positive().finite().optional(),
     placementFor: z.custom<PlacementFor>((value) => typeof value === 'function', 'placementFor must be a function (task) => labels | undefined').optional(),
     /** pino logger. Default: a JSON logger to stdout with `component: "producer"` and secret redaction. */
     logger: z.custom<Logger>(isLogger, 'logger must be a pino logger (info/warn/error/debug/child)').optional(),
@@ -105,6 +112,7 @@ export interface CompiledProducerOptions {
   readonly queueEvents: boolean;
   readonly retainMs: number;
   readonly placementFor: PlacementFor | undefined;
+  readonly costCeilingUsd: number | undefined;
   readonly logger: Logger;
 }
 
@@ -135,6 +143,7 @@ export function compileProducerOptions(input: ProducerOptions = {}, env: NodeJS.
     queueEvents: value.queueEvents,
     retainMs: value.retainMs,
     placementFor: value.placementFor,
+    costCeilingUsd: value.costCeilingUsd,
     logger: value.logger ?? createLogger({ component: 'producer' }),
   });
 }

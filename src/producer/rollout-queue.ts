@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { queueKeys, readRunRecord, type QueueKeys, type RunRecord } from '../lease/index.js';
+import { queueKeys, readRunCost, readRunRecord, type QueueKeys, type RunRecord } from '../lease/index.js';
 import { redactRedisUrl } from '../platform/redis-connection.js';
-import { RunIdSchema, type Result } from '../spec/index.js';
+import { RunIdSchema, type CostSummary, type Result } from '../spec/index.js';
 import { cancelRun, type CancelOutcome } from './cancel-run.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { connectProducerRedis } from './connect-producer-redis.js';
@@ -41,6 +41,8 @@ export interface QueueStatus {
   readonly workers: readonly Record<string, string>[];
   /** The placement queues of this queue (one per distinct placement and class), with waiting jobs and workers each. */
   readonly placements: readonly PlacementStatus[];
+  /** Cost receipts recorded for the run so far (when a run id was given): total USD (`null`: none), units, per label. */
+  readonly cost?: CostSummary;
 }
 
 const runIdOf = (leaseId: string): string => leaseId.slice(0, leaseId.indexOf('.'));
@@ -213,7 +215,8 @@ export class RolloutQueue {
       this.queue.getWorkers(),
       this.placements.describe(),
     ]);
-    return { queue: this.options.queue, prefix: this.options.prefix, counts, run, workers, placements };
+    const cost = run ? await readRunCost(this.redis, this.keys, run.runId) : undefined;
+    return { queue: this.options.queue, prefix: this.options.prefix, counts, run, workers, placements, ...(cost ? { cost } : {}) };
   }
 
   /**
@@ -238,7 +241,7 @@ export class RolloutQueue {
 
   private session(plan: ConstructorParameters<typeof RunSession>[1]): AsyncGenerator<Result, void, undefined> {
     const session = new RunSession({
-      redis: this.redis, queue: this.placements, keys: this.keys, store: this.store, logger: this.options.logger, placementFor: this.options.placementFor,
+      redis: this.redis, queue: this.placements, keys: this.keys, store: this.store, logger: this.options.logger, placementFor: this.options.placementFor, costCeilingUsd: this.options.costCeilingUsd,
       maxInFlight: this.options.maxInFlight, maxSpecBytes: this.options.maxSpecBytes, maxTaskBytes: this.options.maxTaskBytes, reconcileMs: this.options.reconcileMs,
       retainMs: this.options.retainMs,
       register: (s) => {

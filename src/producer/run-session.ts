@@ -2,7 +2,7 @@ import { CoordinatorLease } from './coordinator-lease.js';
 import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
-import type { Result } from '../spec/index.js';
+import { CostTally, type Result } from '../spec/index.js';
 import { ArtifactStorer } from './artifact-storer.js';
 import { DeliveryFence } from './delivery-fence.js';
 import { DraftEnqueuer } from './draft-enqueuer.js';
@@ -27,6 +27,8 @@ export interface SessionDeps {
   readonly keys: QueueKeys;
   /** Producer option `placementFor`: labels for a draft's task when its spec names no placement. */
   readonly placementFor?: PlacementFor | undefined;
+  /** Producer option `costCeilingUsd`: stop dispatching once the run's delivered receipts reach it, USD. */
+  readonly costCeilingUsd?: number | undefined;
   readonly store: RunStore;
   readonly logger: Logger;
   readonly maxInFlight: number;
@@ -60,6 +62,8 @@ export interface SessionPlan {
 export class RunSession {
   readonly runId: string;
   private readonly tracker = new LeaseTracker();
+  /** Receipts of this session's delivered Results, for `costCeilingUsd`. */
+  private readonly cost = new CostTally();
   private readonly reconciler: RunReconciler;
   private enqueuer: DraftEnqueuer | undefined;
   private enqueueDone = false;
@@ -113,7 +117,7 @@ export class RunSession {
           if (stop && stop.result === result) throw await this.ended(stop);
           continue;
         }
-        if (stop && stop.result === null) throw await this.ended(stop);
+        if (stop && stop.result === null && !(stop.drain && this.tracker.unfinishedCount > 0)) throw await this.ended(stop);
         if (this.enqueueDone && this.tracker.unfinishedCount === 0) return await this.finish();
         await this.tracker.changed();
       }
@@ -214,6 +218,11 @@ export class RunSession {
     if (!this.tracker.finish(result)) return;
     this.deps.logger.debug({ runId: this.runId, leaseId: result.leaseId, kind: result.kind }, 'result ready');
     if (result.kind === 'caller' && this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
+    const ceiling = this.deps.costCeilingUsd;
+    if (ceiling !== undefined) {
+      this.cost.add(result.cost, result.leaseId);
+      if (this.cost.totalUsd >= ceiling && !this.earlier) this.ending.stopAtCeiling(this.cost.totalUsd, ceiling);
+    }
   }
 
   private async settle(leaseId: string, outcome: JobOutcome, head: RunHead | undefined): Promise<void> {

@@ -29,6 +29,7 @@ export interface RunOptions {
   placement?: Record<string, string>;
   fingerprint?: string;
   class?: 'rollout' | 'evaluation';
+  costCeilingUsd?: number;
 }
 
 /**
@@ -63,6 +64,7 @@ export async function runAction(options: RunOptions): Promise<ExitCode> {
     out: options.out,
     announceRunId: !options.runId,
     ...(options.retain !== undefined ? { retainMs: options.retain } : {}),
+    ...(options.costCeilingUsd !== undefined ? { costCeilingUsd: options.costCeilingUsd } : {}),
     source: { kind: 'map', drafts, ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}) },
   });
 }

@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import type { RunOptions } from '../actions/run.js';
 import { queueOption, type CommandContext } from '../command-context.js';
 import { HELP } from '../messages.js';
-import { durationMs, envNameList, labelPair, positiveInteger, runIdOf } from '../option-parsers.js';
+import { durationMs, envNameList, labelPair, positiveInteger, positiveUsd, runIdOf } from '../option-parsers.js';
 
 /**
  * `rollout-queue run`: one rollout per task line, results to `--out`, a summary. Running it
@@ -31,6 +31,7 @@ export function runCommand(ctx: CommandContext): Command {
     .addOption(new Option('--placement <label>', HELP.run.placement).argParser(labelPair))
     .option('--fingerprint <value>', HELP.run.fingerprint)
     .addOption(new Option('--class <class>', HELP.run.class).choices(['rollout', 'evaluation']))
+    .addOption(new Option('--cost-ceiling-usd <usd>', HELP.run.costCeilingUsd).argParser(positiveUsd))
     .option('--allow-eviction', HELP.allowEviction)
     .action(async (options: RunOptions) => {
       const { runAction } = await import('../actions/run.js');
