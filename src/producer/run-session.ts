@@ -6,6 +6,7 @@ import { CostTally, type Result } from '../spec/index.js';
 import { ArtifactStorer } from './artifact-storer.js';
 import { DeliveryFence } from './delivery-fence.js';
 import { DraftEnqueuer } from './draft-enqueuer.js';
+import { EvaluationCache } from './evaluation-cache.js';
 import type { PlacementQueues } from './placement-queues.js';
 import type { PlacementFor } from './producer-options.js';
 import { LeaseDeadlines } from './lease-deadlines.js';
@@ -197,6 +198,8 @@ export class RunSession {
       maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
       prepareRun: () => store.ensureRun(this.runId, this.plan.runAttemptId, this.plan.specCount),
       artifacts: new ArtifactStorer(this.deps.redis, this.deps.keys),
+      evaluations: new EvaluationCache(this.deps.redis, this.deps.keys, this.deps.retainMs),
+      onCached: (result) => this.tracker.pushReady(result),
       onRefused: (result) => {
         this.tracker.pushReady(result);
         if (this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
@@ -218,6 +221,11 @@ export class RunSession {
     if (!this.tracker.finish(result)) return;
     this.deps.logger.debug({ runId: this.runId, leaseId: result.leaseId, kind: result.kind }, 'result ready');
     if (result.kind === 'caller' && this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
+    const evalHash = this.enqueuer?.evaluationHashOf(result.leaseId);
+    if (evalHash !== undefined && result.kind === 'ok') {
+      new EvaluationCache(this.deps.redis, this.deps.keys, this.deps.retainMs).store(evalHash, result)
+        .catch((err: Error) => this.deps.logger.warn({ leaseId: result.leaseId, err: err.message }, 'storing the evaluation in the cache failed; it runs again next time'));
+    }
     const ceiling = this.deps.costCeilingUsd;
     if (ceiling !== undefined) {
       this.cost.add(result.cost, result.leaseId);
