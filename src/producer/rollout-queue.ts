@@ -189,7 +189,7 @@ export class RolloutQueue {
     this.assertOpen();
     this.checkRunId(runId);
     if (this.sessions.has(runId)) throw new RunActiveError(runId, 'has a live iterator in this process');
-    const outcome = await purgeRun(this.redis, this.queue, this.keys, runId);
+    const outcome = await purgeRun(this.redis, this.placements, this.keys, runId);
     if (!outcome.found) throw new Error(`no run "${runId}" on queue "${this.options.queue}" (prefix "${this.options.prefix}"); nothing to purge (a run past its retention is gone already)`);
     this.options.logger.info({ runId, leases: outcome.leases }, 'run purged');
     return outcome;
@@ -203,7 +203,7 @@ export class RolloutQueue {
   async purgeOlderThan(ageMs: number): Promise<PurgeOlderOutcome> {
     this.assertOpen();
     if (!Number.isSafeInteger(ageMs) || ageMs < 0) throw new Error(`purgeOlderThan: ageMs must be a whole number of ms >= 0, got ${ageMs}`);
-    return purgeOlderThan(this.redis, this.queue, this.keys, ageMs);
+    return purgeOlderThan(this.redis, this.placements, this.keys, ageMs);
   }
 
   /** Job counts of the queue, the run record (when `runId` is given) and the queue's workers. */

@@ -6,6 +6,7 @@ import type { Result } from '../../../src/spec/index.js';
 import { fixture, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
+import { waitFor } from '../../helpers/wait-for.js';
 
 // Heterogeneous fleets: one BullMQ queue per distinct placement; workers (real processes) serve
 // the base queue and every placement queue their labels satisfy, found as producers announce them.
@@ -70,6 +71,34 @@ describe('placement routing', () => {
       placementQueueName(raw.name, { region: 'eu-west', gpu: 'h100' }),
       placementQueueName(raw.name, { region: 'us-east' }),
     ].sort());
+    // Purge finds the jobs in their placement queues: afterwards no key holds the run id.
+    expect(await rq.purge('mixed')).toMatchObject({ found: true, leases: 10 });
+    const left: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, found] = await raw.redis.scan(cursor, 'MATCH', '*mixed*', 'COUNT', 1000);
+      cursor = next;
+      left.push(...found);
+    } while (cursor !== '0');
+    expect(left).toEqual([]);
+  });
+
+  it('cancel from another process removes the waiting jobs of placement queues too', async () => {
+    const raw = new RawQueue(redis.url);
+    closers.push(() => raw.close());
+    const rq = await open(raw);
+    const run = rq.mapRollouts([spec('w1', { placement: { gpu: 'none-here' } }), spec('w2', { placement: { gpu: 'none-here' } })], { runId: 'cancelme' });
+    const first = run.next();
+    first.catch(() => undefined);
+    const queueName = placementQueueName(raw.name, { gpu: 'none-here' });
+    const placed = new RawQueue(redis.url, queueName);
+    closers.push(() => placed.close());
+    await waitFor(async () => (await placed.queue.getWaitingCount()) === 2, 'both leases waiting in their placement queue', 20_000);
+    const other = await open(raw);
+    const outcome = await other.cancel('cancelme');
+    expect([...outcome.removed].sort()).toEqual(['cancelme.w1', 'cancelme.w2']);
+    expect(await placed.queue.getWaitingCount()).toBe(0);
+    await expect(first).rejects.toThrow(/cancelled/);
   });
 
   it('a placement no worker satisfies ends infrastructure / NoWorker at scheduleToStartMs, though other workers serve the queue', async () => {
