@@ -73,7 +73,12 @@ export class RolloutWorker {
   ) {
     this.watcher = new PlacementWatcher(redis, keys, options.labels, options.placementPollMs, (name, leaseClass) => this.serve(name, leaseClass), logger);
     const probeKey = keys.writeProbe();
-    this.writeBackoff = new WriteBackoff(worker, () => redis.set(probeKey, options.name, 'PX', 10_000), logger, redactRedisUrl(options.redisUrl));
+    // Intake of every served queue (base and placement queues) pauses and resumes together.
+    const intake = {
+      pause: async (doNotWaitActive?: boolean) => void (await Promise.all(this.allWorkers().map((w) => w.pause(doNotWaitActive)))),
+      resume: () => this.allWorkers().forEach((w) => w.resume()),
+    };
+    this.writeBackoff = new WriteBackoff(intake, () => redis.set(probeKey, options.name, 'PX', 10_000), logger, redactRedisUrl(options.redisUrl));
   }
 
   /** The worker's name, as it appears in Results (`worker`) and BullMQ (`processedBy`). */
@@ -162,6 +167,8 @@ export class RolloutWorker {
     this.placementWorkers.set(queueName, worker);
     this.wire(worker);
     void worker.run().catch((err: unknown) => this.logger.error({ err, placementQueue: queueName }, 'worker loop stopped'));
+    // Found while Redis refuses writes: paused like the others until the probe succeeds.
+    if (this.writeBackoff.refusing) void worker.pause(true).catch(() => undefined);
   }
 
   /** Every BullMQ worker of this process: the base queue's, then the placement queues'. */

@@ -134,6 +134,7 @@ export class PlacementQueues {
     const groups = new Map<string, BulkJob[]>();
     const pipe = this.redis.pipeline();
     let writes = 0;
+    const announcing: string[] = [];
     for (const job of jobs) {
       const labels = effectivePlacement(job.data);
       const leaseClass = job.data.class ?? 'rollout';
@@ -141,9 +142,9 @@ export class PlacementQueues {
       const leaseId = job.opts?.jobId;
       if (leaseId !== undefined) this.leaseQueue.set(leaseId, name);
       if (name !== this.base.name) {
-        if (!this.announced.has(name)) {
+        if (!this.announced.has(name) && !announcing.includes(name)) {
           pipe.hset(this.keys.placements(), name, placementEntryJson(labels, leaseClass));
-          this.announced.add(name);
+          announcing.push(name);
           writes++;
         }
         if (leaseId !== undefined) {
@@ -151,10 +152,14 @@ export class PlacementQueues {
           writes++;
         }
       }
-      groups.set(name, [...(groups.get(name) ?? []), job]);
+      const group = groups.get(name);
+      if (group) group.push(job);
+      else groups.set(name, [job]);
     }
     if (writes > 0) {
       for (const [err] of (await pipe.exec()) ?? []) if (err) throw err;
+      // Only once stored: a failed announcement is tried again with the next add.
+      for (const name of announcing) this.announced.add(name);
     }
     await Promise.all([...groups].map(([name, group]) => this.queue(name).addBulk(group.map((job) => ({ ...job, data: job.data as Record<string, unknown> })))));
   }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { discoverQueues } from '../../../src/dashboard/discover-queues.js';
 import { placementQueueName, queueKeys } from '../../../src/lease/index.js';
 import { createLogger } from '../../../src/platform/logger.js';
 import { RolloutQueue, type ProducerOptions, type RolloutDraft } from '../../../src/producer/index.js';
@@ -71,6 +72,8 @@ describe('placement routing', () => {
       placementQueueName(raw.name, { region: 'eu-west', gpu: 'h100' }),
       placementQueueName(raw.name, { region: 'us-east' }),
     ].sort());
+    // The dashboard's discovery (BullMQ meta keys) lists the placement queues.
+    expect(await discoverQueues(raw.redis, TEST_PREFIX)).toEqual(expect.arrayContaining(known));
     // Purge finds the jobs in their placement queues: afterwards no key holds the run id.
     expect(await rq.purge('mixed')).toMatchObject({ found: true, leases: 10 });
     const left: string[] = [];
