@@ -7,6 +7,7 @@ import { PlacementWatcher } from './placement-watcher.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import { redactRedisUrl, redisOptionsFromUrl } from '../platform/redis-connection.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
+import { bullTelemetry } from '../platform/telemetry.js';
 import { ArtifactCache } from './artifact-cache.js';
 import { detectContainment, sweepDeadSandboxes, useContainment, type Containment } from '../sandbox/index.js';
 import { ChildPool } from './child-pool.js';
@@ -391,6 +392,7 @@ function bullWorker(queueName: string, concurrency: number, processor: RolloutPr
     stalledInterval: options.stalledIntervalMs,
     maxStalledCount: options.maxRedispatches,
     autorun: false,
+    ...(options.tracing ? { telemetry: bullTelemetry(true) } : {}),
   });
 }
 

@@ -2,6 +2,7 @@ import os from 'node:os';
 import { z } from 'zod';
 import { DEFAULT_PREFIX, DEFAULT_QUEUE, FINGERPRINT_LABEL } from '../lease/index.js';
 import { environmentFingerprint, fingerprintInputs } from './environment-fingerprint.js';
+import { tracingEnabled } from '../platform/telemetry.js';
 import { DEFAULT_REDIS_URL } from '../platform/redis-connection.js';
 import type { Logger } from '../platform/logger.js';
 import { Allowlist, DEFAULT_ALLOWLIST } from '../ref/index.js';
@@ -106,6 +107,12 @@ export const WorkerOptionsSchema = z
     evalConcurrency: z.number().int().min(1).max(256).default(1),
     /** How often the worker looks for new placement queues (`keys.placements()`), ms. Default 1 000. */
     placementPollMs: z.number().int().min(50).max(600_000).default(1000),
+    /**
+     * OpenTelemetry spans (BullMQ's telemetry via bullmq-otel, plus a span per rollout attempt whose
+     * `traceparent` the child gets as `ctx.traceparent`) to the global tracer provider. Default on
+     * when env `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else off.
+     */
+    telemetry: z.boolean().optional(),
   })
   .strict();
 
@@ -114,7 +121,9 @@ export type WorkerOptions = z.input<typeof WorkerOptionsSchema> & { readonly log
 
 /** Fully defaulted, frozen worker options. */
 export type CompiledWorkerOptions = Readonly<
-  Omit<z.output<typeof WorkerOptionsSchema>, 'redisUrl' | 'prefix' | 'name' | 'containment' | 'fingerprint'> & {
+  Omit<z.output<typeof WorkerOptionsSchema>, 'redisUrl' | 'prefix' | 'name' | 'containment' | 'fingerprint' | 'telemetry'> & {
+    /** Tracing on (`telemetry`, else env OTEL_EXPORTER_OTLP_ENDPOINT). */
+    tracing: boolean;
     redisUrl: string;
     /** The worker's fingerprint (given, or computed at start). */
     fingerprint: string;
@@ -151,8 +160,10 @@ export function compileWorkerOptions(input: WorkerOptions): CompiledWorkerOption
     throw new Error(`worker option placement: the label "${FINGERPRINT_LABEL}" is set by the fingerprint option (--fingerprint), not by --placement`);
   }
   const fingerprint = options.fingerprint ?? environmentFingerprint(fingerprintInputs());
+  const { telemetry, ...parsedOptions } = options;
   return Object.freeze({
-    ...options,
+    ...parsedOptions,
+    tracing: tracingEnabled(telemetry),
     fingerprint,
     labels: Object.freeze({ ...options.placement, [FINGERPRINT_LABEL]: fingerprint }),
     redisUrl: options.redisUrl ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL,

@@ -1,5 +1,6 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { bullTelemetry, withSpan } from '../platform/telemetry.js';
 import { effectivePlacement, parsePlacementEntry, placementEntryJson, placementQueueName, type LeaseClass, type PlacedSpec, type QueueKeys } from '../lease/index.js';
 
 /** Field of `keys.lease(leaseId)` naming the BullMQ queue of a lease routed to a placement queue. */
@@ -39,7 +40,7 @@ export class PlacementQueues {
   private readonly leaseQueue = new Map<string, string>();
   private readonly announced = new Set<string>();
 
-  constructor(readonly base: Queue, private readonly redis: Redis, private readonly keys: QueueKeys) {
+  constructor(readonly base: Queue, private readonly redis: Redis, private readonly keys: QueueKeys, private readonly tracing = false) {
     this.queues.set(base.name, base);
   }
 
@@ -118,7 +119,7 @@ export class PlacementQueues {
   queue(name: string): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { prefix: this.keys.prefix, connection: this.redis });
+      queue = new Queue(name, { prefix: this.keys.prefix, connection: this.redis, ...(this.tracing ? { telemetry: bullTelemetry(true) } : {}) });
       queue.on('error', () => undefined);
       this.queues.set(name, queue);
     }
@@ -131,6 +132,13 @@ export class PlacementQueues {
    * before its job exists, so a worker or another process never sees a job it cannot place.
    */
   async addBulk(jobs: readonly BulkJob[]): Promise<void> {
+    if (!this.tracing) return this.addRouted(jobs);
+    // One span per batch; its traceparent rides in each spec, BullMQ's add spans nest inside it.
+    return withSpan('rollout-queue.enqueue', { 'rollout.queue': this.base.name, 'rollout.leases': jobs.length }, (traceparent) =>
+      this.addRouted(traceparent ? jobs.map((job) => ({ ...job, data: { ...job.data, traceparent } })) : jobs));
+  }
+
+  private async addRouted(jobs: readonly BulkJob[]): Promise<void> {
     const groups = new Map<string, BulkJob[]>();
     const pipe = this.redis.pipeline();
     let writes = 0;

@@ -1,3 +1,4 @@
+import { tracingEnabled } from '../platform/telemetry.js';
 import { z } from 'zod';
 import { DEFAULT_PREFIX, DEFAULT_QUEUE, queueKeys } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
@@ -86,6 +87,12 @@ export const ProducerOptionsSchema = z
      * (run status `stopped`). Counted per `mapRollouts` call. Default none.
      */
     costCeilingUsd: z.number().positive().finite().optional(),
+    /**
+     * OpenTelemetry spans: a span `rollout-queue.enqueue` per batch (its W3C traceparent goes into
+     * each spec's `traceparent`) and BullMQ's own spans (bullmq-otel), to the global tracer
+     * provider. Default on when env `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else off.
+     */
+    telemetry: z.boolean().optional(),
     placementFor: z.custom<PlacementFor>((value) => typeof value === 'function', 'placementFor must be a function (task) => labels | undefined').optional(),
     /** pino logger. Default: a JSON logger to stdout with `component: "producer"` and secret redaction. */
     logger: z.custom<Logger>(isLogger, 'logger must be a pino logger (info/warn/error/debug/child)').optional(),
@@ -113,6 +120,8 @@ export interface CompiledProducerOptions {
   readonly retainMs: number;
   readonly placementFor: PlacementFor | undefined;
   readonly costCeilingUsd: number | undefined;
+  /** Tracing on (`telemetry`, else env OTEL_EXPORTER_OTLP_ENDPOINT). */
+  readonly tracing: boolean;
   readonly logger: Logger;
 }
 
@@ -144,6 +153,7 @@ export function compileProducerOptions(input: ProducerOptions = {}, env: NodeJS.
     retainMs: value.retainMs,
     placementFor: value.placementFor,
     costCeilingUsd: value.costCeilingUsd,
+    tracing: value.telemetry ?? tracingEnabled(undefined, env),
     logger: value.logger ?? createLogger({ component: 'producer' }),
   });
 }

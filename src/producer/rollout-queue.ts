@@ -3,6 +3,7 @@ import { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { queueKeys, readRunCost, readRunRecord, type QueueKeys, type RunRecord } from '../lease/index.js';
 import { redactRedisUrl } from '../platform/redis-connection.js';
+import { bullTelemetry } from '../platform/telemetry.js';
 import { RunIdSchema, type CostSummary, type Result } from '../spec/index.js';
 import { cancelRun, type CancelOutcome } from './cancel-run.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
@@ -69,7 +70,7 @@ export class RolloutQueue {
   ) {
     this.keys = queueKeys(options.prefix, options.queue);
     this.store = new RunStore(redis, this.keys);
-    this.placements = new PlacementQueues(queue, redis, this.keys);
+    this.placements = new PlacementQueues(queue, redis, this.keys, options.tracing);
   }
 
   /**
@@ -83,7 +84,7 @@ export class RolloutQueue {
     const logger = options.logger;
     const address = redactRedisUrl(options.redisUrl);
     const redis = await connectProducerRedis(options.redisUrl, options.connectTimeoutMs, logger);
-    const queue = new Queue(options.queue, { prefix: options.prefix, connection: redis });
+    const queue = new Queue(options.queue, { prefix: options.prefix, connection: redis, ...(options.tracing ? { telemetry: bullTelemetry(true) } : {}) });
     queue.on('error', (err: Error) => logger.warn({ err: err.message }, 'BullMQ queue error'));
     const rq = new RolloutQueue(options, redis, queue);
     try {
