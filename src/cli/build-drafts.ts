@@ -18,6 +18,12 @@ export interface DraftTemplate {
   readonly rewardMs?: number;
   readonly hangMs?: number;
   readonly memoryMb?: number;
+  /** Labels a worker must have (`run --placement`); a task's own `placement` object wins. */
+  readonly placement?: Readonly<Record<string, string>>;
+  /** `sandbox.fingerprint` of every spec (`run --fingerprint`). */
+  readonly fingerprint?: string;
+  /** Spec `class` (`run --class`). */
+  readonly class?: 'rollout' | 'evaluation';
 }
 
 /**
@@ -99,14 +105,23 @@ export function buildDrafts(tasks: readonly TaskLine[], template: DraftTemplate)
   const sandbox = {
     env: [...(template.env ?? [])],
     ...(template.memoryMb !== undefined ? { memoryMb: template.memoryMb } : {}),
+    ...(template.fingerprint !== undefined ? { fingerprint: template.fingerprint } : {}),
   };
-  return tasks.map(({ taskKey, task }) => ({
-    taskKey,
-    rendered: template.rendered,
-    task,
-    run: template.run,
-    reward: template.reward,
-    sandbox,
-    ...(Object.keys(timeouts).length > 0 ? { timeouts } : {}),
-  }));
+  return tasks.map(({ taskKey, task }) => {
+    // A task line's own `placement` (an object of labels) wins over --placement; the spec
+    // schema checks its values (strings) when the draft is enqueued.
+    const own = (task as { placement?: unknown }).placement;
+    const placement = own !== null && typeof own === 'object' && !Array.isArray(own) ? (own as Record<string, string>) : template.placement;
+    return {
+      taskKey,
+      rendered: template.rendered,
+      task,
+      run: template.run,
+      reward: template.reward,
+      sandbox,
+      ...(placement && Object.keys(placement).length > 0 ? { placement: { ...placement } } : {}),
+      ...(template.class !== undefined ? { class: template.class } : {}),
+      ...(Object.keys(timeouts).length > 0 ? { timeouts } : {}),
+    };
+  });
 }

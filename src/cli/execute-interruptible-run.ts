@@ -19,6 +19,8 @@ export interface InterruptibleRunOptions {
   readonly announceRunId?: boolean;
   /** `--retain`: retention of the delivered run, ms (default: the producer's). */
   readonly retainMs?: number;
+  /** `run --cost-ceiling-usd`: producer option costCeilingUsd. */
+  readonly costCeilingUsd?: number;
   /** Serve coordinator metrics here while the run lasts (`--metrics-port`, `--metrics-host`). */
   readonly metrics?: CoordinatorMetricsAddress;
 }
@@ -54,6 +56,7 @@ export async function executeInterruptibleRun(options: InterruptibleRunOptions):
       interrupt: interrupt.signal,
       ...(options.retainMs !== undefined ? { retainMs: options.retainMs } : {}),
       ...(options.metrics ? { metrics: options.metrics } : {}),
+      ...(options.costCeilingUsd !== undefined ? { costCeilingUsd: options.costCeilingUsd } : {}),
     });
   } finally {
     interrupt.dispose();

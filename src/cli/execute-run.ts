@@ -36,6 +36,8 @@ export interface ExecuteRunOptions {
   readonly warnNoWorker?: boolean;
   /** Retention of the delivered run, ms (default: the producer's, 3 days). */
   readonly retainMs?: number;
+  /** Producer option costCeilingUsd (`run --cost-ceiling-usd`). */
+  readonly costCeilingUsd?: number;
   /** Serve coordinator metrics (`CoordinatorMetrics`) here while the run lasts; default none. */
   readonly metrics?: CoordinatorMetricsAddress;
 }
@@ -67,7 +69,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
   const logger = options.logger ?? coordinatorLogger('coordinator');
-  const q = await openQueue(env, queue, logger, source.kind === 'map' ? source.maxInFlight : undefined, options.retainMs);
+  const q = await openQueue(env, queue, logger, source.kind === 'map' ? source.maxInFlight : undefined, options.retainMs, options.costCeilingUsd);
   let file: ResultsFile | undefined;
   let outcome: CollectOutcome | undefined;
   let stopWatching = (): void => undefined;

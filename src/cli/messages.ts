@@ -31,6 +31,9 @@ export const HELP = {
     shutdownGraceMs: 'on SIGTERM, how long active rollouts may finish before they are handed back (default 30000)',
     containment:
       'how each rollout attempt is contained: auto (strongest the host allows: PID namespace + cgroup, namespace, cgroup, process group), strict (refuse to start without a PID namespace and a cgroup memory limit), process-group (force the fallback); default env ROLLOUT_QUEUE_CONTAINMENT, else auto',
+    placement: 'a label of this worker, KEY=VALUE (repeatable, e.g. --placement region=eu-west --placement gpu=h100): it also serves every placement whose labels it has',
+    fingerprint: 'environment fingerprint (label "fingerprint"; default computed from the rollout-queue, node and python versions and env ROLLOUT_QUEUE_IMAGE_ID)',
+    evalConcurrency: 'evaluations (class evaluation) run at once, in queues of their own, apart from --concurrency (default 1)',
   },
   run: {
     description: 'Enqueue one rollout per task line, write one Result per line to --out, print a summary.',
@@ -51,6 +54,10 @@ export const HELP = {
     retain: 'how long the run stays in Redis once every result is delivered, e.g. 3d, 12h, 30m (default 3d; 0 removes it at once)',
     metricsPort: 'serve the coordinator\'s Prometheus metrics (in flight, delivered, duplicates) on this port while the run lasts (0 picks a free one; default: none)',
     metricsHost: 'address the coordinator metrics endpoint binds (default 127.0.0.1)',
+    placement: 'a label a worker must have to run the tasks, KEY=VALUE (repeatable); a task line\'s own "placement" object wins',
+    fingerprint: 'run only on workers with this environment fingerprint (spec sandbox.fingerprint); the others never take it',
+    class: 'rollout (default) or evaluation (own queue, worker --eval-concurrency, cached by content)',
+    costCeilingUsd: 'stop dispatching new leases once the cost receipts of delivered results reach this many US dollars (running ones finish)',
   },
   resume: {
     description: 'Re-attach to a run and write the results not yet delivered (after the coordinator died).',
@@ -117,6 +124,8 @@ export const MSG = {
   notAnInteger: (value: string, min: number) => `must be a whole number >= ${min}, got "${value}"`,
   notAPort: (flag: string, value: string, example: number) =>
     `${flag} must be a port number from 0 to 65535 (0 picks a free one), got "${value}"; e.g. ${flag} ${example}`,
+  notUsd: (value: string) => `must be a positive amount of US dollars like 2.50, got "${value}"`,
+  notALabel: (value: string) => `must be KEY=VALUE with a non-empty KEY of at most 64 characters and a VALUE of at most 256 (e.g. region=eu-west), got "${value}"`,
   notAQueueName: (value: string) => `must hold only letters, digits, "_", "-" and "{}", got "${value}"`,
   notAnEnvName: (value: string) => `"${value}" is not a variable NAME (A-Z, 0-9, "_", not starting with a digit); pass names, never values`,
   notARunId: (what: string, value: string, max: number) =>
@@ -234,6 +243,9 @@ export const MSG = {
   summaryRunMs: (p50: string, p95: string) => summaryRow('run time', `p50 ${p50}, p95 ${p95}`),
   summaryWorkers: (spread: string) => summaryRow('results per worker', spread),
   summaryCounter: (label: string, value: number | string) => summaryRow(label, String(value).padStart(6)),
+  summaryCost: (cost: string) => summaryRow('cost', cost),
+  costCeilingReached: (totalUsd: number, ceilingUsd: number) =>
+    `cost ceiling reached: $${totalUsd.toFixed(4)} of $${ceilingUsd} (--cost-ceiling-usd / costCeilingUsd); no new leases are dispatched, waiting ones are removed, running ones finish`,
   summaryTruncated: (count: number, ok: number) =>
     summaryRow('truncated output', `${String(count).padStart(6)}${count > 0 ? `   ${ok} reward(s) computed on output cut at maxOutputBytes (head and tail kept)` : ''}`),
   summaryFile: (file: string) => summaryRow('results file', file),
@@ -243,6 +255,10 @@ export const MSG = {
   statusJobs: 'Jobs by state:',
   statusWorkers: (count: number) => `Workers connected: ${count}`,
   statusNoWorkers: '  none: start one with `rollout-queue worker`',
+  statusPlacements: (count: number) => `Placement queues: ${count}`,
+  statusPlacementLine: (labels: string, leaseClass: string, waiting: number, active: number, workers: number) =>
+    `  ${labels || '(no labels)'}${leaseClass === 'evaluation' ? ' [evaluation]' : ''}  waiting=${waiting} active=${active} workers=${workers < 0 ? '?' : workers}` +
+    (workers === 0 && waiting > 0 ? '  NO WORKER can take these leases: start `rollout-queue worker --placement KEY=VALUE …` with these labels (they end NoWorker at timeouts.scheduleToStartMs)' : ''),
   statusRun: (runId: string, status: string, created: string | null) => `Run ${runId}: ${status}${created ? ` (created ${created})` : ''}`,
   statusStopReason: (reason: string) => `  stop reason     ${reason}`,
   statusRetention: (endedAt: string, expiresAt: string) => `  delivered       ${endedAt}; expires from Redis at ${expiresAt} (purge removes it now)`,

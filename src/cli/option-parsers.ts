@@ -85,3 +85,19 @@ export function durationMs(value: string): number {
   if (!Number.isSafeInteger(ms)) throw new InvalidArgumentError(MSG.notADuration(value));
   return ms;
 }
+
+/** A repeated `KEY=VALUE` label option (`--placement region=eu-west`) collected into an object; the last value of a key wins. */
+export function labelPair(value: string, previous: Record<string, string> | undefined): Record<string, string> {
+  const at = value.indexOf('=');
+  const key = at > 0 ? value.slice(0, at).trim() : '';
+  const label = at > 0 ? value.slice(at + 1) : '';
+  if (key === '' || key.length > 64 || label.length > 256) throw new InvalidArgumentError(MSG.notALabel(value));
+  return { ...(previous ?? {}), [key]: label };
+}
+
+/** A positive amount of US dollars (`--cost-ceiling-usd 2.50`). */
+export function positiveUsd(value: string): number {
+  const parsed = /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
+  if (!Number.isFinite(parsed) || parsed <= 0) throw new InvalidArgumentError(MSG.notUsd(value));
+  return parsed;
+}

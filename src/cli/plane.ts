@@ -7,8 +7,8 @@ import { RolloutWorker } from '../consumer/index.js';
 import type { RunRecord } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import { serveMetrics, type MetricsEndpoint } from '../platform/metrics-endpoint.js';
-import { CoordinatorMetrics, RolloutQueue } from '../producer/index.js';
-import type { Result } from '../spec/index.js';
+import { CoordinatorMetrics, RolloutQueue, type PlacementStatus } from '../producer/index.js';
+import type { CostSummary, Result } from '../spec/index.js';
 import type { CliEnvironment } from './environment.js';
 import { CliError } from './errors.js';
 import { MSG } from './messages.js';
@@ -42,14 +42,16 @@ export async function serveCoordinatorMetrics(q: RolloutQueue, runId: string, ad
  * Opens the coordinator side of one queue.
  * @param maxInFlight undefined: the producer's default.
  * @param retainMs retention of a delivered run, ms; undefined: the producer's default.
+ * @param costCeilingUsd producer option costCeilingUsd, USD; undefined: none.
  */
-export async function openQueue(env: CliEnvironment, queue: string, logger: Logger, maxInFlight?: number, retainMs?: number): Promise<RolloutQueue> {
+export async function openQueue(env: CliEnvironment, queue: string, logger: Logger, maxInFlight?: number, retainMs?: number, costCeilingUsd?: number): Promise<RolloutQueue> {
   return RolloutQueue.create({
     redisUrl: env.redisUrl,
     queue,
     prefix: env.prefix,
     ...(maxInFlight !== undefined ? { maxInFlight } : {}),
     ...(retainMs !== undefined ? { retainMs } : {}),
+    ...(costCeilingUsd !== undefined ? { costCeilingUsd } : {}),
     logger,
   });
 }
@@ -92,6 +94,10 @@ export interface StatusView {
   readonly counts: Readonly<Record<string, number>>;
   readonly run: RunRecord | undefined;
   readonly workers: readonly WorkerView[];
+  /** Placement queues (one per distinct placement and class): labels, waiting, active, workers. Default none. */
+  readonly placements?: readonly PlacementStatus[];
+  /** Cost receipts of the run so far (with a run id). */
+  readonly cost?: CostSummary;
 }
 
 /** CLIENT LIST fields worth showing per worker connection: address, age and idle seconds. */
@@ -112,5 +118,5 @@ function workerView(client: Readonly<Record<string, string>>): WorkerView {
 /** Reads the status of the queue (and of `runId` when given) through the producer. */
 export async function readStatus(queue: RolloutQueue, runId?: string): Promise<StatusView> {
   const status = await queue.status(runId);
-  return { counts: status.counts, run: status.run ?? undefined, workers: status.workers.map(workerView) };
+  return { counts: status.counts, run: status.run ?? undefined, workers: status.workers.map(workerView), placements: status.placements, ...(status.cost ? { cost: status.cost } : {}) };
 }

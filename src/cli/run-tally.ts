@@ -1,4 +1,4 @@
-import { RESULT_LINE_FIELDS, type Result, type ResultKind } from '../spec/index.js';
+import { CostTally, RESULT_LINE_FIELDS, type Result, type ResultKind } from '../spec/index.js';
 
 /** A Result as written to a results file: exactly {@link RESULT_LINE_FIELDS}, in that order. */
 export type ResultLine = { [K in (typeof RESULT_LINE_FIELDS)[number]]: Result[K] };
@@ -28,10 +28,13 @@ export class RunTally {
   truncatedOk = 0;
   /** Results counted. */
   total = 0;
+  /** Cost receipts of the results (each call id once). */
+  readonly cost = new CostTally();
 
   /** Counts one result line. */
-  add(line: Pick<ResultLine, 'kind' | 'reward' | 'runMs' | 'worker' | 'redispatched'> & { readonly output?: unknown }): void {
+  add(line: Pick<ResultLine, 'kind' | 'reward' | 'runMs' | 'worker' | 'redispatched'> & { readonly output?: unknown; readonly cost?: ResultLine['cost'] | null }): void {
     this.total += 1;
+    if (Array.isArray(line.cost)) this.cost.add(line.cost, (line as { leaseId?: string }).leaseId);
     if (line.kind in this.kinds) this.kinds[line.kind] += 1;
     if (line.kind === 'ok' && typeof line.reward === 'number') this.okRewards.push(line.reward);
     if (typeof line.runMs === 'number') this.runMs.push(line.runMs);

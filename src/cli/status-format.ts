@@ -1,5 +1,6 @@
 import type { ResultKind } from '../spec/index.js';
 import { MSG } from './messages.js';
+import { formatCost } from './summary.js';
 import type { StatusView } from './plane.js';
 
 /** Where the status was read, for its heading. */
@@ -23,6 +24,8 @@ export function statusJson(view: StatusView, place: StatusPlace): Record<string,
     address: place.address,
     counts: view.counts,
     workers: view.workers.map((worker) => ({ name: worker.name, ...worker.details })),
+    placements: view.placements ?? [],
+    ...(view.cost ? { cost: view.cost } : {}),
     runs: place.runs,
     run: view.run ?? null,
   };
@@ -43,6 +46,13 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
     const details = Object.entries(worker.details).map(([key, value]) => `${key}=${value}`);
     lines.push(`  ${worker.name}${details.length > 0 ? `  ${details.join(' ')}` : ''}`);
   }
+  const placements = view.placements ?? [];
+  if (placements.length > 0) {
+    lines.push(MSG.statusPlacements(placements.length));
+    for (const p of placements) {
+      lines.push(MSG.statusPlacementLine(Object.entries(p.labels).map(([k, v]) => `${k}=${v}`).join(','), p.class, p.waiting, p.active, p.workers));
+    }
+  }
   const { run } = view;
   if (!run) {
     if (place.runs.length > 0) lines.push(MSG.statusRuns(place.runs.slice(-20).join(', ')));
@@ -53,6 +63,7 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
   if (run.endedAt && run.retainMs !== null) lines.push(MSG.statusRetention(run.endedAt, new Date(Date.parse(run.endedAt) + run.retainMs).toISOString()));
   lines.push(row('specs', text(run.specCount)), row('enqueued', run.enqueued), row('delivered', run.delivered));
   for (const kind of KINDS) lines.push(row(kind, run.kinds[kind]));
+  if (view.cost) lines.push(row('cost', formatCost(view.cost)));
   lines.push(row('redispatched', run.redispatched), row('duplicates dropped', run.duplicatesDropped), row('already enqueued', run.alreadyEnqueued), row('truncated output', run.truncated));
   const quarantined = Object.entries(run.quarantined);
   lines.push(MSG.statusQuarantined(quarantined.length));

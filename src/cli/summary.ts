@@ -1,4 +1,4 @@
-import type { ResultKind } from '../spec/index.js';
+import type { CostSummary, ResultKind } from '../spec/index.js';
 import { MSG } from './messages.js';
 import { percentile, type RunTally } from './run-tally.js';
 
@@ -58,7 +58,19 @@ export function formatSummary(input: SummaryInput): string {
   lines.push(MSG.summaryWorkers(workers.length > 0 ? workers.join(', ') : '-'));
   lines.push(MSG.summaryCounter('redispatched', input.counters?.redispatched ?? tally.redispatched));
   lines.push(MSG.summaryCounter('duplicates dropped', input.counters?.duplicatesDropped ?? 'n/a'));
+  lines.push(MSG.summaryCost(formatCost(tally.cost.summary())));
   lines.push(MSG.summaryTruncated(tally.truncated, tally.truncatedOk));
   lines.push(MSG.summaryFile(input.file));
   return lines.join('\n');
+}
+
+/**
+ * A cost summary in one line: `$0.0300 (3 receipts); inputTokens 1200, outputTokens 300; per model:
+ * gpt-x $0.0200 (2), judge $0.0100 (1)`, or `unknown (no receipts)`: unknown cost is never $0.
+ */
+export function formatCost(cost: CostSummary): string {
+  if (cost.totalUsd === null) return 'unknown (no receipts)';
+  const units = Object.entries(cost.units).map(([unit, n]) => `${unit} ${n}`).join(', ');
+  const labels = Object.entries(cost.byLabel).sort(([a], [b]) => a.localeCompare(b)).map(([label, v]) => `${label} $${v.usd.toFixed(4)} (${v.receipts})`).join(', ');
+  return `$${cost.totalUsd.toFixed(4)} (${cost.receipts} receipt${cost.receipts === 1 ? '' : 's'})${units ? `; ${units}` : ''}${labels ? `; per model: ${labels}` : ''}`;
 }

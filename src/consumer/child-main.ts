@@ -88,6 +88,7 @@ async function runOne(message: RunMessage): Promise<DoneMessage> {
     signal: controller.signal,
     secrets: Object.freeze({ ...message.secrets }),
     placement: Object.freeze({ ...spec.placement }),
+    traceparent: spec.traceparent,
     timeouts: Object.freeze({ ...spec.timeouts }),
     memoryMb: spec.sandbox.memoryMb,
     log: logger(message.secrets),

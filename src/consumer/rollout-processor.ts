@@ -1,3 +1,4 @@
+import { withSpan } from '../platform/telemetry.js';
 import { performance } from 'node:perf_hooks';
 import { DelayedError, ErrorCode, WaitingError, type Job } from 'bullmq';
 import type { Logger } from '../platform/logger.js';
@@ -124,8 +125,9 @@ export class RolloutProcessor {
       }
       // The worker's monotonic clock: an NTP step during the rollout cannot bend runMs.
       const runStarted = performance.now();
-      const outcome = await child.run(
-        { type: 'run', spec, taskId: taskIdOf(spec), attempt: job.attemptsStarted || 1, secrets },
+      // Tracing on: a span of this attempt (child of BullMQ's process span), handed to the child.
+      const run = (traceparent: string | undefined): ReturnType<typeof child.run> => child.run(
+        { type: 'run', spec: traceparent ? { ...spec, traceparent } : spec, taskId: taskIdOf(spec), attempt: job.attemptsStarted || 1, secrets },
         {
           hangMs: spec.timeouts.hangMs,
           killGraceMs: this.options.killGraceMs,
@@ -134,6 +136,9 @@ export class RolloutProcessor {
           onCost: (receipt) => this.ledger.recordCosts(spec.leaseId, redactSecretsDeep([receipt], secrets) as CostReceipt[]),
         },
       );
+      const outcome = this.options.tracing
+        ? await withSpan('rollout.child', { 'rollout.lease_id': spec.leaseId, 'rollout.attempt': job.attemptsStarted || 1, 'process.pid': child.pid ?? -1 }, run)
+        : await run(undefined);
       await this.pool.release(child, { retire: outcome.type !== 'done' || outcome.done.recycle, crashed: outcome.type === 'crashed' });
       await this.ledger.recordCosts(spec.leaseId, redactSecretsDeep(outcome.costs, secrets) as CostReceipt[]);
       return await this.settle(job, token, spec, startedAt, Math.round(performance.now() - runStarted), outcome);

@@ -1,11 +1,13 @@
 import os from 'node:os';
 import { Queue, Worker, type ConnectionOptions, type JobType } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';
-import { queueKeys, type QueueKeys } from '../lease/index.js';
+import { queueKeys, type LeaseClass, type QueueKeys } from '../lease/index.js';
+import { PlacementWatcher } from './placement-watcher.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
 import { createRedisClient, redactRedisUrl, redisOptionsFromUrl, redisTopology } from '../platform/redis-connection.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
+import { bullTelemetry } from '../platform/telemetry.js';
 import { ArtifactCache } from './artifact-cache.js';
 import { detectContainment, sweepDeadSandboxes, useContainment, type Containment } from '../sandbox/index.js';
 import { ChildPool } from './child-pool.js';
@@ -53,6 +55,9 @@ export class RolloutWorker {
   private sharedBullClient: Redis | Cluster | undefined;
   /** Port of the metrics endpoint when one was asked for (0 picks a free one). */
   metricsPort: number | undefined;
+  /** BullMQ workers of the placement queues served here, by queue name. */
+  private readonly placementWorkers = new Map<string, Worker>();
+  private readonly watcher: PlacementWatcher;
   /** Pauses job intake with capped back-off while Redis refuses writes (OOM, EXECABORT, READONLY). */
   private readonly writeBackoff: WriteBackoff;
 
@@ -70,8 +75,14 @@ export class RolloutWorker {
     /** How rollout attempts are contained here (chosen at start; see src/sandbox). */
     readonly containment: Containment,
   ) {
+    this.watcher = new PlacementWatcher(redis, keys, options.labels, options.placementPollMs, (name, leaseClass) => this.serve(name, leaseClass), logger);
     const probeKey = keys.writeProbe();
-    this.writeBackoff = new WriteBackoff(worker, () => redis.set(probeKey, options.name, 'PX', 10_000), logger, redactRedisUrl(options.redisUrl));
+    // Intake of every served queue (base and placement queues) pauses and resumes together.
+    const intake = {
+      pause: async (doNotWaitActive?: boolean) => void (await Promise.all(this.allWorkers().map((w) => w.pause(doNotWaitActive)))),
+      resume: () => this.allWorkers().forEach((w) => w.resume()),
+    };
+    this.writeBackoff = new WriteBackoff(intake, () => redis.set(probeKey, options.name, 'PX', 10_000), logger, redactRedisUrl(options.redisUrl));
   }
 
   /** The worker's name, as it appears in Results (`worker`) and BullMQ (`processedBy`). */
@@ -140,16 +151,7 @@ export class RolloutWorker {
         if (self) self.lastStartAt = Date.now();
       },
     }, new ArtifactCache(redis, keys));
-    const worker = new Worker(options.queue, processor.process, {
-      connection: bullConnection,
-      prefix: options.prefix,
-      name: options.name,
-      concurrency: options.concurrency,
-      lockDuration: options.lockDurationMs,
-      stalledInterval: options.stalledIntervalMs,
-      maxStalledCount: options.maxRedispatches,
-      autorun: false,
-    });
+    const worker = bullWorker(options.queue, options.concurrency, processor, options, bullConnection);
     self = new RolloutWorker(options, keys, logger, redis, subscriber, queue, pool, processor, metrics, worker, containment);
     if (bullConnection instanceof Redis || bullConnection instanceof Cluster) self.sharedBullClient = bullConnection;
     const self_ = self;
@@ -170,6 +172,41 @@ export class RolloutWorker {
     return self;
   }
 
+  /**
+   * Starts a BullMQ worker on a placement queue (found by {@link PlacementWatcher}): its own
+   * locks, stalled checks and concurrency (`evalConcurrency` for evaluations, else `concurrency`).
+   */
+  private serve(queueName: string, leaseClass: LeaseClass): void {
+    if (this.state === 'closing' || this.state === 'closed' || this.placementWorkers.has(queueName)) return;
+    const concurrency = leaseClass === 'evaluation' ? this.options.evalConcurrency : this.options.concurrency;
+    const worker = bullWorker(queueName, concurrency, this.processor, this.options, redisOptionsFromUrl(this.options.redisUrl) as ConnectionOptions);
+    this.placementWorkers.set(queueName, worker);
+    this.wire(worker);
+    void worker.run().catch((err: unknown) => this.logger.error({ err, placementQueue: queueName }, 'worker loop stopped'));
+    // Found while Redis refuses writes: paused like the others until the probe succeeds.
+    if (this.writeBackoff.refusing) void worker.pause(true).catch(() => undefined);
+  }
+
+  /** Every BullMQ worker of this process: the base queue's, then the placement queues'. */
+  private allWorkers(): Worker[] {
+    return [this.worker, ...this.placementWorkers.values()];
+  }
+
+  private wire(worker: Worker): void {
+    const { logger } = this;
+    worker.on('error', (err) => this.onWorkerError(err));
+    worker.on('completed', (job, result: Result | undefined) => {
+      this.processor.finishing.delete(String(job.id));
+      this.metrics.queued(result?.queuedMs ?? null);
+    });
+    worker.on('failed', (job) => job && this.processor.finishing.delete(String(job.id)));
+    worker.on('lockRenewalFailed', (jobIds: string[]) => {
+      for (const leaseId of jobIds) {
+        if (this.processor.abort({ leaseId }, 'lock-lost') > 0) logger.warn({ leaseId }, 'lock renewal failed; aborting the attempt so it cannot race the re-dispatched one');
+      }
+    });
+  }
+
   private async start(): Promise<void> {
     const { options, logger } = this;
     const address = redactRedisUrl(options.redisUrl);
@@ -185,6 +222,8 @@ export class RolloutWorker {
         stalledIntervalMs: options.stalledIntervalMs,
         containment: containment.level,
         containmentGaps: containment.gaps,
+        labels: options.labels,
+        evalConcurrency: options.evalConcurrency,
       },
       `${widened ? `worker starting; Ref allowlist WIDENED beyond built-ins: ${options.allow.join(', ')}` : 'worker starting'}; containment ${containment.level}` +
         (containment.gaps.length > 0 ? ` (gaps: ${containment.gaps.join('; ')})` : ''),
@@ -200,17 +239,7 @@ export class RolloutWorker {
     const swept = await sweepDeadSandboxes({ containment });
     logger.info({ dirs: swept.dirs, cgroups: swept.cgroups }, `swept ${swept.dirs} work dir(s) and ${swept.cgroups} cgroup(s) left by dead attempts`);
     for (const client of [this.redis, this.subscriber]) this.watchConnection(client, address);
-    this.worker.on('error', (err) => this.onWorkerError(err));
-    this.worker.on('completed', (job, result: Result | undefined) => {
-      this.processor.finishing.delete(String(job.id));
-      this.metrics.queued(result?.queuedMs ?? null);
-    });
-    this.worker.on('failed', (job) => job && this.processor.finishing.delete(String(job.id)));
-    this.worker.on('lockRenewalFailed', (jobIds: string[]) => {
-      for (const leaseId of jobIds) {
-        if (this.processor.abort({ leaseId }, 'lock-lost') > 0) logger.warn({ leaseId }, 'lock renewal failed; aborting the attempt so it cannot race the re-dispatched one');
-      }
-    });
+    this.wire(this.worker);
     this.queue.on('error', (err) => this.onWorkerError(err));
     await this.subscriber.subscribe(this.keys.cancelChannel());
     this.subscriber.on('message', (_channel: string, runId: string) => {
@@ -226,6 +255,7 @@ export class RolloutWorker {
     this.livenessTimer.unref();
     void this.worker.run().catch((err: unknown) => logger.error({ err }, 'worker loop stopped'));
     this.state = 'running';
+    await this.watcher.start();
     logger.info({ redis: address }, 'worker running');
   }
 
@@ -276,7 +306,10 @@ export class RolloutWorker {
    * the refusal goes to the write back-off like BullMQ's own, and the next sample retries.
    */
   private async publishInfo(): Promise<void> {
-    const info = { containment: this.containment.level, gaps: this.containment.gaps, pid: process.pid, host: os.hostname() };
+    const info = {
+      containment: this.containment.level, gaps: this.containment.gaps, pid: process.pid, host: os.hostname(),
+      labels: this.options.labels, placementQueues: [...this.placementWorkers.keys()],
+    };
     try {
       await this.redis.set(this.keys.workerInfo(this.options.name), JSON.stringify(info), 'PX', WORKER_INFO_TTL_MS);
     } catch (err) {
@@ -345,7 +378,8 @@ export class RolloutWorker {
       let deadline: NodeJS.Timeout | undefined;
       const givenUp = new Promise<'timeout'>((resolve) => (deadline = setTimeout(() => resolve('timeout'), graceMs + CLOSE_MARGIN_MS)));
       try {
-        const how = await Promise.race([this.worker.close().then(() => 'closed' as const), givenUp]);
+        this.watcher.stop();
+        const how = await Promise.race([Promise.all(this.allWorkers().map((worker) => worker.close())).then(() => 'closed' as const), givenUp]);
         if (how === 'timeout') {
           this.logger.warn({ marginMs: CLOSE_MARGIN_MS }, 'could not hand leases back (Redis unreachable?); stopping anyway, they return through the stalled check');
           this.processor.abort({}, 'shutdown');
@@ -361,7 +395,7 @@ export class RolloutWorker {
           connected ? this.queue.close() : this.queue.disconnect(),
           connected ? this.subscriber.quit() : this.subscriber.disconnect(),
           connected ? this.redis.quit() : this.redis.disconnect(),
-          connected ? Promise.resolve() : this.worker.disconnect(),
+          ...(connected ? [] : this.allWorkers().map((worker) => worker.disconnect())),
           this.metricsEndpoint?.close(),
         ]));
         this.sharedBullClient?.disconnect();
@@ -371,6 +405,21 @@ export class RolloutWorker {
     })();
     return this.closing;
   }
+}
+
+/** A BullMQ worker of `queueName` running `processor` (one per served queue; they share the child pool). */
+function bullWorker(queueName: string, concurrency: number, processor: RolloutProcessor, options: CompiledWorkerOptions, connection: ConnectionOptions): Worker {
+  return new Worker(queueName, processor.process, {
+    connection,
+    prefix: options.prefix,
+    name: options.name,
+    concurrency,
+    lockDuration: options.lockDurationMs,
+    stalledInterval: options.stalledIntervalMs,
+    maxStalledCount: options.maxRedispatches,
+    autorun: false,
+    ...(options.tracing ? { telemetry: bullTelemetry(true) } : {}),
+  });
 }
 
 /** Waits for `work`, but never longer than `ms` (a client that never settles must not hold a shutdown). */

@@ -1,6 +1,8 @@
 import os from 'node:os';
 import { z } from 'zod';
-import { clusterPrefixProblem, DEFAULT_PREFIX, DEFAULT_QUEUE } from '../lease/index.js';
+import { clusterPrefixProblem, DEFAULT_PREFIX, DEFAULT_QUEUE, FINGERPRINT_LABEL } from '../lease/index.js';
+import { environmentFingerprint, fingerprintInputs } from './environment-fingerprint.js';
+import { tracingEnabled } from '../platform/telemetry.js';
 import { DEFAULT_REDIS_URL, redisTopology } from '../platform/redis-connection.js';
 import type { Logger } from '../platform/logger.js';
 import { Allowlist, DEFAULT_ALLOWLIST } from '../ref/index.js';
@@ -86,6 +88,31 @@ export const WorkerOptionsSchema = z
      * fallback. Default env `ROLLOUT_QUEUE_CONTAINMENT`, else `auto`.
      */
     containment: z.enum(CONTAINMENT_MODES as [ContainmentMode, ...ContainmentMode[]]).optional(),
+    /**
+     * Labels of this worker (`{ region: 'eu-west', gpu: 'h100' }`, CLI `--placement KEY=VALUE`):
+     * besides the base queue it serves every placement queue whose labels these satisfy (each
+     * label equal). The label `fingerprint` is set from {@link fingerprint}. Default none.
+     */
+    placement: z.record(z.string().min(1).max(64), z.string().max(256)).default({}),
+    /**
+     * Environment fingerprint (label `fingerprint`): a spec naming `sandbox.fingerprint` runs only
+     * on a worker with exactly that value. Default computed (`environmentFingerprint`: package,
+     * node and python versions, env `ROLLOUT_QUEUE_IMAGE_ID`).
+     */
+    fingerprint: z.string().min(1).max(256).optional(),
+    /**
+     * Evaluations (`class: 'evaluation'`) run at once, in queues of their own, apart from
+     * `concurrency` (which each rollout queue gets). Default 1, bounds 1–256.
+     */
+    evalConcurrency: z.number().int().min(1).max(256).default(1),
+    /** How often the worker looks for new placement queues (`keys.placements()`), ms. Default 1 000. */
+    placementPollMs: z.number().int().min(50).max(600_000).default(1000),
+    /**
+     * OpenTelemetry spans (BullMQ's telemetry via bullmq-otel, plus a span per rollout attempt whose
+     * `traceparent` the child gets as `ctx.traceparent`) to the global tracer provider. Default on
+     * when env `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else off.
+     */
+    telemetry: z.boolean().optional(),
   })
   .strict();
 
@@ -168,6 +195,31 @@ export interface WorkerOptions {
    * fallback. Default env `ROLLOUT_QUEUE_CONTAINMENT`, else `auto`.
    */
   readonly containment?: ContainmentMode;
+  /**
+   * Labels of this worker (`{ region: 'eu-west', gpu: 'h100' }`, CLI `--placement KEY=VALUE`):
+   * besides the base queue it serves every placement queue whose labels these satisfy (each
+   * label equal). The label `fingerprint` is set from {@link fingerprint}. Default none.
+   */
+  readonly placement?: Record<string, string>;
+  /**
+   * Environment fingerprint (label `fingerprint`): a spec naming `sandbox.fingerprint` runs only
+   * on a worker with exactly that value. Default computed (`environmentFingerprint`: package,
+   * node and python versions, env `ROLLOUT_QUEUE_IMAGE_ID`).
+   */
+  readonly fingerprint?: string;
+  /**
+   * Evaluations (`class: 'evaluation'`) run at once, in queues of their own, apart from
+   * `concurrency` (which each rollout queue gets). Default 1, bounds 1–256.
+   */
+  readonly evalConcurrency?: number;
+  /** How often the worker looks for new placement queues (`keys.placements()`), ms. Default 1 000. */
+  readonly placementPollMs?: number;
+  /**
+   * OpenTelemetry spans (BullMQ's telemetry via bullmq-otel, plus a span per rollout attempt whose
+   * `traceparent` the child gets as `ctx.traceparent`) to the global tracer provider. Default on
+   * when env `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else off.
+   */
+  readonly telemetry?: boolean;
   /** pino logger for the worker's JSON logs. Default: pino on stderr, level `LOG_LEVEL` or `info`. */
   readonly logger?: Logger;
 }
@@ -179,8 +231,14 @@ void workerOptionsMatchSchema;
 
 /** Fully defaulted, frozen worker options. */
 export type CompiledWorkerOptions = Readonly<
-  Omit<z.output<typeof WorkerOptionsSchema>, 'redisUrl' | 'prefix' | 'name' | 'containment'> & {
+  Omit<z.output<typeof WorkerOptionsSchema>, 'redisUrl' | 'prefix' | 'name' | 'containment' | 'fingerprint' | 'telemetry'> & {
+    /** Tracing on (`telemetry`, else env OTEL_EXPORTER_OTLP_ENDPOINT). */
+    tracing: boolean;
     redisUrl: string;
+    /** The worker's fingerprint (given, or computed at start). */
+    fingerprint: string;
+    /** `placement` plus `fingerprint`: what placement queues are matched against. */
+    labels: Readonly<Record<string, string>>;
     containment: ContainmentMode;
     prefix: string;
     name: string;
@@ -208,12 +266,20 @@ export function compileWorkerOptions(input: WorkerOptions): CompiledWorkerOption
   const allowlist = [...DEFAULT_ALLOWLIST, ...options.allow.filter((pattern) => !DEFAULT_ALLOWLIST.includes(pattern))];
   // Compiled once here so a malformed --allow pattern stops the worker at start (AllowlistError).
   Allowlist.compile(allowlist);
+  if (FINGERPRINT_LABEL in options.placement) {
+    throw new Error(`worker option placement: the label "${FINGERPRINT_LABEL}" is set by the fingerprint option (--fingerprint), not by --placement`);
+  }
   const redisUrl = options.redisUrl ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL;
   const prefix = options.prefix ?? process.env.ROLLOUT_QUEUE_PREFIX ?? DEFAULT_PREFIX;
   const clusterProblem = redisTopology(redisUrl) === 'cluster' ? clusterPrefixProblem(prefix, options.queue) : undefined;
   if (clusterProblem) throw new Error(`worker option prefix: ${clusterProblem}`);
+  const fingerprint = options.fingerprint ?? environmentFingerprint(fingerprintInputs());
+  const { telemetry, ...parsedOptions } = options;
   return Object.freeze({
-    ...options,
+    ...parsedOptions,
+    tracing: tracingEnabled(telemetry),
+    fingerprint,
+    labels: Object.freeze({ ...options.placement, [FINGERPRINT_LABEL]: fingerprint }),
     redisUrl,
     prefix,
     name: options.name ?? `${os.hostname()}-${process.pid}`,

@@ -52,6 +52,10 @@ export interface QueueKeys {
   workerInfo(workerName: string): string;
   /** STRING a worker writes (with a short PX TTL) to learn whether Redis accepts writes again after refusing them (OOM). */
   writeProbe(): string;
+  /** STRING JSON of an `ok` evaluation Result, by the SHA-256 (hex) of its (rendered, task, run, reward), with PX TTL: the evaluation cache. */
+  evalCache(sha256: string): string;
+  /** HASH placement queue name → canonical JSON of its labels: the placements producers routed leases to (workers poll it to discover queues). */
+  placements(): string;
 }
 
 /**
@@ -85,6 +89,8 @@ export function queueKeys(prefix: string = DEFAULT_PREFIX, queue: string = DEFAU
     gatewayResults: (runId) => `${base}gw:${runId}:results`,
     workerInfo: (workerName) => `${base}worker:${workerName}`,
     writeProbe: () => `${base}write-probe`,
+    placements: () => `${base}placements`,
+    evalCache: (sha256) => `${base}eval-cache:${sha256}`,
   };
 }
 

@@ -1,19 +1,25 @@
-import type { Queue } from 'bullmq';
 import { ROLLOUT_JOB_NAME } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import type { Result, RolloutSpec } from '../spec/index.js';
 import type { ArtifactStorer } from './artifact-storer.js';
 import { callerResult } from './caller-result.js';
 import { DraftSource } from './draft-source.js';
+import { evaluationHash, type EvaluationCache } from './evaluation-cache.js';
 import type { LeaseTracker } from './lease-tracker.js';
+import type { PlacementQueues } from './placement-queues.js';
+import { withPlacementFor } from './placement-for.js';
+import type { PlacementFor } from './producer-options.js';
 import { prepareDraft, type PreparedDraft } from './rollout-draft.js';
 import type { RunStore } from './run-store.js';
 
 /** What the enqueuer needs from its session. */
 export interface EnqueuerDeps {
   readonly runId: string;
-  readonly queue: Queue;
+  /** Adds jobs, each to the queue of its placement and class. */
+  readonly queue: Pick<PlacementQueues, 'addBulk'>;
   readonly store: RunStore;
+  /** Labels for a draft whose spec names no placement (producer option `placementFor`). */
+  readonly placementFor?: PlacementFor | undefined;
   readonly tracker: LeaseTracker;
   readonly logger: Logger;
   readonly maxInFlight: number;
@@ -25,6 +31,10 @@ export interface EnqueuerDeps {
   readonly onRefused: (result: Result) => void;
   /** Turns a spec into job data (a large artifact stored once, referenced by hash). */
   readonly artifacts: ArtifactStorer;
+  /** Answers repeated evaluations without a job. */
+  readonly evaluations?: EvaluationCache | undefined;
+  /** Receives the cached answer of an evaluation (never enqueued). */
+  readonly onCached?: (result: Result) => void;
 }
 
 type ValidDraft = Extract<PreparedDraft, { ok: true }>;
@@ -60,12 +70,19 @@ export class DraftEnqueuer {
   private runAttemptId: string | undefined;
   /** Distinct leases seen in this call (enqueued, already enqueued or refused). */
   private readonly seen = new Set<string>();
+  /** Content hash of each evaluation lease enqueued in this call (its ok Result is cached under it). */
+  private readonly evalHashes = new Map<string, string>();
 
   constructor(private readonly deps: EnqueuerDeps) {}
 
   /** Number of distinct leases in the draft list, known once {@link run} returned true. */
   get distinctLeases(): number {
     return this.seen.size;
+  }
+
+  /** The evaluation-cache hash of a lease this call enqueued as an evaluation, else undefined. */
+  evaluationHashOf(leaseId: string): string | undefined {
+    return this.evalHashes.get(leaseId);
   }
 
   /** True once the run record exists (the first draft was read). */
@@ -107,7 +124,7 @@ export class DraftEnqueuer {
         // One plain copy per batch for the secret check: every read of process.env crosses into
         // the runtime, and the check reads all of it for each draft.
         const env = { ...process.env };
-        const batch = values.map((value, i) => ({ draft: prepareDraft(value, { runId, runAttemptId, index: index + i, maxSpecBytes, maxTaskBytes, env }), index: index + i }));
+        const batch = values.map((value, i) => ({ draft: withPlacementFor(prepareDraft(value, { runId, runAttemptId, index: index + i, maxSpecBytes, maxTaskBytes, env }), this.deps.placementFor), index: index + i }));
         index += values.length;
         await this.enqueue(batch);
       }
@@ -153,7 +170,29 @@ export class DraftEnqueuer {
         fresh.push({ draft, index });
       }
     }
+    fresh = await this.answerCached(fresh, flags);
     await Promise.all([this.add(fresh), already > 0 ? store.countAlreadyEnqueued(runId, already) : undefined]);
+  }
+
+  /**
+   * Takes the evaluations the cache answers out of `fresh` (their cached Result is handed to
+   * `onCached`; a lease answered so before, on a resumed run, is skipped), and remembers the hash
+   * of the other evaluations.
+   */
+  private async answerCached(fresh: Positioned<ValidDraft>[], flags: Map<string, { delivered?: boolean }>): Promise<Positioned<ValidDraft>[]> {
+    const { evaluations, onCached, runId } = this.deps;
+    if (!evaluations || !onCached) return fresh;
+    const evals = fresh.filter(({ draft }) => draft.spec.class === 'evaluation').map(({ draft }) => ({ leaseId: draft.leaseId, taskId: draft.taskId, runId, hash: evaluationHash(draft.spec) }));
+    if (evals.length === 0) return fresh;
+    const hits = await evaluations.lookup(evals, new Date().toISOString());
+    for (const { leaseId, hash } of evals) if (!hits.has(leaseId)) this.evalHashes.set(leaseId, hash);
+    const rest: Positioned<ValidDraft>[] = [];
+    for (const item of fresh) {
+      const hit = hits.get(item.draft.leaseId);
+      if (!hit) rest.push(item);
+      else if (!flags.get(item.draft.leaseId)?.delivered) onCached(hit);
+    }
+    return rest;
   }
 
   /** Adds jobs unless halted; {@link settled} waits for it. */
@@ -169,7 +208,7 @@ export class DraftEnqueuer {
     try {
       const data: RolloutSpec[] = [];
       for (const { draft } of drafts) data.push(await this.deps.artifacts.jobData(draft.spec));
-      await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i], opts: { jobId: draft.leaseId, attempts: 1 } })));
+      await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i] as RolloutSpec, opts: { jobId: draft.leaseId, attempts: 1 } })));
       await store.recordLeases(runId, drafts.map(({ draft, index }) => ({
         leaseId: draft.leaseId, index, scheduleToStartMs: draft.spec.timeouts.scheduleToStartMs, scheduleToCloseMs: draft.spec.timeouts.scheduleToCloseMs,
       })));

@@ -21,3 +21,5 @@ export type { PurgeOutcome, PurgeOlderOutcome } from './purge-run.js';
 export { DEFAULT_RETAIN_MS } from './run-retention.js';
 export { STORE_ARTIFACT_MIN_BYTES } from './artifact-storer.js';
 export { CoordinatorMetrics } from './coordinator-metrics.js';
+export type { PlacementStatus } from './placement-queues.js';
+export type { PlacementFor } from './producer-options.js';

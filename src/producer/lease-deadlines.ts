@@ -4,7 +4,7 @@ import type { QueueKeys } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import { ResultSchema, type Result } from '../spec/index.js';
 import { producerResult } from './producer-result.js';
-import type { BullKeys } from './read-job-outcomes.js';
+import { leaseBullKey, type BullKeys } from './read-job-outcomes.js';
 import { taskKeyOf } from './result-from-job.js';
 import { redisNowMs } from './run-retention.js';
 
@@ -27,8 +27,17 @@ export interface LeaseDeadlinesDeps {
   readonly runId: string;
   readonly redis: Redis;
   readonly keys: QueueKeys;
-  /** The BullMQ queue: job keys, live workers (`getWorkers`), and removing a waiting job. */
-  readonly queue: BullKeys & { getWorkers(): Promise<unknown[]>; remove(jobId: string): Promise<number> };
+  /**
+   * The BullMQ queue: job keys, live workers (`getWorkers`), and removing a waiting job. With
+   * `PlacementQueues` (`queueNameOf`, `workerCount`), workers are counted per lease's placement
+   * queue: a lease nobody with its labels can take ends NoWorker though other workers are busy.
+   */
+  readonly queue: BullKeys & {
+    getWorkers(): Promise<unknown[]>;
+    remove(jobId: string): Promise<number>;
+    queueNameOf?(leaseId: string): string;
+    workerCount?(queueName: string): Promise<number>;
+  };
   readonly logger: Logger;
 }
 
@@ -47,7 +56,9 @@ export interface LeaseDeadlinesDeps {
  * in `duplicatesDropped` (consumer `LeaseLedger.hasVerdict`).
  */
 export class LeaseDeadlines {
-  private noWorkerSince: number | undefined = performance.now();
+  /** Per queue name: since when (monotonic ms) no worker served it; absent = unknown yet, undefined = served. */
+  private readonly noWorkerSince = new Map<string, number | undefined>();
+  private readonly started = performance.now();
   private lastCheck = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly deps: LeaseDeadlinesDeps) {}
@@ -72,11 +83,19 @@ export class LeaseDeadlines {
     }
     if (clocks.size === 0 || performance.now() - this.lastCheck < CHECK_EVERY_MS) return verdicts;
     this.lastCheck = performance.now();
+    const { queue } = this.deps;
+    await queue.resolve?.([...clocks.keys()]);
+    const queueOf = (leaseId: string): string => queue.queueNameOf?.(leaseId) ?? keys.queue;
+    const names = [...new Set([...clocks.keys()].map(queueOf))];
     // CLIENT LIST may be refused (a Redis ACL without it): then no-worker time is never counted.
-    const [now, workers] = await Promise.all([redisNowMs(redis), this.deps.queue.getWorkers().then((list) => list.length, () => 1)]);
-    this.noticeWorkers(workers);
-    const noWorkerMs = this.noWorkerSince === undefined ? -1 : performance.now() - this.noWorkerSince;
+    const [now, counts] = await Promise.all([
+      redisNowMs(redis),
+      Promise.all(names.map((name) => (queue.workerCount && name !== keys.queue ? queue.workerCount(name) : queue.getWorkers().then((list) => list.length)).catch(() => 1))),
+    ]);
+    const noWorkerMsOf = new Map(names.map((name, i) => [name, this.noticeWorkers(name, counts[i] ?? 1)]));
     for (const [leaseId, json] of clocks) {
+      const queueName = queueOf(leaseId);
+      const noWorkerMs = noWorkerMsOf.get(queueName) ?? -1;
       const [at, startMs, closeMs] = JSON.parse(json) as [number, number, number];
       const waited = now - at;
       if (closeMs > 0 && waited >= closeMs) {
@@ -86,32 +105,42 @@ export class LeaseDeadlines {
       } else if (startMs > 0 && waited >= startMs && noWorkerMs >= startMs) {
         // Started once but no worker left to finish or re-dispatch it (BullMQ's stalled check
         // runs in workers): as stuck as a lease nobody took.
-        const started = Number((await redis.hget(this.deps.queue.toKey(leaseId), 'ats')) ?? 0) > 0;
+        const started = Number((await redis.hget(leaseBullKey(queue, leaseId), 'ats')) ?? 0) > 0;
+        const where = queueName === keys.queue ? `queue "${keys.queue}"` : `placement queue "${queueName}" of queue "${keys.queue}" (no worker whose --placement labels satisfy the lease's placement)`;
         const what = started
-          ? `lease ${leaseId} was started, but no worker has served queue "${keys.queue}" (prefix "${keys.prefix}") for ${startMs} ms, so nothing can finish or re-dispatch it`
-          : `no worker started lease ${leaseId} within ${startMs} ms of its enqueue, and no worker served queue "${keys.queue}" (prefix "${keys.prefix}") in that time`;
+          ? `lease ${leaseId} was started, but no worker has served ${where} (prefix "${keys.prefix}") for ${startMs} ms, so nothing can finish or re-dispatch it`
+          : `no worker started lease ${leaseId} within ${startMs} ms of its enqueue, and no worker served ${where} (prefix "${keys.prefix}") in that time`;
+        const fix = queueName === keys.queue ? `\`rollout-queue worker --queue ${keys.queue}\`` : `\`rollout-queue worker --queue ${keys.queue} --placement KEY=VALUE …\` with the lease's placement labels (and --fingerprint when it names sandbox.fingerprint)`;
         const verdict = await this.decide(leaseId, 'NoWorker',
-          `${what} (timeouts.scheduleToStartMs); start workers with \`rollout-queue worker --queue ${keys.queue}\` and re-run the spec under a new run id`, now);
+          `${what} (timeouts.scheduleToStartMs); start workers with ${fix} and re-run the spec under a new run id`, now);
         if (verdict) verdicts.push(verdict);
       }
     }
     return verdicts;
   }
 
-  private noticeWorkers(count: number): void {
+  /** Records the worker count of one queue; returns for how long no worker served it, ms (-1: served). */
+  private noticeWorkers(queueName: string, count: number): number {
     if (count > 0) {
-      this.noWorkerSince = undefined;
-    } else if (this.noWorkerSince === undefined) {
-      this.noWorkerSince = performance.now();
-      this.deps.logger.info({ runId: this.deps.runId, queue: this.deps.keys.queue }, 'no worker serves the queue; leases no worker starts within timeouts.scheduleToStartMs end as NoWorker');
+      this.noWorkerSince.set(queueName, undefined);
+      return -1;
     }
+    const seen = this.noWorkerSince.has(queueName);
+    let since = this.noWorkerSince.get(queueName);
+    if (since === undefined) {
+      // A queue first sampled now counts from this session's start (as before placement queues).
+      since = seen ? performance.now() : this.started;
+      this.noWorkerSince.set(queueName, since);
+      this.deps.logger.info({ runId: this.deps.runId, queue: queueName }, 'no worker serves the queue; leases no worker starts within timeouts.scheduleToStartMs end as NoWorker');
+    }
+    return performance.now() - since;
   }
 
   private async decide(leaseId: string, type: string, message: string, nowMs: number): Promise<Result | undefined> {
     const { redis, keys, runId, queue, logger } = this.deps;
     const result = { ...producerResult('infrastructure', leaseId, runId, taskKeyOf(leaseId, runId), type, message), finishedAt: new Date(nowMs).toISOString() };
     const json = JSON.stringify(result);
-    const outcome = await redis.eval(VERDICT, 3, queue.toKey('completed'), queue.toKey('failed'), keys.runVerdicts(runId), leaseId, json);
+    const outcome = await redis.eval(VERDICT, 3, leaseBullKey(queue, leaseId, 'completed'), leaseBullKey(queue, leaseId, 'failed'), keys.runVerdicts(runId), leaseId, json);
     if (outcome === 0) return undefined;
     if (outcome === 2) return parseVerdict(await redis.hget(keys.runVerdicts(runId), leaseId));
     // Refused while a worker holds it: that attempt runs to its end and its answer is dropped.

@@ -1,3 +1,4 @@
+import { tracingEnabled } from '../platform/telemetry.js';
 import { z } from 'zod';
 import { clusterPrefixProblem, DEFAULT_PREFIX, DEFAULT_QUEUE, queueKeys } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
@@ -76,10 +77,32 @@ export const ProducerOptionsSchema = z
      * 0 (remove as soon as it is delivered) to 31 536 000 000 (365 days).
      */
     retainMs: z.number().int().min(0).max(365 * 24 * 3600 * 1000).default(DEFAULT_RETAIN_MS),
+    /**
+     * Placement strategy, called once per draft whose spec names no `placement`: returns the
+     * labels (`{ region: 'eu-west' }`) a worker must have (`worker --placement KEY=VALUE`) to
+     * take it, or undefined for any worker. A spec's own `placement` wins. Default none.
+     */
+    /**
+     * Cost ceiling of a run, US dollars: once the cost receipts of its delivered Results reach it,
+     * no new lease is dispatched (nothing more enqueued, waiting jobs removed), leases already
+     * running finish and are delivered, then the iterator throws `RunStoppedError` saying so
+     * (run status `stopped`). Counted per `mapRollouts` call. Default none.
+     */
+    costCeilingUsd: z.number().positive().finite().optional(),
+    /**
+     * OpenTelemetry spans: a span `rollout-queue.enqueue` per batch (its W3C traceparent goes into
+     * each spec's `traceparent`) and BullMQ's own spans (bullmq-otel), to the global tracer
+     * provider. Default on when env `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else off.
+     */
+    telemetry: z.boolean().optional(),
+    placementFor: z.custom<PlacementFor>((value) => typeof value === 'function', 'placementFor must be a function (task) => labels | undefined').optional(),
     /** pino logger. Default: a JSON logger to stdout with `component: "producer"` and secret redaction. */
     logger: z.custom<Logger>(isLogger, 'logger must be a pino logger (info/warn/error/debug/child)').optional(),
   })
   .strict();
+
+/** The `placementFor` strategy: labels for a draft's `task` (string values), or undefined for no placement. */
+export type PlacementFor = (task: unknown) => Readonly<Record<string, string>> | undefined;
 
 /**
  * What a caller may pass to `RolloutQueue.create`; every field is optional. Written out (not
@@ -143,6 +166,25 @@ export interface ProducerOptions {
    * 0 (remove as soon as it is delivered) to 31 536 000 000 (365 days).
    */
   readonly retainMs?: number;
+  /**
+   * Placement strategy, called once per draft whose spec names no `placement`: returns the
+   * labels (`{ region: 'eu-west' }`) a worker must have (`worker --placement KEY=VALUE`) to
+   * take it, or undefined for any worker. A spec's own `placement` wins. Default none.
+   */
+  readonly placementFor?: PlacementFor;
+  /**
+   * Cost ceiling of a run, US dollars: once the cost receipts of its delivered Results reach it,
+   * no new lease is dispatched (nothing more enqueued, waiting jobs removed), leases already
+   * running finish and are delivered, then the iterator throws `RunStoppedError` saying so
+   * (run status `stopped`). Counted per `mapRollouts` call. Default none.
+   */
+  readonly costCeilingUsd?: number;
+  /**
+   * OpenTelemetry spans: a span `rollout-queue.enqueue` per batch (its W3C traceparent goes into
+   * each spec's `traceparent`) and BullMQ's own spans (bullmq-otel), to the global tracer
+   * provider. Default on when env `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else off.
+   */
+  readonly telemetry?: boolean;
   /** pino logger. Default: a JSON logger to stdout with `component: "producer"` and secret redaction. */
   readonly logger?: Logger;
 }
@@ -165,6 +207,10 @@ export interface CompiledProducerOptions {
   readonly connectTimeoutMs: number;
   readonly queueEvents: boolean;
   readonly retainMs: number;
+  readonly placementFor: PlacementFor | undefined;
+  readonly costCeilingUsd: number | undefined;
+  /** Tracing on (`telemetry`, else env OTEL_EXPORTER_OTLP_ENDPOINT). */
+  readonly tracing: boolean;
   readonly logger: Logger;
 }
 
@@ -197,6 +243,9 @@ export function compileProducerOptions(input: ProducerOptions = {}, env: NodeJS.
     connectTimeoutMs: value.connectTimeoutMs,
     queueEvents: value.queueEvents,
     retainMs: value.retainMs,
+    placementFor: value.placementFor,
+    costCeilingUsd: value.costCeilingUsd,
+    tracing: value.telemetry ?? tracingEnabled(undefined, env),
     logger: value.logger ?? createLogger({ component: 'producer' }),
   });
 }

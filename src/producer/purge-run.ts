@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { bullJobLockKey, RUN_FIELDS, runOwnKeys, type QueueKeys, type RunStatus } from '../lease/index.js';
+import { leaseBullKey, type BullKeys } from './read-job-outcomes.js';
 import type { RemovableQueue } from './remove-waiting-jobs.js';
 import { redisNowMs } from './run-retention.js';
 
@@ -43,7 +44,10 @@ export async function purgeRun(redis: Redis, queue: RemovableQueue, keys: QueueK
   if (status === 'running') throw new RunActiveError(runId, 'is still running: cancel it first (`rollout-queue cancel`) or let it complete');
   if (coordinator !== null) throw new RunActiveError(runId, 'is being delivered by a coordinator right now: stop it, or wait until it exits');
   const all = [...new Set([...leases, ...delivered])];
-  const locks = all.length === 0 ? [] : ((await all.reduce((pipe, leaseId) => pipe.exists(bullJobLockKey(queue.toKey(leaseId))), redis.pipeline()).exec()) ?? []);
+  // Leases of placement queues (PlacementQueues): their jobs live in those queues.
+  const bull = queue as RemovableQueue & BullKeys;
+  await bull.resolve?.(all);
+  const locks = all.length === 0 ? [] : ((await all.reduce((pipe, leaseId) => pipe.exists(bullJobLockKey(leaseBullKey(bull, leaseId))), redis.pipeline()).exec()) ?? []);
   const active = all.filter((_, i) => locks[i]?.[1] === 1);
   if (active.length > 0) throw new RunActiveError(runId, `has ${active.length} rollout(s) still active on workers (e.g. ${active[0]}); they stop within seconds of a cancel: purge again then`);
   for (let i = 0; i < all.length; i += PARALLEL) {

@@ -125,7 +125,10 @@ class QueueDispatcher {
       task: { id: request.cellId, ...request } as Record<string, unknown>,
       run: options.runRef,
       reward: { $ref: 'rollout-queue/dispatch:noReward', config: {} },
-      class: 'evaluation',
+      // Not 'evaluation': a dispatch has effects (artifacts, receipts) and the harness owns its
+      // retries, so it must never be answered from the evaluation cache; and it keeps running at
+      // the workers' --concurrency in the rollout queues (issue 9 gave evaluations queues of their own).
+      class: 'rollout',
       placement: labels,
       ...(Object.keys(options.timeouts).length > 0 ? { timeouts: options.timeouts } : {}),
       ...(Object.keys(options.sandbox).length > 0 ? { sandbox: options.sandbox } : {}),

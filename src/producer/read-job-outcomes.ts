@@ -26,6 +26,15 @@ export type JobOutcome =
 /** BullMQ's own key builder (a `Queue` has it): `toKey(jobId)` is the job hash, `toKey('completed')` the set. */
 export interface BullKeys {
   toKey(type: string): string;
+  /** Key `type` in the queue of `leaseId` (`PlacementQueues`: a lease may sit in a placement queue); `type` defaults to the job hash. */
+  leaseKey?(leaseId: string, type?: string): string;
+  /** Learns the queue of leases this process did not enqueue (before {@link leaseKey}). */
+  resolve?(leaseIds: readonly string[]): Promise<void>;
+}
+
+/** BullMQ key `type` (default: the job hash) of `leaseId`'s queue. */
+export function leaseBullKey(bull: BullKeys, leaseId: string, type: string = leaseId): string {
+  return bull.leaseKey ? bull.leaseKey(leaseId, type) : bull.toKey(type);
 }
 
 /** Leases read per MULTI; big enough to amortise the round trip, small enough not to block Redis. */
@@ -71,17 +80,16 @@ export async function readJobOutcomes(
   keys: QueueKeys,
   leaseIds: readonly string[],
 ): Promise<Map<string, JobOutcome>> {
+  await bull.resolve?.(leaseIds);
   const batches: string[][] = [];
   for (let i = 0; i < leaseIds.length; i += OUTCOME_BATCH) batches.push(leaseIds.slice(i, i + OUTCOME_BATCH));
   const replies = await Promise.all(
     batches.map(async (batch) => {
       const tx = redis.multi();
-      const completedKey = bull.toKey('completed');
-      const failedKey = bull.toKey('failed');
       for (const leaseId of batch) {
-        tx.hmget(bull.toKey(leaseId), ...JOB_FIELDS)
-          .zscore(completedKey, leaseId)
-          .zscore(failedKey, leaseId);
+        tx.hmget(leaseBullKey(bull, leaseId), ...JOB_FIELDS)
+          .zscore(leaseBullKey(bull, leaseId, 'completed'), leaseId)
+          .zscore(leaseBullKey(bull, leaseId, 'failed'), leaseId);
       }
       return { batch, rows: ((await tx.exec()) ?? []) as Row };
     }),
@@ -105,7 +113,7 @@ export async function readJobOutcomes(
   if (failed.length === 0) return outcomes;
 
   const pipe = redis.pipeline();
-  for (const { leaseId } of failed) pipe.hget(bull.toKey(leaseId), 'data').hget(keys.lease(leaseId), 'redispatched');
+  for (const { leaseId } of failed) pipe.hget(leaseBullKey(bull, leaseId), 'data').hget(keys.lease(leaseId), 'redispatched');
   const extra = ((await pipe.exec()) ?? []) as Row;
   failed.forEach(({ leaseId, fields }, i) => {
     const [, , failedReason, ats, stc, processedOn, finishedOn, pb] = fields;

@@ -4,6 +4,9 @@ import type { Redis } from 'ioredis';
 export interface RemovableQueue {
   toKey(type: string): string;
   remove(jobId: string): Promise<number>;
+  /** Placement queues of the same base queue (`PlacementQueues`): their waiting jobs are removed too. */
+  knownQueueNames?(): Promise<string[]>;
+  queue?(name: string): { toKey(type: string): string; remove(jobId: string): Promise<number> };
 }
 
 /** Wait-list entries read per LRANGE page. */
@@ -25,6 +28,13 @@ const MAX_ROUNDS = 5;
  * with its result; a rollout takes far longer than that window.)
  */
 export async function removeWaitingJobs(redis: Redis, queue: RemovableQueue, runId: string): Promise<string[]> {
+  if (!queue.knownQueueNames || !queue.queue) return removeWaitingIn(redis, queue, runId);
+  const removed: string[] = [];
+  for (const name of await queue.knownQueueNames()) removed.push(...(await removeWaitingIn(redis, queue.queue(name), runId)));
+  return removed;
+}
+
+async function removeWaitingIn(redis: Redis, queue: { toKey(type: string): string; remove(jobId: string): Promise<number> }, runId: string): Promise<string[]> {
   const removed: string[] = [];
   // A wait list longer than one page shifts while it is paged (workers pop, other runs push),
   // so scan again while the previous scan found something; a short list is read atomically.

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { queueKeys, readRunRecord, type QueueKeys, type RunRecord } from '../lease/index.js';
+import { queueKeys, readRunCost, readRunRecord, type QueueKeys, type RunRecord } from '../lease/index.js';
 import { redactRedisUrl } from '../platform/redis-connection.js';
-import { RunIdSchema, type Result } from '../spec/index.js';
+import { bullTelemetry } from '../platform/telemetry.js';
+import { RunIdSchema, type CostSummary, type Result } from '../spec/index.js';
 import { cancelRun, type CancelOutcome } from './cancel-run.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { connectProducerRedis } from './connect-producer-redis.js';
@@ -11,6 +12,7 @@ import { compileProducerOptions, type CompiledProducerOptions, type ProducerOpti
 import type { RolloutDraft } from './rollout-draft.js';
 import { purgeOlderThan, purgeRun, RunActiveError, type PurgeOlderOutcome, type PurgeOutcome } from './purge-run.js';
 import { RunSession } from './run-session.js';
+import { PlacementQueues, type PlacementStatus } from './placement-queues.js';
 import { RunStore } from './run-store.js';
 
 /** Lifecycle of a {@link RolloutQueue}; errors print it. */
@@ -38,6 +40,10 @@ export interface QueueStatus {
   readonly run: RunRecord | null | undefined;
   /** BullMQ `getWorkers()`: Redis clients of workers on this queue (raw CLIENT LIST fields). */
   readonly workers: readonly Record<string, string>[];
+  /** The placement queues of this queue (one per distinct placement and class), with waiting jobs and workers each. */
+  readonly placements: readonly PlacementStatus[];
+  /** Cost receipts recorded for the run so far (when a run id was given): total USD (`null`: none), units, per label. */
+  readonly cost?: CostSummary;
 }
 
 const runIdOf = (leaseId: string): string => leaseId.slice(0, leaseId.indexOf('.'));
@@ -53,6 +59,8 @@ export class RolloutQueue {
   private readonly sessions = new Map<string, RunSession>();
   private readonly keys: QueueKeys;
   private readonly store: RunStore;
+  /** The base queue and its placement queues (one BullMQ queue per distinct placement and class). */
+  private readonly placements: PlacementQueues;
   private events: QueueEvents | undefined;
 
   private constructor(
@@ -62,6 +70,7 @@ export class RolloutQueue {
   ) {
     this.keys = queueKeys(options.prefix, options.queue);
     this.store = new RunStore(redis, this.keys);
+    this.placements = new PlacementQueues(queue, redis, this.keys, options.tracing);
   }
 
   /**
@@ -75,7 +84,7 @@ export class RolloutQueue {
     const logger = options.logger;
     const address = redactRedisUrl(options.redisUrl);
     const redis = await connectProducerRedis(options.redisUrl, options.connectTimeoutMs, logger);
-    const queue = new Queue(options.queue, { prefix: options.prefix, connection: redis });
+    const queue = new Queue(options.queue, { prefix: options.prefix, connection: redis, ...(options.tracing ? { telemetry: bullTelemetry(true) } : {}) });
     queue.on('error', (err: Error) => logger.warn({ err: err.message }, 'BullMQ queue error'));
     const rq = new RolloutQueue(options, redis, queue);
     try {
@@ -165,7 +174,7 @@ export class RolloutQueue {
   async cancel(runId: string, reason = 'cancelled by RolloutQueue.cancel'): Promise<CancelOutcome> {
     this.assertOpen();
     this.checkRunId(runId);
-    const outcome = await cancelRun(this.redis, this.queue, this.store, this.options.logger, runId, reason);
+    const outcome = await cancelRun(this.redis, this.placements, this.store, this.options.logger, runId, reason);
     if (!outcome.found) throw new Error(`no run "${runId}" on queue "${this.options.queue}" (prefix "${this.options.prefix}"); nothing to cancel`);
     this.sessions.get(runId)?.cancelledElsewhere(reason);
     return outcome;
@@ -181,7 +190,7 @@ export class RolloutQueue {
     this.assertOpen();
     this.checkRunId(runId);
     if (this.sessions.has(runId)) throw new RunActiveError(runId, 'has a live iterator in this process');
-    const outcome = await purgeRun(this.redis, this.queue, this.keys, runId);
+    const outcome = await purgeRun(this.redis, this.placements, this.keys, runId);
     if (!outcome.found) throw new Error(`no run "${runId}" on queue "${this.options.queue}" (prefix "${this.options.prefix}"); nothing to purge (a run past its retention is gone already)`);
     this.options.logger.info({ runId, leases: outcome.leases }, 'run purged');
     return outcome;
@@ -195,18 +204,20 @@ export class RolloutQueue {
   async purgeOlderThan(ageMs: number): Promise<PurgeOlderOutcome> {
     this.assertOpen();
     if (!Number.isSafeInteger(ageMs) || ageMs < 0) throw new Error(`purgeOlderThan: ageMs must be a whole number of ms >= 0, got ${ageMs}`);
-    return purgeOlderThan(this.redis, this.queue, this.keys, ageMs);
+    return purgeOlderThan(this.redis, this.placements, this.keys, ageMs);
   }
 
   /** Job counts of the queue, the run record (when `runId` is given) and the queue's workers. */
   async status(runId?: string): Promise<QueueStatus> {
     this.assertOpen();
-    const [counts, run, workers] = await Promise.all([
+    const [counts, run, workers, placements] = await Promise.all([
       this.queue.getJobCounts(),
       runId === undefined ? Promise.resolve(undefined) : readRunRecord(this.redis, this.keys, this.checkRunId(runId)).then((r) => r ?? null),
       this.queue.getWorkers(),
+      this.placements.describe(),
     ]);
-    return { queue: this.options.queue, prefix: this.options.prefix, counts, run, workers };
+    const cost = run ? await readRunCost(this.redis, this.keys, run.runId) : undefined;
+    return { queue: this.options.queue, prefix: this.options.prefix, counts, run, workers, placements, ...(cost ? { cost } : {}) };
   }
 
   /**
@@ -220,6 +231,7 @@ export class RolloutQueue {
       // The consumer gets the error when it next asks, so it names the state at that time.
       for (const session of this.sessions.values()) session.abandon(() => this.closedError());
       await this.events?.close().catch(() => undefined);
+      await this.placements.close();
       await this.queue.close().catch(() => undefined);
       if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis.disconnect());
       else this.redis.disconnect();
@@ -230,7 +242,7 @@ export class RolloutQueue {
 
   private session(plan: ConstructorParameters<typeof RunSession>[1]): AsyncGenerator<Result, void, undefined> {
     const session = new RunSession({
-      redis: this.redis, queue: this.queue, keys: this.keys, store: this.store, logger: this.options.logger,
+      redis: this.redis, queue: this.placements, keys: this.keys, store: this.store, logger: this.options.logger, placementFor: this.options.placementFor, costCeilingUsd: this.options.costCeilingUsd,
       maxInFlight: this.options.maxInFlight, maxSpecBytes: this.options.maxSpecBytes, maxTaskBytes: this.options.maxTaskBytes, reconcileMs: this.options.reconcileMs,
       retainMs: this.options.retainMs,
       register: (s) => {

@@ -1,4 +1,3 @@
-import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
@@ -8,6 +7,7 @@ import type { LeaseTracker } from './lease-tracker.js';
 import { removeWaitingJobs } from './remove-waiting-jobs.js';
 import { RunStoppedError } from './run-stopped-error.js';
 import type { RunStore } from './run-store.js';
+import type { RemovableQueue } from './remove-waiting-jobs.js';
 
 /**
  * An early end decided while Results may still be queued: the Result that caused it (if any),
@@ -17,13 +17,16 @@ export interface Ending {
   readonly result: Result | null;
   readonly error: Error;
   readonly work: Promise<Error | undefined>;
+  /** Running leases still deliver their Results before the error is thrown (the cost ceiling). */
+  readonly drain?: boolean;
 }
 
 /** What ending a run needs from its session. */
 export interface RunEndingDeps {
   readonly runId: string;
   readonly redis: Redis;
-  readonly queue: Queue;
+  /** The base queue and its placement queues (waiting jobs are removed from each). */
+  readonly queue: RemovableQueue;
   readonly store: RunStore;
   readonly logger: Logger;
   readonly tracker: LeaseTracker;
@@ -67,6 +70,28 @@ export class RunEnding {
         }
         logger.warn({ runId, leaseId: result.leaseId }, `run stopped: ${reason}`);
         return undefined;
+      }),
+    };
+  }
+
+  /**
+   * The run's cost reached `costCeilingUsd`: status `stopped`, nothing more enqueued, waiting
+   * jobs removed; leases already running finish and are delivered before the error.
+   */
+  stopAtCeiling(totalUsd: number, ceilingUsd: number): void {
+    if (this.begun) return;
+    const { runId, store, logger } = this.deps;
+    const reason = `cost ceiling reached: $${totalUsd.toFixed(4)} of costCeilingUsd $${ceilingUsd}`;
+    const message = `run "${runId}" stopped: ${reason}. No new leases were dispatched and its waiting jobs were removed; running ones finished and were delivered. ` +
+      'Raise costCeilingUsd (run --cost-ceiling-usd) and run the same run id again to run the rest';
+    this.stop = {
+      result: null,
+      drain: true,
+      error: new RunStoppedError(runId, null, message),
+      work: this.afterHalt(async () => {
+        await store.setStatus(runId, 'stopped', ['running'], reason);
+        await this.removeWaiting();
+        logger.warn({ runId, totalUsd, ceilingUsd }, `run stopped: ${reason}; running leases finish`);
       }),
     };
   }

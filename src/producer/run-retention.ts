@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { bullJobLogsKey, RUN_FIELDS, runOwnKeys, type QueueKeys } from '../lease/index.js';
-import type { BullKeys } from './read-job-outcomes.js';
+import { leaseBullKey, type BullKeys } from './read-job-outcomes.js';
 
 /** Default retention of a delivered run, ms: 3 days (`ProducerOptions.retainMs`, `run --retain`). */
 export const DEFAULT_RETAIN_MS = 3 * 24 * 3600 * 1000;
@@ -33,14 +33,13 @@ async function runLeaseIds(redis: Redis, keys: QueueKeys, runId: string): Promis
  */
 export async function applyRetention(redis: Redis, bull: BullKeys, keys: QueueKeys, runId: string, retainMs: number): Promise<void> {
   const { all, delivered, artifacts } = await runLeaseIds(redis, keys, runId);
-  const completed = bull.toKey('completed');
-  const failed = bull.toKey('failed');
+  await bull.resolve?.(all);
   for (let i = 0; i < all.length; i += BATCH) {
     const pipe = redis.pipeline();
     for (const leaseId of all.slice(i, i + BATCH)) {
-      const job = bull.toKey(leaseId);
+      const job = leaseBullKey(bull, leaseId);
       pipe.pexpire(job, retainMs).pexpire(bullJobLogsKey(job), retainMs).pexpire(keys.lease(leaseId), retainMs);
-      if (delivered.has(leaseId)) pipe.zrem(completed, leaseId).zrem(failed, leaseId);
+      if (delivered.has(leaseId)) pipe.zrem(leaseBullKey(bull, leaseId, 'completed'), leaseId).zrem(leaseBullKey(bull, leaseId, 'failed'), leaseId);
     }
     await pipe.exec();
   }

@@ -1,12 +1,14 @@
 import { CoordinatorLease } from './coordinator-lease.js';
-import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
-import type { Result } from '../spec/index.js';
+import { CostTally, type Result } from '../spec/index.js';
 import { ArtifactStorer } from './artifact-storer.js';
 import { DeliveryFence } from './delivery-fence.js';
 import { DraftEnqueuer } from './draft-enqueuer.js';
+import { EvaluationCache } from './evaluation-cache.js';
+import type { PlacementQueues } from './placement-queues.js';
+import type { PlacementFor } from './producer-options.js';
 import { LeaseDeadlines } from './lease-deadlines.js';
 import { LeaseTracker } from './lease-tracker.js';
 import type { JobOutcome } from './read-job-outcomes.js';
@@ -21,8 +23,13 @@ import type { RunHead, RunStore } from './run-store.js';
 /** Connections and settings a session shares with its `RolloutQueue`. */
 export interface SessionDeps {
   readonly redis: Redis;
-  readonly queue: Queue;
+  /** The base queue and its placement queues. */
+  readonly queue: PlacementQueues;
   readonly keys: QueueKeys;
+  /** Producer option `placementFor`: labels for a draft's task when its spec names no placement. */
+  readonly placementFor?: PlacementFor | undefined;
+  /** Producer option `costCeilingUsd`: stop dispatching once the run's delivered receipts reach it, USD. */
+  readonly costCeilingUsd?: number | undefined;
   readonly store: RunStore;
   readonly logger: Logger;
   readonly maxInFlight: number;
@@ -56,6 +63,8 @@ export interface SessionPlan {
 export class RunSession {
   readonly runId: string;
   private readonly tracker = new LeaseTracker();
+  /** Receipts of this session's delivered Results, for `costCeilingUsd`. */
+  private readonly cost = new CostTally();
   private readonly reconciler: RunReconciler;
   private enqueuer: DraftEnqueuer | undefined;
   private enqueueDone = false;
@@ -109,7 +118,7 @@ export class RunSession {
           if (stop && stop.result === result) throw await this.ended(stop);
           continue;
         }
-        if (stop && stop.result === null) throw await this.ended(stop);
+        if (stop && stop.result === null && !(stop.drain && this.tracker.unfinishedCount > 0)) throw await this.ended(stop);
         if (this.enqueueDone && this.tracker.unfinishedCount === 0) return await this.finish();
         await this.tracker.changed();
       }
@@ -185,10 +194,12 @@ export class RunSession {
       return;
     }
     const enqueuer = new DraftEnqueuer({
-      runId: this.runId, queue: this.deps.queue, store, tracker: this.tracker, logger,
+      runId: this.runId, queue: this.deps.queue, store, tracker: this.tracker, logger, placementFor: this.deps.placementFor,
       maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
       prepareRun: () => store.ensureRun(this.runId, this.plan.runAttemptId, this.plan.specCount),
       artifacts: new ArtifactStorer(this.deps.redis, this.deps.keys),
+      evaluations: new EvaluationCache(this.deps.redis, this.deps.keys, this.deps.retainMs),
+      onCached: (result) => this.tracker.pushReady(result),
       onRefused: (result) => {
         this.tracker.pushReady(result);
         if (this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
@@ -210,6 +221,16 @@ export class RunSession {
     if (!this.tracker.finish(result)) return;
     this.deps.logger.debug({ runId: this.runId, leaseId: result.leaseId, kind: result.kind }, 'result ready');
     if (result.kind === 'caller' && this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
+    const evalHash = this.enqueuer?.evaluationHashOf(result.leaseId);
+    if (evalHash !== undefined && result.kind === 'ok') {
+      new EvaluationCache(this.deps.redis, this.deps.keys, this.deps.retainMs).store(evalHash, result)
+        .catch((err: Error) => this.deps.logger.warn({ leaseId: result.leaseId, err: err.message }, 'storing the evaluation in the cache failed; it runs again next time'));
+    }
+    const ceiling = this.deps.costCeilingUsd;
+    if (ceiling !== undefined) {
+      this.cost.add(result.cost, result.leaseId);
+      if (this.cost.totalUsd >= ceiling && !this.earlier) this.ending.stopAtCeiling(this.cost.totalUsd, ceiling);
+    }
   }
 
   private async settle(leaseId: string, outcome: JobOutcome, head: RunHead | undefined): Promise<void> {

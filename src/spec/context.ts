@@ -30,6 +30,8 @@ export interface RolloutContext {
   readonly secrets: Readonly<Record<string, string>>;
   /** The spec's placement labels. */
   readonly placement: Readonly<Record<string, string>>;
+  /** W3C `traceparent` of the worker's span of this attempt when tracing is on (parent of spans the rollout makes), else undefined. */
+  readonly traceparent?: string | undefined;
   /** The spec's time limits in ms. */
   readonly timeouts: { readonly runMs: number; readonly rewardMs: number; readonly hangMs: number };
   /** Heap limit of this child process in MiB (the spec's `sandbox.memoryMb`). */

@@ -4,6 +4,7 @@ export * from './json-data.js';
 export * from './ref-schema.js';
 export * from './rollout-spec.js';
 export * from './result.js';
+export * from './cost-summary.js';
 export * from './json-schema.js';
 export * from './context.js';
 export * from './errors.js';

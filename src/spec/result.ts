@@ -66,6 +66,10 @@ export const ResultSchema = z
       .string()
       .describe('ISO 8601 time the result was produced, by the Redis clock (TIME): at the worker\'s finish, or when the coordinator ended the lease; only a draft the producer refused uses the coordinator\'s clock.'),
     cost: z.array(CostReceiptSchema).default([]),
+    cached: z
+      .boolean()
+      .optional()
+      .describe('true when an evaluation was answered from the evaluation cache (same rendered, task, run and reward as an earlier ok evaluation): no worker ran it, no cost. Absent otherwise.'),
   })
   .strict()
   .meta({ id: 'Result' });
@@ -104,6 +108,8 @@ export interface Result {
   finishedAt: string;
   /** Cost receipts of paid work the rollout did, each once, also when it failed after paying. */
   cost: CostReceipt[];
+  /** true when an evaluation was answered from the evaluation cache (no worker ran it, no cost); absent otherwise. */
+  cached?: boolean | undefined;
 }
 
 // Fails to compile when Result and ResultSchema drift apart.
@@ -114,5 +120,5 @@ void resultMatchesSchema;
 /** The fields of a Result written to a results JSONL file, in order. */
 export const RESULT_LINE_FIELDS = [
   'leaseId', 'runId', 'taskId', 'kind', 'reward', 'output', 'error',
-  'attempts', 'redispatched', 'worker', 'queuedMs', 'runMs', 'finishedAt',
+  'attempts', 'redispatched', 'worker', 'queuedMs', 'runMs', 'finishedAt', 'cost', 'cached',
 ] as const satisfies readonly (keyof Result)[];

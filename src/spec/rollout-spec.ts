@@ -139,6 +139,11 @@ export const RolloutSpecSchema = z
       .describe('Labels for where the rollout should run (e.g. {"gpu":"a100"}); passed to ctx.placement.'),
     timeouts: TimeoutsSchema.default({ runMs: 600_000, rewardMs: DEFAULT_REWARD_MS, hangMs: 900_000, scheduleToStartMs: DEFAULT_SCHEDULE_TO_START_MS }),
     class: z.enum(['rollout', 'evaluation']).default('rollout'),
+    traceparent: z
+      .string()
+      .regex(/^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/, 'traceparent must be a W3C trace context header like 00-<32 hex>-<16 hex>-01')
+      .optional()
+      .describe('W3C traceparent of the span that enqueued the lease (set by the producer when tracing is on); the worker hands its own attempt span to the child as ctx.traceparent.'),
     rewardRange: z
       .tuple([z.number(), z.number()])
       .default([0, 1])

@@ -28,6 +28,10 @@ export interface RunOptions {
   allowEviction?: boolean;
   metricsPort?: number;
   metricsHost?: string;
+  placement?: Record<string, string>;
+  fingerprint?: string;
+  class?: 'rollout' | 'evaluation';
+  costCeilingUsd?: number;
 }
 
 /**
@@ -50,6 +54,9 @@ export async function runAction(options: RunOptions): Promise<ExitCode> {
     ...(options.rewardMs !== undefined ? { rewardMs: options.rewardMs } : {}),
     ...(options.hangMs !== undefined ? { hangMs: options.hangMs } : {}),
     ...(options.memoryMb !== undefined ? { memoryMb: options.memoryMb } : {}),
+    ...(options.placement ? { placement: options.placement } : {}),
+    ...(options.fingerprint !== undefined ? { fingerprint: options.fingerprint } : {}),
+    ...(options.class !== undefined ? { class: options.class } : {}),
   });
   await refuseEvictingRedis(env, options.allowEviction === true);
   const runId = options.runId ?? generateRunId();
@@ -61,6 +68,7 @@ export async function runAction(options: RunOptions): Promise<ExitCode> {
     announceRunId: !options.runId,
     ...(options.retain !== undefined ? { retainMs: options.retain } : {}),
     ...metricsOf(options),
+    ...(options.costCeilingUsd !== undefined ? { costCeilingUsd: options.costCeilingUsd } : {}),
     source: { kind: 'map', drafts, ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}) },
   });
 }

@@ -19,6 +19,9 @@ export interface WorkerOptions {
   shutdownGraceMs?: number;
   containment?: 'auto' | 'strict' | 'process-group';
   allowEviction?: boolean;
+  placement?: Record<string, string>;
+  fingerprint?: string;
+  evalConcurrency?: number;
 }
 
 /** How long a second signal waits for the hand-back before exiting anyway, ms. */
@@ -65,6 +68,9 @@ export async function workerAction(options: WorkerOptions): Promise<void> {
       ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),
       ...(options.containment !== undefined ? { containment: options.containment } : {}),
       ...(options.allowEviction ? { allowEviction: true } : {}),
+      ...(options.placement ? { placement: options.placement } : {}),
+      ...(options.fingerprint !== undefined ? { fingerprint: options.fingerprint } : {}),
+      ...(options.evalConcurrency !== undefined ? { evalConcurrency: options.evalConcurrency } : {}),
       logger,
     });
     if (!stop.signal.aborted) await new Promise((resolve) => stop.signal.addEventListener('abort', resolve, { once: true }));

@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import type { RunOptions } from '../actions/run.js';
 import { queueOption, type CommandContext } from '../command-context.js';
 import { HELP } from '../messages.js';
-import { durationMs, envNameList, hostOf, portOf, positiveInteger, runIdOf } from '../option-parsers.js';
+import { durationMs, envNameList, hostOf, labelPair, portOf, positiveInteger, positiveUsd, runIdOf } from '../option-parsers.js';
 
 /**
  * `rollout-queue run`: one rollout per task line, results to `--out`, a summary. Running it
@@ -28,6 +28,10 @@ export function runCommand(ctx: CommandContext): Command {
     .addOption(new Option('--hang-ms <ms>', HELP.run.hangMs).argParser(positiveInteger))
     .addOption(new Option('--memory-mb <mib>', HELP.run.memoryMb).argParser(positiveInteger))
     .addOption(new Option('--retain <duration>', HELP.run.retain).argParser(durationMs))
+    .addOption(new Option('--placement <label>', HELP.run.placement).argParser(labelPair))
+    .option('--fingerprint <value>', HELP.run.fingerprint)
+    .addOption(new Option('--class <class>', HELP.run.class).choices(['rollout', 'evaluation']))
+    .addOption(new Option('--cost-ceiling-usd <usd>', HELP.run.costCeilingUsd).argParser(positiveUsd))
     .option('--allow-eviction', HELP.allowEviction)
     .addOption(new Option('--metrics-port <port>', HELP.run.metricsPort).argParser(portOf('--metrics-port', 9465)))
     .addOption(new Option('--metrics-host <host>', HELP.run.metricsHost).argParser(hostOf('--metrics-host')))

@@ -3,7 +3,7 @@ import type { WorkerOptions } from '../actions/worker.js';
 import { queueOption, type CommandContext } from '../command-context.js';
 import { EXIT } from '../errors.js';
 import { HELP } from '../messages.js';
-import { hostOf, portOf, positiveInteger, stringList } from '../option-parsers.js';
+import { hostOf, labelPair, portOf, positiveInteger, stringList } from '../option-parsers.js';
 
 /**
  * `rollout-queue worker [--queue rollouts] [--concurrency N] [--allow PATTERN ...] …`: serve a
@@ -22,6 +22,9 @@ export function workerCommand(ctx: CommandContext): Command {
     .addOption(new Option('--stalled-interval-ms <ms>', HELP.worker.stalledIntervalMs).argParser(positiveInteger))
     .addOption(new Option('--shutdown-grace-ms <ms>', HELP.worker.shutdownGraceMs).argParser(positiveInteger))
     .addOption(new Option('--containment <mode>', HELP.worker.containment).choices(['auto', 'strict', 'process-group']))
+    .addOption(new Option('--placement <label>', HELP.worker.placement).argParser(labelPair))
+    .option('--fingerprint <value>', HELP.worker.fingerprint)
+    .addOption(new Option('--eval-concurrency <n>', HELP.worker.evalConcurrency).argParser(positiveInteger))
     .option('--allow-eviction', HELP.allowEviction)
     .action(async (options: WorkerOptions) => {
       const { workerAction } = await import('../actions/worker.js');

@@ -46,7 +46,7 @@ describe('results file lines and the summary', () => {
     attempts: 1, redispatched: n === 3 ? 1 : 0, worker, queuedMs: 5, runMs: n * 100, finishedAt: '2026-11-29T12:00:00.000Z', cost: [{ id: 'c', usd: 0.1 }],
   });
 
-  it('a line holds exactly RESULT_LINE_FIELDS, in order (cost is not written)', () => {
+  it('a line holds exactly RESULT_LINE_FIELDS, in order (cost receipts included)', () => {
     expect(Object.keys(toResultLine(result(1, 'ok', 1, 'w1')))).toEqual([...RESULT_LINE_FIELDS]);
   });
 

@@ -50,7 +50,9 @@ beforeAll(async () => {
   redis = await startRedis();
   dir = mkdtempSync(path.join(os.tmpdir(), 'rq-gateway-'));
   q = new RawQueue(redis.url);
-  worker = await startWorkerProcess(q.workerOptions({ concurrency: 2 }));
+  // Labelled since issue 9: a dispatch's placement labels route it to workers that have them
+  // (the first test dispatches with placement {gpu: 'none'}); unplaced dispatches run here too.
+  worker = await startWorkerProcess(q.workerOptions({ concurrency: 2, placement: { gpu: 'none' }, placementPollMs: 100 }));
   gateway = await startGatewayProcess();
 });
 afterAll(async () => {

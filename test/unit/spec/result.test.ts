@@ -57,6 +57,7 @@ describe('ResultSchema', () => {
   it('requires every line field (a Result never omits one)', () => {
     for (const field of RESULT_LINE_FIELDS) {
       if (field === 'output') continue; // z.unknown() also accepts an absent output (undefined)
+      if (field === 'cost' || field === 'cached') continue; // optional/defaulted line fields since issue 9
       const result: Record<string, unknown> = { ...fullResult() };
       delete result[field];
       expect(ResultSchema.safeParse(result).success, field).toBe(false);
@@ -65,16 +66,16 @@ describe('ResultSchema', () => {
 });
 
 describe('RESULT_LINE_FIELDS', () => {
-  it('is the 13 fields of a results line, in order', () => {
+  it('is the 15 fields of a results line, in order (cost receipts and cached since issue 9)', () => {
     expect(RESULT_LINE_FIELDS).toStrictEqual([
       'leaseId', 'runId', 'taskId', 'kind', 'reward', 'output', 'error',
-      'attempts', 'redispatched', 'worker', 'queuedMs', 'runMs', 'finishedAt',
+      'attempts', 'redispatched', 'worker', 'queuedMs', 'runMs', 'finishedAt', 'cost', 'cached',
     ]);
   });
 
   it('names only fields of the Result schema', () => {
     const shape = Object.keys(ResultSchema.shape);
     for (const field of RESULT_LINE_FIELDS) expect(shape).toContain(field);
-    expect(shape.filter((field) => !(RESULT_LINE_FIELDS as readonly string[]).includes(field))).toStrictEqual(['cost']);
+    expect(shape.filter((field) => !(RESULT_LINE_FIELDS as readonly string[]).includes(field))).toStrictEqual([]);
   });
 });

@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { placementQueueName } from '../../../src/lease/index.js';
+import { createLogger } from '../../../src/platform/logger.js';
+import { RolloutQueue, type RolloutDraft } from '../../../src/producer/index.js';
+import type { Result } from '../../../src/spec/index.js';
+import { fixture, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { waitFor } from '../../helpers/wait-for.js';
+import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
+
+// Evaluations: queues of their own served at --eval-concurrency, and a cache by content hash.
+let redis: TestRedis;
+const workers: WorkerProcess[] = [];
+const closers: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis({ private: true });
+});
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.kill()));
+  for (const close of closers) await close();
+  await redis.stop();
+});
+
+const silent = createLogger({}, { write: () => true });
+
+async function all(results: AsyncIterable<Result>): Promise<Result[]> {
+  const items: Result[] = [];
+  for await (const result of results) items.push(result);
+  return items;
+}
+
+const evaluation = (id: string, task: Record<string, unknown> = {}): RolloutDraft => ({
+  rendered: 'candidate-v1', task: { id, ...task }, run: fixture('echo'), reward: fixture('constant'), class: 'evaluation',
+});
+
+describe('evaluations', () => {
+  it('keep running at their own concurrency while rollouts saturate theirs', async () => {
+    const raw = new RawQueue(redis.url);
+    closers.push(() => raw.close());
+    workers.push(await startWorkerProcess(raw.workerOptions({ name: 'mixed', concurrency: 1, evalConcurrency: 2, placementPollMs: 100 })));
+    const rq = await RolloutQueue.create({ redisUrl: redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, logger: silent });
+    closers.push(() => rq.close());
+    const slow: RolloutDraft[] = ['r1', 'r2'].map((id) => ({ rendered: 'x', task: { id, delayMs: 60_000 }, run: fixture('echo'), reward: fixture('constant') }));
+    const rollouts = rq.mapRollouts(slow, { runId: 'saturate' });
+    const pending = rollouts.next();
+    pending.catch(() => undefined);
+    await waitFor(async () => (await raw.queue.getActiveCount()) === 1, 'the rollout slot to be busy', 20_000);
+    const evals = await all(rq.mapRollouts(['e1', 'e2', 'e3', 'e4'].map((id) => evaluation(id, { delayMs: 300 })), { runId: 'evals' }));
+    expect(evals.map((r) => [r.taskId, r.kind, r.worker]).sort()).toEqual([['e1', 'ok', 'mixed'], ['e2', 'ok', 'mixed'], ['e3', 'ok', 'mixed'], ['e4', 'ok', 'mixed']]);
+    // The rollouts still hold their one slot and the second waits: evaluations never queued behind them.
+    expect(await raw.queue.getActiveCount()).toBe(1);
+    expect(await raw.queue.getWaitingCount()).toBe(1);
+    // Evaluations ran in their own queue, two at a time: their runs overlapped.
+    const spans = evals.map((r) => [Date.parse(r.finishedAt) - (r.runMs ?? 0), Date.parse(r.finishedAt)] as const).sort((a, b) => a[0] - b[0]);
+    expect(spans.some(([start], i) => i > 0 && start < (spans[i - 1]?.[1] ?? 0))).toBe(true);
+    const evalQueue = new RawQueue(redis.url, placementQueueName(raw.name, {}, 'evaluation'));
+    closers.push(() => evalQueue.close());
+    for (const id of ['e1', 'e2', 'e3', 'e4']) expect(await evalQueue.queue.getJob(`evals.${id}`)).toBeDefined();
+    await rq.cancel('saturate');
+    await pending.catch(() => undefined);
+  });
+
+  it('a repeated evaluation is answered from the cache: cached true, no worker, no cost, no job', async () => {
+    const raw = new RawQueue(redis.url);
+    closers.push(() => raw.close());
+    workers.push(await startWorkerProcess(raw.workerOptions({ name: 'evaluator', placementPollMs: 100 })));
+    const rq = await RolloutQueue.create({ redisUrl: redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, logger: silent });
+    closers.push(() => rq.close());
+    const [first] = await all(rq.mapRollouts([evaluation('q1')], { runId: 'eval-a' }));
+    expect(first).toMatchObject({ kind: 'ok', worker: 'evaluator', reward: 1 });
+    expect(first?.cached).toBeUndefined();
+    // Same content, another run (and keys in another order): a hit. A changed task is not.
+    const again = await all(rq.mapRollouts([
+      { class: 'evaluation', reward: fixture('constant'), run: fixture('echo'), task: { id: 'q1' }, rendered: 'candidate-v1' },
+      evaluation('q2'),
+    ], { runId: 'eval-b' }));
+    const byTask = new Map(again.map((r) => [r.taskId, r]));
+    expect(byTask.get('q1')).toMatchObject({ leaseId: 'eval-b.q1', runId: 'eval-b', kind: 'ok', reward: 1, cached: true, worker: null, cost: [], output: first?.output });
+    expect(byTask.get('q2')).toMatchObject({ kind: 'ok', worker: 'evaluator' });
+    expect(byTask.get('q2')?.cached).toBeUndefined();
+    const evalQueue = new RawQueue(redis.url, placementQueueName(raw.name, {}, 'evaluation'));
+    closers.push(() => evalQueue.close());
+    expect(await evalQueue.queue.getJob('eval-b.q1')).toBeUndefined();
+    expect(await evalQueue.queue.getJob('eval-b.q2')).toBeDefined();
+    expect((await rq.status('eval-b')).run).toMatchObject({ status: 'completed' });
+  });
+});
