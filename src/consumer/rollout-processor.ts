@@ -134,7 +134,8 @@ export class RolloutProcessor {
           onCost: (receipt) => this.ledger.recordCosts(spec.leaseId, redactSecretsDeep([receipt], secrets) as CostReceipt[]),
         },
       );
-      await this.pool.release(child, { retire: outcome.type !== 'done' || outcome.done.recycle });
+      // Retiring (and replacing) a worn child happens in the background, never before the reply.
+      this.pool.release(child, { retire: outcome.type !== 'done' || outcome.done.recycle });
       await this.ledger.recordCosts(spec.leaseId, redactSecretsDeep(outcome.costs, secrets) as CostReceipt[]);
       return await this.settle(job, token, spec, startedAt, Math.round(performance.now() - runStarted), outcome);
     } finally {

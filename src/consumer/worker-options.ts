@@ -60,8 +60,12 @@ export const WorkerOptionsSchema = z
     deadlineGraceMs: z.number().int().min(0).max(60_000).default(250),
     /** After asking a child to abort, how long before its tree is SIGKILLed, ms. Default 2 000. */
     killGraceMs: z.number().int().min(0).max(60_000).default(2_000),
-    /** Retire a child after this many rollouts. Default 100. */
-    maxRolloutsPerChild: z.number().int().min(1).default(100),
+    /**
+     * Retire a child after this many rollouts. Default `Infinity` (never by count): children
+     * are recycled on memory (`maxChildRssMb`) or when a rollout asks; re-forking costs ~100 ms
+     * CPU per child. Set a count only for code that leaks outside the heap.
+     */
+    maxRolloutsPerChild: z.union([z.number().int().min(1), z.literal(Infinity)]).default(Infinity),
     /** Retire a child whose RSS after a rollout exceeds this, MiB. Default 2048. */
     maxChildRssMb: z.number().int().min(16).default(2048),
     /** How long a new child may take to report ready, ms. Default 10 000. */
