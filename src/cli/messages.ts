@@ -25,8 +25,8 @@ export const HELP = {
     allow: 'module patterns Refs may import, e.g. "@acme/rollouts/*" (widens the default "rollout-queue/*"; whoever can write to the queue can run any allowed code)',
     name: 'worker name shown in results and status (default: host-pid)',
     metricsPort: 'serve Prometheus metrics on this port',
-    lockDurationMs: 'BullMQ lockDuration: a worker that stops renewing its lock this long is presumed dead (default 10000)',
-    stalledIntervalMs: 'BullMQ stalledInterval: how often lost leases are looked for (default 5000)',
+    lockDurationMs: 'BullMQ lockDuration: a worker that stops renewing its lock this long is presumed dead (default 5000)',
+    stalledIntervalMs: 'BullMQ stalledInterval: how often lost leases are looked for (default 2000)',
     shutdownGraceMs: 'on SIGTERM, how long active rollouts may finish before they are handed back (default 30000)',
     containment:
       'how each rollout attempt is contained: auto (strongest the host allows: PID namespace + cgroup, namespace, cgroup, process group), strict (refuse to start without a PID namespace and a cgroup memory limit), process-group (force the fallback); default env ROLLOUT_QUEUE_CONTAINMENT, else auto',

@@ -31,12 +31,14 @@ export const WorkerOptionsSchema = z
     name: z.string().min(1).max(128).optional(),
     /**
      * BullMQ lock TTL in ms (BullMQ `lockDuration`, its default 30 000). A dead worker's
-     * leases come back after this plus up to two `stalledIntervalMs`. Default 10 000: safe
-     * because rollouts run in children, never on the event loop that renews locks.
+     * leases come back after this plus up to two `stalledIntervalMs`. Default 5 000 (renewed
+     * every 2 500): safe because rollouts run in children, never on the event loop that renews
+     * locks; with the default stalled interval a dead worker's lease runs again within ≤ 10 s
+     * (issue 8; `npm run bench:recovery`).
      */
-    lockDurationMs: z.number().int().min(1000).max(600_000).default(10_000),
-    /** How often BullMQ's stalled check runs, ms (BullMQ `stalledInterval`, its default 30 000). Default 5 000. */
-    stalledIntervalMs: z.number().int().min(500).max(600_000).default(5_000),
+    lockDurationMs: z.number().int().min(1000).max(600_000).default(5_000),
+    /** How often BullMQ's stalled check runs, ms (BullMQ `stalledInterval`, its default 30 000). Default 2 000. */
+    stalledIntervalMs: z.number().int().min(500).max(600_000).default(2_000),
     /**
      * Re-dispatches a lease may have (stalls, child crashes, hangs, start failures, missing
      * secrets, any mix); the next failure ends it as `infrastructure`. Default 2. Also

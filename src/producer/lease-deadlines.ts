@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
+import { redisScript } from '../platform/redis-script.js';
 import type { QueueKeys } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import { ResultSchema, type Result } from '../spec/index.js';
@@ -16,11 +17,11 @@ const CHECK_EVERY_MS = 1000;
 // The coordinator's verdict on a lease, atomic with the job's state: none when the job already
 // has its real answer (completed/failed: that one is delivered); the first verdict wins.
 // Returns 1 written, 2 one existed, 0 none. KEYS: completed, failed, runVerdicts. ARGV: leaseId, Result JSON.
-const VERDICT = `
+const VERDICT = redisScript('rqLeaseVerdict', `
 if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then return 2 end
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
-return 1`;
+return 1`, 3);
 
 /** What the deadline checks of one run need. */
 export interface LeaseDeadlinesDeps {
@@ -111,7 +112,7 @@ export class LeaseDeadlines {
     const { redis, keys, runId, queue, logger } = this.deps;
     const result = { ...producerResult('infrastructure', leaseId, runId, taskKeyOf(leaseId, runId), type, message), finishedAt: new Date(nowMs).toISOString() };
     const json = JSON.stringify(result);
-    const outcome = await redis.eval(VERDICT, 3, queue.toKey('completed'), queue.toKey('failed'), keys.runVerdicts(runId), leaseId, json);
+    const outcome = await VERDICT.run(redis, [queue.toKey('completed'), queue.toKey('failed'), keys.runVerdicts(runId)], [leaseId, json]);
     if (outcome === 0) return undefined;
     if (outcome === 2) return parseVerdict(await redis.hget(keys.runVerdicts(runId), leaseId));
     // Refused while a worker holds it: that attempt runs to its end and its answer is dropped.

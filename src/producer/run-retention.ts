@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { bullJobLogsKey, RUN_FIELDS, runOwnKeys, type QueueKeys } from '../lease/index.js';
+import { redisScript } from '../platform/redis-script.js';
 import type { BullKeys } from './read-job-outcomes.js';
 
 /** Default retention of a delivered run, ms: 3 days (`ProducerOptions.retainMs`, `run --retain`). */
@@ -7,6 +8,21 @@ export const DEFAULT_RETAIN_MS = 3 * 24 * 3600 * 1000;
 
 /** Leases handled per pipeline: bounds one round trip's size. */
 const BATCH = 500;
+
+// One call per BATCH leases rather than five commands each: PEXPIRE the job hash, its log list
+// and the lease hash; a delivered lease also leaves BullMQ's completed and failed sets.
+// KEYS: completed, failed. ARGV: retainMs, then (job key, its logs key, lease key, delivered '1'/'0', leaseId).
+const RETAIN_LEASES = redisScript('rqRetainLeases', `
+for i = 2, #ARGV, 5 do
+  redis.call('PEXPIRE', ARGV[i], ARGV[1])
+  redis.call('PEXPIRE', ARGV[i + 1], ARGV[1])
+  redis.call('PEXPIRE', ARGV[i + 2], ARGV[1])
+  if ARGV[i + 3] == '1' then
+    redis.call('ZREM', KEYS[1], ARGV[i + 4])
+    redis.call('ZREM', KEYS[2], ARGV[i + 4])
+  end
+end
+return 1`, 2);
 
 /** The Redis clock now, ms since the epoch (`TIME`): the one clock run timings use. */
 export async function redisNowMs(redis: Redis): Promise<number> {
@@ -36,13 +52,8 @@ export async function applyRetention(redis: Redis, bull: BullKeys, keys: QueueKe
   const completed = bull.toKey('completed');
   const failed = bull.toKey('failed');
   for (let i = 0; i < all.length; i += BATCH) {
-    const pipe = redis.pipeline();
-    for (const leaseId of all.slice(i, i + BATCH)) {
-      const job = bull.toKey(leaseId);
-      pipe.pexpire(job, retainMs).pexpire(bullJobLogsKey(job), retainMs).pexpire(keys.lease(leaseId), retainMs);
-      if (delivered.has(leaseId)) pipe.zrem(completed, leaseId).zrem(failed, leaseId);
-    }
-    await pipe.exec();
+    const args = all.slice(i, i + BATCH).flatMap((leaseId) => [bull.toKey(leaseId), bullJobLogsKey(bull.toKey(leaseId)), keys.lease(leaseId), delivered.has(leaseId) ? '1' : '0', leaseId]);
+    await RETAIN_LEASES.run(redis, [completed, failed], [retainMs, ...args]);
   }
   const endedAt = await redisNowMs(redis);
   const tx = redis.multi().hset(keys.run(runId), RUN_FIELDS.endedAt, String(endedAt), RUN_FIELDS.retainMs, String(retainMs));
