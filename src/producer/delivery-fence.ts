@@ -44,13 +44,9 @@ export class DeliveryFence {
    * @param stopped true once the session was abandoned: give up silently.
    */
   async acknowledge(result: Result, stopped: () => boolean): Promise<void> {
-    await this.acknowledgeMany([result], stopped);
-  }
-
-  /** {@link acknowledge} for a batch of delivered Results of this run: one fenced script call. */
-  async acknowledgeMany(results: readonly Result[], stopped: () => boolean): Promise<void> {
-    if (results.length === 0) return;
-    while ((await this.store.acknowledgeMany(this.runId, results, this.lease.token)) === 'fenced') {
+    // One Result per call on purpose: the next one is yielded only after this one is marked
+    // delivered, so a coordinator killed at any point delivers at most the one it held again.
+    while ((await this.store.acknowledge(result, this.lease.token)) === 'fenced') {
       if (stopped()) return;
       await this.open();
     }

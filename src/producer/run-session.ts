@@ -18,13 +18,6 @@ import { applyRetention, persistRun, redisNowMs } from './run-retention.js';
 import { RunStoppedError } from './run-stopped-error.js';
 import type { RunHead, RunStore } from './run-store.js';
 
-/** Most delivered Results acknowledged in one fenced script call. */
-const ACK_BATCH = 64;
-/** Longest a delivered Result waits for others to be acknowledged with, ms. */
-const ACK_DELAY_MS = 10;
-
-const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
-
 /** Connections and settings a session shares with its `RolloutQueue`. */
 export interface SessionDeps {
   readonly redis: Redis;
@@ -97,14 +90,6 @@ export class RunSession {
   /** The Results, in completion order; see `RolloutQueue.mapRollouts` for what ends it. */
   async *results(): AsyncGenerator<Result, void, undefined> {
     let unacknowledged: Result | undefined;
-    // Delivered and not yet acknowledged: acknowledged in one fenced call once ACK_BATCH gather,
-    // or before this generator waits, ends or throws. A coordinator killed in between delivers
-    // them again on resume (at least once, as before).
-    const delivered: Result[] = [];
-    const flush = async (): Promise<void> => {
-      const batch = delivered.splice(0);
-      await this.acknowledgeMany(batch);
-    };
     try {
       await this.start();
       for (;;) {
@@ -120,24 +105,10 @@ export class RunSession {
           unacknowledged = result;
           yield result;
           unacknowledged = undefined;
-          delivered.push(result);
-          if (delivered.length >= ACK_BATCH) await flush();
-          if (stop && stop.result === result) {
-            await flush();
-            throw await this.ended(stop);
-          }
+          await this.acknowledge(result);
+          if (stop && stop.result === result) throw await this.ended(stop);
           continue;
         }
-        if (delivered.length > 0 && !(this.enqueueDone && this.tracker.unfinishedCount === 0) && !stop) {
-          // Results trickling in: gather acknowledgements for up to ACK_DELAY_MS rather than
-          // one script call per Result.
-          const changed = this.tracker.changed();
-          if (await Promise.race([changed.then(() => true), delay(ACK_DELAY_MS).then(() => false)])) continue;
-          await flush();
-          await changed;
-          continue;
-        }
-        await flush();
         if (stop && stop.result === null) throw await this.ended(stop);
         if (this.enqueueDone && this.tracker.unfinishedCount === 0) return await this.finish();
         await this.tracker.changed();
@@ -148,11 +119,8 @@ export class RunSession {
     } finally {
       // The consumer broke out (or threw) holding this Result: it was delivered. If it was the
       // last one (`rollout()` always returns that way), the run is complete.
-      if (unacknowledged) delivered.push(unacknowledged);
-      if (delivered.length > 0 && !this.abandoned) {
-        await flush().catch((err: Error) => this.deps.logger.warn({ err: err.message }, 'acknowledge failed'));
-      }
       if (unacknowledged && !this.abandoned) {
+        await this.acknowledge(unacknowledged).catch((err: Error) => this.deps.logger.warn({ err: err.message }, 'acknowledge failed'));
         const last = this.enqueueDone && this.tracker.unfinishedCount === 0 && this.tracker.readyCount === 0 && !this.ending.begun;
         if (last) await this.finish().catch(() => undefined);
       }
@@ -274,9 +242,9 @@ export class RunSession {
     return this.closedError ? this.closedError() : error;
   }
 
-  /** Acknowledges delivered Results through the fence, in one call (see `DeliveryFence.acknowledgeMany`). */
-  private async acknowledgeMany(results: readonly Result[]): Promise<void> {
-    if (!this.abandoned) await this.fence?.acknowledgeMany(results, () => this.abandoned);
+  /** Acknowledges a delivered Result through the fence (see `DeliveryFence.acknowledge`). */
+  private async acknowledge(result: Result): Promise<void> {
+    if (!this.abandoned) await this.fence?.acknowledge(result, () => this.abandoned);
   }
 
   /** Every lease answered and acknowledged: record the end, or say what is missing. */
