@@ -40,11 +40,24 @@ export class RunReconciler {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
+  private again = false;
 
   constructor(private readonly deps: ReconcilerDeps) {}
 
   /** Runs a pass now, then one every `reconcileMs` until {@link stop}. */
   start(): void {
+    void this.pass();
+  }
+
+  /** Runs a pass as soon as possible (now, or right after the one in progress). */
+  poke(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
     void this.pass();
   }
 
@@ -83,7 +96,9 @@ export class RunReconciler {
       } finally {
         this.running = undefined;
         if (!this.stopped) {
-          this.timer = setTimeout(() => void this.pass(), this.deps.reconcileMs);
+          const waitMs = this.again ? 0 : this.deps.reconcileMs;
+          this.again = false;
+          this.timer = setTimeout(() => void this.pass(), waitMs);
           this.timer.unref();
         }
       }

@@ -26,6 +26,8 @@ export interface SessionDeps {
   readonly store: RunStore;
   readonly logger: Logger;
   readonly maxInFlight: number;
+  /** Most Results held in memory for the consumer (`ProducerOptions.maxHeldResults`); default unbounded. */
+  readonly maxHeldResults?: number;
   readonly maxSpecBytes: number;
   readonly maxTaskBytes: number;
   readonly reconcileMs: number;
@@ -55,7 +57,7 @@ export interface SessionPlan {
  */
 export class RunSession {
   readonly runId: string;
-  private readonly tracker = new LeaseTracker();
+  private readonly tracker: LeaseTracker;
   private readonly reconciler: RunReconciler;
   private enqueuer: DraftEnqueuer | undefined;
   private enqueueDone = false;
@@ -72,6 +74,8 @@ export class RunSession {
 
   constructor(private readonly deps: SessionDeps, private readonly plan: SessionPlan) {
     this.runId = plan.runId;
+    // Turned-away Results are read again from Redis by a reconciliation pass once there is room.
+    this.tracker = new LeaseTracker(deps.maxHeldResults, () => this.reconciler.poke());
     this.reconciler = new RunReconciler({
       runId: plan.runId, redis: deps.redis, bull: deps.queue, keys: deps.keys, store: deps.store, tracker: this.tracker,
       logger: deps.logger, reconcileMs: deps.reconcileMs,
