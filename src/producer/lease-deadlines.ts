@@ -50,26 +50,44 @@ export interface LeaseDeadlinesDeps {
 export class LeaseDeadlines {
   private noWorkerSince: number | undefined = performance.now();
   private lastCheck = Number.NEGATIVE_INFINITY;
+  /** Enqueue clocks already read (they never change once written), by lease id. */
+  private readonly clocks = new Map<string, string>();
 
   constructor(private readonly deps: LeaseDeadlinesDeps) {}
 
   /**
    * The verdict Results of `leaseIds` (stored earlier, or decided now). Checks deadlines at
-   * most every second; stored verdicts are always returned.
+   * most every second. With `full` (default) verdicts stored by any coordinator are read and
+   * returned; without it only leases whose enqueue clock was never read cost a Redis read, so
+   * an incremental pass costs per new lease, not per outstanding one.
    */
-  async check(leaseIds: readonly string[]): Promise<Result[]> {
+  async check(leaseIds: readonly string[], options: { full?: boolean } = {}): Promise<Result[]> {
     if (leaseIds.length === 0) return [];
     const { redis, keys, runId } = this.deps;
     const verdicts: Result[] = [];
     const clocks = new Map<string, string>();
-    for (let i = 0; i < leaseIds.length; i += BATCH) {
-      const batch = leaseIds.slice(i, i + BATCH);
+    const toRead: string[] = [];
+    for (const leaseId of leaseIds) {
+      const known = options.full === false ? this.clocks.get(leaseId) : undefined;
+      if (known) clocks.set(leaseId, known);
+      else toRead.push(leaseId);
+    }
+    for (let i = 0; i < toRead.length; i += BATCH) {
+      const batch = toRead.slice(i, i + BATCH);
       const [[, stored], [, clock]] = (await redis.multi().hmget(keys.runVerdicts(runId), ...batch).hmget(keys.runEnqueuedAt(runId), ...batch).exec()) as [[unknown, (string | null)[]], [unknown, (string | null)[]]];
       batch.forEach((leaseId, j) => {
         const verdict = parseVerdict(stored[j]);
         if (verdict) verdicts.push(verdict);
-        else if (clock[j]) clocks.set(leaseId, clock[j] as string);
+        else if (clock[j]) {
+          clocks.set(leaseId, clock[j] as string);
+          this.clocks.set(leaseId, clock[j] as string);
+        }
       });
+    }
+    // Settled leases leave the cache.
+    if (this.clocks.size > leaseIds.length * 2) {
+      const live = new Set(leaseIds);
+      for (const leaseId of this.clocks.keys()) if (!live.has(leaseId)) this.clocks.delete(leaseId);
     }
     if (clocks.size === 0 || performance.now() - this.lastCheck < CHECK_EVERY_MS) return verdicts;
     this.lastCheck = performance.now();
