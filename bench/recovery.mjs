@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // How long a SIGKILLed worker's lease takes to be re-dispatched and started elsewhere, with
-// the worker's default lockDuration (10 s) and stalledInterval (5 s). Real processes, real
+// the worker's default lockDuration (5 s) and stalledInterval (2 s). Real processes, real
 // signal, one private Redis. Usage: node bench/recovery.mjs [TRIALS]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -62,7 +62,7 @@ try {
     await queue.close();
   }
   samples.sort((a, b) => a - b);
-  console.log(`SIGKILL → lease running on another worker, defaults (lockDuration 10 s, stalledInterval 5 s), ${TRIALS} trials:`);
+  console.log(`SIGKILL → lease running on another worker, defaults (lockDuration 5 s, stalledInterval 2 s), ${TRIALS} trials:`);
   console.log(`min ${samples[0].toFixed(1)} s, median ${samples[Math.floor(samples.length / 2)].toFixed(1)} s, max ${samples.at(-1).toFixed(1)} s`);
 } finally {
   redis.kill();

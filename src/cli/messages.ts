@@ -26,8 +26,8 @@ export const HELP = {
     name: 'worker name shown in results and status (default: host-pid)',
     metricsPort: 'serve Prometheus GET /metrics and a liveness GET /healthz on this port (0 picks a free one)',
     metricsHost: 'address the metrics endpoint binds (default 127.0.0.1; 0.0.0.0 lets a Kubernetes probe or a Prometheus server on another host reach it)',
-    lockDurationMs: 'BullMQ lockDuration: a worker that stops renewing its lock this long is presumed dead (default 10000)',
-    stalledIntervalMs: 'BullMQ stalledInterval: how often lost leases are looked for (default 5000)',
+    lockDurationMs: 'BullMQ lockDuration: a worker that stops renewing its lock this long is presumed dead (default 5000)',
+    stalledIntervalMs: 'BullMQ stalledInterval: how often lost leases are looked for (default 2000)',
     shutdownGraceMs: 'on SIGTERM, how long active rollouts may finish before they are handed back (default 30000)',
     containment:
       'how each rollout attempt is contained: auto (strongest the host allows: PID namespace + cgroup, namespace, cgroup, process group), strict (refuse to start without a PID namespace and a cgroup memory limit), process-group (force the fallback); default env ROLLOUT_QUEUE_CONTAINMENT, else auto',

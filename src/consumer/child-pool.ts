@@ -8,7 +8,7 @@ export interface ChildPoolOptions {
   readonly execArgv: readonly string[];
   readonly env: NodeJS.ProcessEnv;
   readonly startTimeoutMs: number;
-  /** Recycle a child after this many rollouts. */
+  /** Recycle a child after this many rollouts (`Infinity`: never by count). */
   readonly maxRolloutsPerChild: number;
   /** Recycle a child whose RSS after a rollout exceeds this many MiB. */
   readonly maxChildRssMb: number;
@@ -17,6 +17,8 @@ export interface ChildPoolOptions {
   readonly containment: Containment;
   /** Called whenever a child is forked or retired (metrics). */
   readonly onChildEvent?: (event: 'started' | 'recycled' | 'crashed') => void;
+  /** Called when a background fork (warm-up or replacement) fails; the next `acquire` forks again. */
+  readonly onWarmError?: (err: unknown) => void;
 }
 
 /**
@@ -24,10 +26,19 @@ export interface ChildPoolOptions {
  * cancels only cooperatively, reuses children without caps, and hands them the worker's
  * whole environment; see BullMQ `src/classes/child-pool.ts`). Idle children are kept per
  * heap limit (`memoryMb` is a fork flag, so children are not interchangeable across it).
+ *
+ * Warm: {@link warm} forks `count` children of one heap limit ahead of work (a child costs
+ * ~100 ms CPU to boot), and a retired child of that limit is replaced in the background.
+ * Retiring and replacing never sit on the reply path: {@link release} returns at once.
  */
 export class ChildPool {
   private readonly idle = new Map<number, RolloutChild[]>();
   private readonly busy = new Set<RolloutChild>();
+  /** Background forks not yet ready, per heap limit. */
+  private readonly starting = new Map<number, Promise<RolloutChild | undefined>[]>();
+  /** Background kills in progress (awaited by `close`). */
+  private readonly dying = new Set<Promise<void>>();
+  private warmTarget = { memoryMb: 0, count: 0 };
   private closed = false;
 
   constructor(private readonly options: ChildPoolOptions) {}
@@ -39,7 +50,19 @@ export class ChildPool {
   }
 
   /**
-   * An idle child with this heap limit, or a new one.
+   * Forks children of heap limit `memoryMb` until `count` of them are live, and keeps that many
+   * afterwards (retired ones are replaced in the background). Resolves once they are ready;
+   * a fork that fails is reported through `onWarmError`, never thrown.
+   */
+  async warm(memoryMb: number, count: number): Promise<void> {
+    this.warmTarget = { memoryMb, count };
+    const forks: Promise<unknown>[] = [];
+    while (!this.closed && this.live(memoryMb) < count) forks.push(this.fork(memoryMb));
+    await Promise.all(forks);
+  }
+
+  /**
+   * An idle child with this heap limit, a warm one still starting, or a new one.
    * @throws ChildStartError when a new child cannot start (real exit code, stderr tail).
    * @throws Error when the pool is closed.
    */
@@ -49,37 +72,107 @@ export class ChildPool {
     let child = list.pop();
     while (child && child.exited) child = list.pop();
     if (!child) {
+      const pending = this.starting.get(memoryMb)?.shift();
+      if (pending) child = await pending;
+      if (child) this.takeIdle(child);
+    }
+    if (!child || child.exited) {
       child = await RolloutChild.start({ ...this.options, memoryMb });
       this.options.onChildEvent?.('started');
+    }
+    if (this.closed) {
+      void this.retire(child);
+      throw new Error('child pool is closed (state: closed)');
     }
     this.busy.add(child);
     return child;
   }
 
   /**
-   * Returns a child after a rollout. It is retired (killed) when it crashed, asked to be
-   * recycled, reached `maxRolloutsPerChild`, grew past `maxChildRssMb`, or the pool is closed.
+   * Returns a child after a rollout, at once. It is retired (killed, in the background) when it
+   * crashed, asked to be recycled, reached `maxRolloutsPerChild`, grew past `maxChildRssMb`, or
+   * the pool is closed; a retired child of the warm heap limit is replaced in the background.
    * Each retired child is one `onChildEvent`: `crashed` when `crashed` says the child died on
    * its own during the rollout (it has exited by then), else `recycled`.
    */
-  async release(child: RolloutChild, options: { retire: boolean; crashed?: boolean }): Promise<void> {
+  release(child: RolloutChild, options: { retire: boolean; crashed?: boolean }): void {
     this.busy.delete(child);
     const worn = child.rollouts >= this.options.maxRolloutsPerChild || child.rssBytes > this.options.maxChildRssMb * 1024 * 1024;
     if (options.retire || worn || this.closed || child.exited) {
       this.options.onChildEvent?.(options.crashed ? 'crashed' : 'recycled');
-      await child.kill();
+      void this.retire(child);
+      if (!this.closed && child.memoryMb === this.warmTarget.memoryMb && this.live(child.memoryMb) < this.warmTarget.count) void this.fork(child.memoryMb);
       return;
     }
+    this.putIdle(child);
+  }
+
+  /** Kills every child, idle, busy and starting; later `acquire` calls throw. Idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const starting = [...this.starting.values()].flat();
+    this.starting.clear();
+    const all = [...this.busy, ...[...this.idle.values()].flat()];
+    this.idle.clear();
+    await Promise.all([
+      ...all.map((child) => child.kill()),
+      ...starting.map(async (pending) => (await pending)?.kill()),
+      ...this.dying,
+    ]);
+  }
+
+  /** Live children of a heap limit: idle, busy or starting. */
+  private live(memoryMb: number): number {
+    const idle = (this.idle.get(memoryMb) ?? []).filter((child) => !child.exited).length;
+    const busy = [...this.busy].filter((child) => child.memoryMb === memoryMb).length;
+    return idle + busy + (this.starting.get(memoryMb)?.length ?? 0);
+  }
+
+  /** Forks one child in the background; ready, it waits idle (unless an `acquire` took it first). */
+  private fork(memoryMb: number): Promise<RolloutChild | undefined> {
+    const pending = RolloutChild.start({ ...this.options, memoryMb }).then(
+      (child) => {
+        this.options.onChildEvent?.('started');
+        const list = this.starting.get(memoryMb);
+        const index = list?.indexOf(pending) ?? -1;
+        if (index >= 0) {
+          // Nobody claimed it while it booted: it waits idle.
+          list?.splice(index, 1);
+          if (this.closed) void this.retire(child);
+          else this.putIdle(child);
+        }
+        return child;
+      },
+      (err: unknown) => {
+        const list = this.starting.get(memoryMb);
+        const index = list?.indexOf(pending) ?? -1;
+        if (index >= 0) list?.splice(index, 1);
+        this.options.onWarmError?.(err);
+        return undefined;
+      },
+    );
+    const list = this.starting.get(memoryMb) ?? [];
+    list.push(pending);
+    this.starting.set(memoryMb, list);
+    return pending;
+  }
+
+  private putIdle(child: RolloutChild): void {
     const list = this.idle.get(child.memoryMb) ?? [];
-    list.push(child);
+    if (!list.includes(child)) list.push(child);
     this.idle.set(child.memoryMb, list);
   }
 
-  /** Kills every child, idle and busy; later `acquire` calls throw. Idempotent. */
-  async close(): Promise<void> {
-    this.closed = true;
-    const all = [...this.busy, ...[...this.idle.values()].flat()];
-    this.idle.clear();
-    await Promise.all(all.map((child) => child.kill()));
+  /** Removes a child a claimed background fork put idle in the meantime. */
+  private takeIdle(child: RolloutChild): void {
+    const list = this.idle.get(child.memoryMb);
+    const index = list?.indexOf(child) ?? -1;
+    if (index >= 0) list?.splice(index, 1);
+  }
+
+  private retire(child: RolloutChild): Promise<void> {
+    const dying = child.kill().finally(() => this.dying.delete(dying));
+    this.dying.add(dying);
+    return dying;
   }
 }

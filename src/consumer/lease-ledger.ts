@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { RUN_FIELDS, type QueueKeys, type RunStatus } from '../lease/index.js';
+import { redisScript } from '../platform/redis-script.js';
 import { CostReceiptSchema, type CostReceipt } from '../spec/index.js';
 
 /** Why a lease's last attempt ended without a result (kept for `status` and the final Result). */
@@ -16,7 +17,7 @@ export interface ExitInfo {
 // The count never passes the limit (ARGV[3]): a loss past it is not a re-dispatch but the end
 // of the lease, flagged in `overLimit` so the starting worker quarantines it; the run counter
 // gets exactly what the lease got, so `status` and the Result agree.
-const NOTE_START = `
+const NOTE_START = redisScript('rqNoteStart', `
 local seen = tonumber(redis.call('HGET', KEYS[1], 'stallsSeen') or '0')
 local stc = tonumber(ARGV[1])
 local limit = tonumber(ARGV[3])
@@ -39,10 +40,10 @@ if clock then
   if queued < 0 then queued = 0 end
 end
 return {tonumber(redis.call('HGET', KEYS[1], 'redispatched') or '0'), redis.call('HGET', KEYS[2], '${RUN_FIELDS.status}') or '', queued, redis.call('HGET', KEYS[1], 'overLimit') or ''}
-`;
+`, 3);
 
 // One re-dispatch caused on this worker, capped at the limit like NOTE_START.
-const NOTE_REDISPATCH = `
+const NOTE_REDISPATCH = redisScript('rqNoteRedispatch', `
 local current = tonumber(redis.call('HGET', KEYS[1], 'redispatched') or '0')
 local limit = tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], 'lastExit', ARGV[1])
@@ -52,15 +53,22 @@ if current >= limit then
 end
 redis.call('HINCRBY', KEYS[2], '${RUN_FIELDS.redispatched}', 1)
 return redis.call('HINCRBY', KEYS[1], 'redispatched', 1)
-`;
+`, 2);
 
-// Counts a Result on truncated output once per lease, whichever attempt or duplicate reports it.
-const COUNT_TRUNCATED = `
-if redis.call('HSETNX', KEYS[1], 'truncated', '1') == 1 then
+// Everything finishing an attempt reads and writes, in one call: the lease hash (re-dispatches,
+// cost receipts), the Redis clock, whether the coordinator already ended the lease (a verdict in
+// KEYS[3]: then this answer is a late duplicate, counted here), and the once-per-lease count of
+// a Result on truncated output (ARGV[2] = '1').
+// KEYS: lease, run, runVerdicts. ARGV: leaseId, truncated.
+const FINISH = redisScript('rqNoteFinish', `
+local verdict = redis.call('HEXISTS', KEYS[3], ARGV[1])
+if verdict == 1 then redis.call('HINCRBY', KEYS[2], '${RUN_FIELDS.duplicatesDropped}', 1) end
+if ARGV[2] == '1' and redis.call('HSETNX', KEYS[1], 'truncated', '1') == 1 then
   redis.call('HINCRBY', KEYS[2], '${RUN_FIELDS.truncated}', 1)
 end
-return 1
-`;
+local t = redis.call('TIME')
+return {redis.call('HGETALL', KEYS[1]), t[1], t[2], verdict}
+`, 3);
 
 /**
  * The worker's per-lease bookkeeping in Redis (`keys.lease(leaseId)` HASH): re-dispatch
@@ -84,8 +92,8 @@ export class LeaseLedger {
    */
   async noteStart(leaseId: string, runId: string, stalledCounter: number): Promise<{ redispatched: number; overLimit: boolean; runStatus: RunStatus | undefined; queuedMs: number | null }> {
     const lost: ExitInfo = { reason: 'WorkerLost', exitCode: null, signal: null, stderrTail: 'the worker holding this lease stopped renewing its lock (killed, frozen or cut off from Redis)' };
-    const [count, status, queued, over] = (await this.redis.eval(
-      NOTE_START, 3, this.keys.lease(leaseId), this.keys.run(runId), this.keys.runEnqueuedAt(runId), stalledCounter, JSON.stringify(lost), this.maxRedispatches, leaseId,
+    const [count, status, queued, over] = (await NOTE_START.run(
+      this.redis, [this.keys.lease(leaseId), this.keys.run(runId), this.keys.runEnqueuedAt(runId)], [stalledCounter, JSON.stringify(lost), this.maxRedispatches, leaseId],
     )) as [number, string, number, string];
     return {
       redispatched: Number(count),
@@ -99,25 +107,26 @@ export class LeaseLedger {
    * What finishing an attempt needs, in one round trip: the lease's re-dispatches and cost
    * receipts, the Redis clock now (ms; `finishedAt` is taken from it, not from this host), and
    * whether the coordinator already ended the lease (`keys.runVerdicts`: NoWorker,
-   * DeadlineExceeded), which makes this answer a late duplicate.
+   * DeadlineExceeded), which makes this answer a late duplicate (counted on the run in the
+   * same call). With `truncated`, the Result is counted as computed on truncated output (once
+   * per lease).
    */
-  async readForFinish(leaseId: string, runId: string): Promise<{ redispatched: number; costs: CostReceipt[]; nowMs: number; verdict: boolean }> {
-    const [[, hash], [, time], [, verdict]] = (await this.redis
-      .multi()
-      .hgetall(this.keys.lease(leaseId))
-      .time()
-      .hexists(this.keys.runVerdicts(runId), leaseId)
-      .exec()) as [[unknown, Record<string, string>], [unknown, [string, string]], [unknown, number]];
-    const costs = Object.entries(hash ?? {})
+  async noteFinish(leaseId: string, runId: string, truncated: boolean): Promise<{ redispatched: number; costs: CostReceipt[]; nowMs: number; verdict: boolean }> {
+    const [flat, seconds, micros, verdict] = (await FINISH.run(
+      this.redis, [this.keys.lease(leaseId), this.keys.run(runId), this.keys.runVerdicts(runId)], [leaseId, truncated ? '1' : '0'],
+    )) as [string[], string, string, number];
+    const hash: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) hash[flat[i] as string] = flat[i + 1] as string;
+    const costs = Object.entries(hash)
       .filter(([field]) => field.startsWith('cost:'))
       .map(([, json]) => CostReceiptSchema.parse(JSON.parse(json)));
-    const nowMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
-    return { redispatched: Number(hash?.redispatched ?? 0), costs, nowMs, verdict: verdict === 1 };
+    const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    return { redispatched: Number(hash.redispatched ?? 0), costs, nowMs, verdict: Number(verdict) === 1 };
   }
 
   /** Counts one re-dispatch caused on this worker (crash, hang, start failure, missing secret, lost lock), never past the limit. */
   async noteRedispatch(leaseId: string, runId: string, exit: ExitInfo): Promise<number> {
-    return Number(await this.redis.eval(NOTE_REDISPATCH, 2, this.keys.lease(leaseId), this.keys.run(runId), JSON.stringify(exit), this.maxRedispatches));
+    return Number(await NOTE_REDISPATCH.run(this.redis, [this.keys.lease(leaseId), this.keys.run(runId)], [JSON.stringify(exit), this.maxRedispatches]));
   }
 
   /** Everything known about a lease, in one read: re-dispatch count, last exit, cost receipts (by id, over all attempts). */
@@ -140,11 +149,6 @@ export class LeaseLedger {
     const pipeline = this.redis.pipeline();
     for (const receipt of receipts) pipeline.hsetnx(this.keys.lease(leaseId), `cost:${receipt.id}`, JSON.stringify(receipt));
     await pipeline.exec();
-  }
-
-  /** Counts the lease's Result as computed on truncated output on its run (once per lease; `status` shows it). */
-  async countTruncated(leaseId: string, runId: string): Promise<void> {
-    await this.redis.eval(COUNT_TRUNCATED, 2, this.keys.lease(leaseId), this.keys.run(runId));
   }
 
   /** Counts one late answer BullMQ refused (lock lost, job gone) on the run. */

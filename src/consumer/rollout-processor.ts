@@ -139,7 +139,8 @@ export class RolloutProcessor {
       const outcome = this.options.tracing
         ? await withSpan('rollout.child', { 'rollout.lease_id': spec.leaseId, 'rollout.attempt': job.attemptsStarted || 1, 'process.pid': child.pid ?? -1 }, run)
         : await run(undefined);
-      await this.pool.release(child, { retire: outcome.type !== 'done' || outcome.done.recycle, crashed: outcome.type === 'crashed' });
+      // Retiring (and replacing) a worn child happens in the background, never before the reply.
+      this.pool.release(child, { retire: outcome.type !== 'done' || outcome.done.recycle, crashed: outcome.type === 'crashed' });
       await this.ledger.recordCosts(spec.leaseId, redactSecretsDeep(outcome.costs, secrets) as CostReceipt[]);
       return await this.settle(job, token, spec, startedAt, Math.round(performance.now() - runStarted), outcome);
     } finally {
@@ -277,22 +278,21 @@ export class RolloutProcessor {
     outcome: { kind: ResultKind; output?: unknown; reward?: number | null; error?: ErrorInfo | null },
     runMs: number | null = null,
   ): Promise<Result> {
-    const { redispatched, costs, nowMs, verdict } = await this.ledger.readForFinish(spec.leaseId, spec.runId);
-    const queuedMs = this.queuedMs.get(spec.leaseId);
-    this.queuedMs.delete(spec.leaseId);
-    if (verdict) {
-      // The coordinator already ended this lease (NoWorker / DeadlineExceeded): it delivers its
-      // own Result, never this one. Counted once, here.
-      await this.ledger.countDuplicate(spec.runId);
-      this.logger.warn({ runId: spec.runId, leaseId: spec.leaseId }, 'late answer dropped: the coordinator ended this lease past its deadline');
-    }
     // The one place every Result passes before Redis: secret values named in sandbox.env are
     // replaced by `[secret NAME]` in the whole output, the error and the receipts, on every kind.
     const secrets = secretsOf(spec);
     const error = outcome.error ? { type: redactSecrets(outcome.error.type, secrets), message: redactSecrets(outcome.error.message, secrets) } : null;
     const output = redactSecretsDeep(outcome.output ?? null, secrets);
-    // A counter for `status`, never a reason to lose the Result: best effort.
-    if (isTruncatedOutput(output)) await this.ledger.countTruncated(spec.leaseId, spec.runId).catch(() => undefined);
+    // One round trip: receipts, clock, the coordinator's verdict (a late duplicate is counted in
+    // the same call) and the truncated-output counter.
+    const { redispatched, costs, nowMs, verdict } = await this.ledger.noteFinish(spec.leaseId, spec.runId, isTruncatedOutput(output));
+    const queuedMs = this.queuedMs.get(spec.leaseId);
+    this.queuedMs.delete(spec.leaseId);
+    if (verdict) {
+      // The coordinator already ended this lease (NoWorker / DeadlineExceeded): it delivers its
+      // own Result, never this one.
+      this.logger.warn({ runId: spec.runId, leaseId: spec.leaseId }, 'late answer dropped: the coordinator ended this lease past its deadline');
+    }
     const result: Result = {
       leaseId: spec.leaseId,
       runId: spec.runId,

@@ -33,12 +33,14 @@ export const WorkerOptionsSchema = z
     name: z.string().min(1).max(128).optional(),
     /**
      * BullMQ lock TTL in ms (BullMQ `lockDuration`, its default 30 000). A dead worker's
-     * leases come back after this plus up to two `stalledIntervalMs`. Default 10 000: safe
-     * because rollouts run in children, never on the event loop that renews locks.
+     * leases come back after this plus up to two `stalledIntervalMs`. Default 5 000 (renewed
+     * every 2 500): safe because rollouts run in children, never on the event loop that renews
+     * locks; with the default stalled interval a dead worker's lease runs again within ≤ 10 s
+     * (`npm run bench:recovery`).
      */
-    lockDurationMs: z.number().int().min(1000).max(600_000).default(10_000),
-    /** How often BullMQ's stalled check runs, ms (BullMQ `stalledInterval`, its default 30 000). Default 5 000. */
-    stalledIntervalMs: z.number().int().min(500).max(600_000).default(5_000),
+    lockDurationMs: z.number().int().min(1000).max(600_000).default(5_000),
+    /** How often BullMQ's stalled check runs, ms (BullMQ `stalledInterval`, its default 30 000). Default 2 000. */
+    stalledIntervalMs: z.number().int().min(500).max(600_000).default(2_000),
     /**
      * Re-dispatches a lease may have (stalls, child crashes, hangs, start failures, missing
      * secrets, any mix); the next failure ends it as `infrastructure`. Default 2. Also
@@ -62,8 +64,12 @@ export const WorkerOptionsSchema = z
     deadlineGraceMs: z.number().int().min(0).max(60_000).default(250),
     /** After asking a child to abort, how long before its tree is SIGKILLed, ms. Default 2 000. */
     killGraceMs: z.number().int().min(0).max(60_000).default(2_000),
-    /** Retire a child after this many rollouts. Default 100. */
-    maxRolloutsPerChild: z.number().int().min(1).default(100),
+    /**
+     * Retire a child after this many rollouts. Default `Infinity` (never by count): children
+     * are recycled on memory (`maxChildRssMb`) or when a rollout asks; re-forking costs ~100 ms
+     * CPU per child. Set a count only for code that leaks outside the heap.
+     */
+    maxRolloutsPerChild: z.union([z.number().int().min(1), z.literal(Infinity)]).default(Infinity),
     /** Retire a child whose RSS after a rollout exceeds this, MiB. Default 2048. */
     maxChildRssMb: z.number().int().min(16).default(2048),
     /** How long a new child may take to report ready, ms. Default 10 000. */
@@ -140,11 +146,13 @@ export interface WorkerOptions {
   readonly name?: string;
   /**
    * BullMQ lock TTL in ms (BullMQ `lockDuration`, its default 30 000). A dead worker's
-   * leases come back after this plus up to two `stalledIntervalMs`. Default 10 000: safe
-   * because rollouts run in children, never on the event loop that renews locks.
+   * leases come back after this plus up to two `stalledIntervalMs`. Default 5 000 (renewed
+   * every 2 500): safe because rollouts run in children, never on the event loop that renews
+   * locks; with the default stalled interval a dead worker's lease runs again within ≤ 10 s
+   * (`npm run bench:recovery`).
    */
   readonly lockDurationMs?: number;
-  /** How often BullMQ's stalled check runs, ms (BullMQ `stalledInterval`, its default 30 000). Default 5 000. */
+  /** How often BullMQ's stalled check runs, ms (BullMQ `stalledInterval`, its default 30 000). Default 2 000. */
   readonly stalledIntervalMs?: number;
   /**
    * Re-dispatches a lease may have (stalls, child crashes, hangs, start failures, missing
@@ -169,7 +177,7 @@ export interface WorkerOptions {
   readonly deadlineGraceMs?: number;
   /** After asking a child to abort, how long before its tree is SIGKILLed, ms. Default 2 000. */
   readonly killGraceMs?: number;
-  /** Retire a child after this many rollouts. Default 100. */
+  /** Retire a child after this many rollouts. Default Infinity (children are recycled on memory, `maxChildRssMb`). */
   readonly maxRolloutsPerChild?: number;
   /** Retire a child whose RSS after a rollout exceeds this, MiB. Default 2048. */
   readonly maxChildRssMb?: number;

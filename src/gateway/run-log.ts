@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
+import { redisScript } from '../platform/redis-script.js';
 import type { QueueKeys } from '../lease/index.js';
 import type { Result } from '../spec/index.js';
 
@@ -12,9 +13,9 @@ export const ENDED_STATES: ReadonlySet<RunLogState> = new Set(['completed', 'sto
 // Appends a Result once per lease: HSETNX of the lease's mark decides, so a Result yielded again
 // after a gateway restart (delivered to the log, not yet acknowledged to the producer) is not
 // listed twice. KEYS: gatewayRun, gatewayResults. ARGV: mark field, Result JSON. Returns LLEN.
-const APPEND = `
+const APPEND = redisScript('rqGatewayAppend', `
 if redis.call('HSETNX', KEYS[1], ARGV[1], '1') == 1 then redis.call('RPUSH', KEYS[2], ARGV[2]) end
-return redis.call('LLEN', KEYS[2])`;
+return redis.call('LLEN', KEYS[2])`, 2);
 
 /** A run's state and the length of its Result list. */
 export interface RunLogHead {
@@ -39,7 +40,7 @@ export class RunLog {
 
   /** Lists a Result unless its lease is listed already; returns the list length. */
   async append(runId: string, result: Result): Promise<number> {
-    const count = Number(await this.redis.eval(APPEND, 2, this.keys.gatewayRun(runId), this.keys.gatewayResults(runId), `l:${result.leaseId}`, JSON.stringify(result)));
+    const count = Number(await APPEND.run(this.redis, [this.keys.gatewayRun(runId), this.keys.gatewayResults(runId)], [`l:${result.leaseId}`, JSON.stringify(result)]));
     this.changed.emit(runId);
     return count;
   }

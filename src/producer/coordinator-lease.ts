@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
+import { redisScript } from '../platform/redis-script.js';
 import type { Logger } from '../platform/logger.js';
 
 /** Lifetime of a coordinator lease without renewal, ms: a SIGKILLed coordinator's run is free again after this. */
@@ -21,12 +22,12 @@ const FENCE_MARGIN_MS = 500;
 
 // Renew while we hold it; take it again (same token) when it is free; else report the holder.
 // Returns 1 renewed, 2 retaken, or the other holder's value. KEYS: lease. ARGV: token, ttl.
-const RENEW = `
+const RENEW = redisScript('rqCoordinatorRenew', `
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end
 if not v then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 2 end
-return v`;
-const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+return v`, 1);
+const RELEASE = redisScript('rqCoordinatorRelease', `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`, 1);
 
 /** Thrown when another live coordinator is delivering the same run. */
 export class RunBusyError extends Error {
@@ -158,7 +159,7 @@ export class CoordinatorLease {
     this.released = true;
     clearInterval(this.timer);
     this.wake();
-    await this.redis.eval(RELEASE, 1, this.key, this.token).catch(() => undefined);
+    await RELEASE.run(this.redis, [this.key], [this.token]).catch(() => undefined);
   }
 
   private renew(): Promise<void> {
@@ -166,7 +167,7 @@ export class CoordinatorLease {
     this.renewing ??= (async () => {
       const sentAt = performance.now();
       try {
-        const reply = await this.redis.eval(RENEW, 1, this.key, this.token, COORDINATOR_LEASE_MS);
+        const reply = await RENEW.run(this.redis, [this.key], [this.token, COORDINATOR_LEASE_MS]);
         if (this.released) return;
         if (reply === 1 || reply === 2) {
           const wasLost = this.state !== 'held' || performance.now() >= this.validUntil;

@@ -44,6 +44,8 @@ export class DeliveryFence {
    * @param stopped true once the session was abandoned: give up silently.
    */
   async acknowledge(result: Result, stopped: () => boolean): Promise<void> {
+    // One Result per call on purpose: the next one is yielded only after this one is marked
+    // delivered, so a coordinator killed at any point delivers at most the one it held again.
     while ((await this.store.acknowledge(result, this.lease.token)) === 'fenced') {
       if (stopped()) return;
       await this.open();

@@ -51,6 +51,9 @@ interface Positioned<D extends PreparedDraft = PreparedDraft> {
  */
 export const MAX_BATCH = 100;
 
+/** Free slots a refill waits for: a tenth of `maxInFlight`, 1 to MAX_BATCH. */
+const refillBatch = (maxInFlight: number): number => Math.max(1, Math.min(MAX_BATCH, Math.floor(maxInFlight / 10)));
+
 /**
  * Enqueues drafts in batches, each draft as one BullMQ job (`jobId` = lease id, `attempts: 1`,
  * results kept in Redis: no removeOnComplete/removeOnFail), never holding more than
@@ -115,7 +118,10 @@ export class DraftEnqueuer {
         if (first.done) return (exhausted = true);
         if (this.stopped) break;
         this.runAttemptId ??= await this.deps.prepareRun();
-        while (!this.stopped && tracker.unfinishedCount >= maxInFlight) await tracker.changed();
+        // Refill in batches (up to MAX_BATCH): wait for a tenth of maxInFlight to free up rather
+        // than one add per finished lease. Below maxInFlight the first batch goes out at once.
+        const lowWater = index === 0 ? maxInFlight : maxInFlight - refillBatch(maxInFlight);
+        while (!this.stopped && tracker.unfinishedCount > Math.min(lowWater, maxInFlight - 1)) await tracker.changed();
         if (this.stopped) break;
         const room = Math.min(maxInFlight - tracker.unfinishedCount, MAX_BATCH);
         const values = [first.value, ...(await source.takeReady(room - 1))];

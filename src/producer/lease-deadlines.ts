@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
+import { redisScript } from '../platform/redis-script.js';
 import type { QueueKeys } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import { ResultSchema, type Result } from '../spec/index.js';
@@ -16,11 +17,11 @@ const CHECK_EVERY_MS = 1000;
 // The coordinator's verdict on a lease, atomic with the job's state: none when the job already
 // has its real answer (completed/failed: that one is delivered); the first verdict wins.
 // Returns 1 written, 2 one existed, 0 none. KEYS: completed, failed, runVerdicts. ARGV: leaseId, Result JSON.
-const VERDICT = `
+const VERDICT = redisScript('rqLeaseVerdict', `
 if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then return 2 end
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
-return 1`;
+return 1`, 3);
 
 /** What the deadline checks of one run need. */
 export interface LeaseDeadlinesDeps {
@@ -60,26 +61,44 @@ export class LeaseDeadlines {
   private readonly noWorkerSince = new Map<string, number | undefined>();
   private readonly started = performance.now();
   private lastCheck = Number.NEGATIVE_INFINITY;
+  /** Enqueue clocks already read (they never change once written), by lease id. */
+  private readonly clocks = new Map<string, string>();
 
   constructor(private readonly deps: LeaseDeadlinesDeps) {}
 
   /**
    * The verdict Results of `leaseIds` (stored earlier, or decided now). Checks deadlines at
-   * most every second; stored verdicts are always returned.
+   * most every second. With `full` (default) verdicts stored by any coordinator are read and
+   * returned; without it only leases whose enqueue clock was never read cost a Redis read, so
+   * an incremental pass costs per new lease, not per outstanding one.
    */
-  async check(leaseIds: readonly string[]): Promise<Result[]> {
+  async check(leaseIds: readonly string[], options: { full?: boolean } = {}): Promise<Result[]> {
     if (leaseIds.length === 0) return [];
     const { redis, keys, runId } = this.deps;
     const verdicts: Result[] = [];
     const clocks = new Map<string, string>();
-    for (let i = 0; i < leaseIds.length; i += BATCH) {
-      const batch = leaseIds.slice(i, i + BATCH);
+    const toRead: string[] = [];
+    for (const leaseId of leaseIds) {
+      const known = options.full === false ? this.clocks.get(leaseId) : undefined;
+      if (known) clocks.set(leaseId, known);
+      else toRead.push(leaseId);
+    }
+    for (let i = 0; i < toRead.length; i += BATCH) {
+      const batch = toRead.slice(i, i + BATCH);
       const [[, stored], [, clock]] = (await redis.multi().hmget(keys.runVerdicts(runId), ...batch).hmget(keys.runEnqueuedAt(runId), ...batch).exec()) as [[unknown, (string | null)[]], [unknown, (string | null)[]]];
       batch.forEach((leaseId, j) => {
         const verdict = parseVerdict(stored[j]);
         if (verdict) verdicts.push(verdict);
-        else if (clock[j]) clocks.set(leaseId, clock[j] as string);
+        else if (clock[j]) {
+          clocks.set(leaseId, clock[j] as string);
+          this.clocks.set(leaseId, clock[j] as string);
+        }
       });
+    }
+    // Settled leases leave the cache.
+    if (this.clocks.size > leaseIds.length * 2) {
+      const live = new Set(leaseIds);
+      for (const leaseId of this.clocks.keys()) if (!live.has(leaseId)) this.clocks.delete(leaseId);
     }
     if (clocks.size === 0 || performance.now() - this.lastCheck < CHECK_EVERY_MS) return verdicts;
     this.lastCheck = performance.now();
@@ -140,7 +159,7 @@ export class LeaseDeadlines {
     const { redis, keys, runId, queue, logger } = this.deps;
     const result = { ...producerResult('infrastructure', leaseId, runId, taskKeyOf(leaseId, runId), type, message), finishedAt: new Date(nowMs).toISOString() };
     const json = JSON.stringify(result);
-    const outcome = await redis.eval(VERDICT, 3, leaseBullKey(queue, leaseId, 'completed'), leaseBullKey(queue, leaseId, 'failed'), keys.runVerdicts(runId), leaseId, json);
+    const outcome = await VERDICT.run(redis, [leaseBullKey(queue, leaseId, 'completed'), leaseBullKey(queue, leaseId, 'failed'), keys.runVerdicts(runId)], [leaseId, json]);
     if (outcome === 0) return undefined;
     if (outcome === 2) return parseVerdict(await redis.hget(keys.runVerdicts(runId), leaseId));
     // Refused while a worker holds it: that attempt runs to its end and its answer is dropped.

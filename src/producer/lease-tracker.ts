@@ -16,6 +16,17 @@ export class LeaseTracker {
   private readonly unfinished = new Map<string, UnfinishedState>();
   private readonly ready: Result[] = [];
   private pulse: { promise: Promise<void>; resolve: () => void } = LeaseTracker.newPulse();
+  /** A Result was turned away because `maxHeld` were ready; cleared once room is made. */
+  private turnedAway = false;
+
+  /**
+   * @param maxHeld most Results held for the consumer (`ProducerOptions.maxHeldResults`).
+   * @param onRoom called when the consumer took half of `maxHeld` after a Result was turned away.
+   */
+  constructor(
+    private readonly maxHeld = Number.POSITIVE_INFINITY,
+    private readonly onRoom: () => void = () => undefined,
+  ) {}
 
   private static newPulse(): { promise: Promise<void>; resolve: () => void } {
     let resolve!: () => void;
@@ -62,10 +73,17 @@ export class LeaseTracker {
 
   /**
    * Accepts the Result of an awaited lease and queues it for the consumer. Returns false (and
-   * drops it) when the lease is not awaited: the event and the reconciliation both saw it finish.
+   * drops it) when the lease is not awaited: the event and the reconciliation both saw it finish;
+   * or when `maxHeld` Results are ready already: then the lease stays unfinished (its Result
+   * is durable in Redis and read again by reconciliation once there is room).
    */
   finish(result: Result): boolean {
-    if (!this.unfinished.delete(result.leaseId)) return false;
+    if (!this.unfinished.has(result.leaseId)) return false;
+    if (this.ready.length >= this.maxHeld) {
+      this.turnedAway = true;
+      return false;
+    }
+    this.unfinished.delete(result.leaseId);
     this.ready.push(result);
     this.notify();
     return true;
@@ -101,7 +119,12 @@ export class LeaseTracker {
 
   /** The next Result for the consumer, in completion order. */
   takeReady(): Result | undefined {
-    return this.ready.shift();
+    const result = this.ready.shift();
+    if (this.turnedAway && this.ready.length <= this.maxHeld / 2) {
+      this.turnedAway = false;
+      this.onRoom();
+    }
+    return result;
   }
 
   /** Resolves at the next change (a Result, capacity, a stop); callers re-check their condition. */

@@ -39,6 +39,14 @@ export const ProducerOptionsSchema = z
      */
     maxInFlight: z.number().int().min(1).max(1_000_000).default(500),
     /**
+     * Most finished Results of one run a coordinator holds in memory for a consumer that has not
+     * taken them yet. Past it, further Results stay in Redis only (they are durable there) and
+     * their leases keep counting against `maxInFlight`, so a slow consumer also stops the
+     * enqueuing of more drafts; they are read again once the consumer took half of those held.
+     * Default 1 000, bounds 1–10 000 000.
+     */
+    maxHeldResults: z.number().int().min(1).max(10_000_000).default(1000),
+    /**
      * Period of the reconciliation of a run's outstanding leases against BullMQ job state, in ms.
      * QueueEvents is only the fast path (its stream is trimmed and missed while nobody listens),
      * so this bounds how late a result can be. Default 2000, bounds 10–3 600 000.
@@ -128,6 +136,14 @@ export interface ProducerOptions {
    */
   readonly maxInFlight?: number;
   /**
+   * Most finished Results of one run a coordinator holds in memory for a consumer that has not
+   * taken them yet. Past it, further Results stay in Redis only (they are durable there) and
+   * their leases keep counting against `maxInFlight`, so a slow consumer also stops the
+   * enqueuing of more drafts; they are read again once the consumer took half of those held.
+   * Default 1 000, bounds 1–10 000 000.
+   */
+  readonly maxHeldResults?: number;
+  /**
    * Period of the reconciliation of a run's outstanding leases against BullMQ job state, in ms.
    * QueueEvents is only the fast path (its stream is trimmed and missed while nobody listens),
    * so this bounds how late a result can be. Default 2000, bounds 10–3 600 000.
@@ -200,6 +216,7 @@ export interface CompiledProducerOptions {
   readonly queue: string;
   readonly prefix: string;
   readonly maxInFlight: number;
+  readonly maxHeldResults: number;
   readonly reconcileMs: number;
   readonly stopOnCaller: boolean;
   readonly maxSpecBytes: number;
@@ -236,6 +253,7 @@ export function compileProducerOptions(input: ProducerOptions = {}, env: NodeJS.
     queue: value.queue,
     prefix,
     maxInFlight: value.maxInFlight,
+    maxHeldResults: value.maxHeldResults,
     reconcileMs: value.reconcileMs,
     stopOnCaller: value.stopOnCaller,
     maxSpecBytes: value.maxSpecBytes,

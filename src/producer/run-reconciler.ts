@@ -6,6 +6,15 @@ import type { LeaseDeadlines } from './lease-deadlines.js';
 import type { LeaseTracker } from './lease-tracker.js';
 import { readJobOutcomes, type BullKeys, type JobOutcome } from './read-job-outcomes.js';
 import type { RunHead, RunStore } from './run-store.js';
+import { redisNowMs } from './run-retention.js';
+
+/** Every this many passes one is full (all outstanding leases read); the others are incremental. */
+export const FULL_PASS_EVERY = 15;
+/**
+ * How far back an incremental pass looks before the newest finish it saw, ms: BullMQ scores
+ * `completed`/`failed` by the finishing worker's clock (`finishedOn`), which may be behind ours.
+ */
+export const FINISH_SKEW_MS = 10_000;
 
 /** What the reconciler needs from its session. */
 export interface ReconcilerDeps {
@@ -28,9 +37,14 @@ export interface ReconcilerDeps {
 }
 
 /**
- * The source of truth of delivery: every `reconcileMs`, reads the run record and the job state
- * of all the run's outstanding leases in one batched round trip ({@link readJobOutcomes}) and
- * settles each finished one. QueueEvents is only the fast path: its stream is trimmed
+ * The source of truth of delivery: every `reconcileMs`, reads the run record and settles the
+ * run's leases that finished. Incremental passes read only what changed: the queue's
+ * `completed` and `failed` sets from a cursor (the newest finish seen, less
+ * {@link FINISH_SKEW_MS}), then the job state of the outstanding leases among them; so their
+ * cost follows the rollouts that finish, not the leases that wait. Every
+ * {@link FULL_PASS_EVERY}th pass (the first one included) is full: the job state of all
+ * outstanding leases in one batched round trip ({@link readJobOutcomes}), which also finds jobs
+ * that vanished and verdicts another coordinator stored. QueueEvents is only the fast path: its stream is trimmed
  * (`maxLenEvents`, default 10 000), events emitted while nobody listens are gone, and a
  * listener starting at `$` misses what happened before its first XREAD (bullmq#2874).
  *
@@ -40,11 +54,27 @@ export class RunReconciler {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
+  private passes = 0;
+  /** Finishes scored at or after this (worker clock, ms) are read by the next incremental pass. */
+  private cursorMs = 0;
+  private again = false;
 
   constructor(private readonly deps: ReconcilerDeps) {}
 
   /** Runs a pass now, then one every `reconcileMs` until {@link stop}. */
   start(): void {
+    void this.pass();
+  }
+
+  /** Runs a pass as soon as possible (now, or right after the one in progress). */
+  poke(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
     void this.pass();
   }
 
@@ -62,19 +92,49 @@ export class RunReconciler {
     for (const [leaseId, outcome] of outcomes) await this.deps.onOutcome(leaseId, outcome, head);
   }
 
+  /** Job ids in the queue's completed and failed sets scored at or after `sinceMs`, and the newest score. */
+  private async finishedSince(sinceMs: number): Promise<{ ids: Set<string>; newestMs: number }> {
+    const { redis, bull } = this.deps;
+    // A pipeline, not MULTI: one round trip, two commands; the two reads need not be atomic.
+    const replies = (await redis
+      .pipeline()
+      .zrangebyscore(bull.toKey('completed'), sinceMs, '+inf', 'WITHSCORES')
+      .zrangebyscore(bull.toKey('failed'), sinceMs, '+inf', 'WITHSCORES')
+      .exec()) ?? [];
+    const ids = new Set<string>();
+    let newestMs = 0;
+    for (const [, flat] of replies as [unknown, string[]][]) {
+      for (let i = 0; i + 1 < (flat ?? []).length; i += 2) {
+        ids.add(flat[i] as string);
+        newestMs = Math.max(newestMs, Number(flat[i + 1]));
+      }
+    }
+    return { ids, newestMs };
+  }
+
   private pass(): Promise<void> {
     if (this.running || this.stopped) return this.running ?? Promise.resolve();
     this.running = (async () => {
       const { store, runId, tracker, logger } = this.deps;
       try {
+        const full = this.passes++ % FULL_PASS_EVERY === 0;
         const ids = tracker.outstanding();
         const head = await store.readHead(runId);
         this.deps.onHead(head);
         if (ids.length > 0 && !this.stopped) {
+          // Taken before reading: what finishes during this pass is read again by the next one.
+          const cursor = full ? (await redisNowMs(this.deps.redis)) - FINISH_SKEW_MS : this.cursorMs;
           // A verdict wins over the job's state: the job of a NoWorker lease is removed, and the
           // late answer of a DeadlineExceeded one must not be delivered after it.
-          for (const verdict of await this.deps.deadlines.check(ids)) this.deps.onVerdict(verdict);
-          const rest = ids.filter((leaseId) => tracker.awaits(leaseId));
+          for (const verdict of await this.deps.deadlines.check(ids, { full })) this.deps.onVerdict(verdict);
+          let rest = ids.filter((leaseId) => tracker.awaits(leaseId));
+          if (!full) {
+            const finished = await this.finishedSince(cursor);
+            rest = rest.filter((leaseId) => finished.ids.has(leaseId));
+            this.cursorMs = Math.max(this.cursorMs, finished.newestMs - FINISH_SKEW_MS);
+          } else {
+            this.cursorMs = Math.max(this.cursorMs, cursor);
+          }
           const outcomes = await readJobOutcomes(this.deps.redis, this.deps.bull, this.deps.keys, rest);
           for (const [leaseId, outcome] of outcomes) await this.deps.onOutcome(leaseId, outcome, head);
         }
@@ -83,7 +143,9 @@ export class RunReconciler {
       } finally {
         this.running = undefined;
         if (!this.stopped) {
-          this.timer = setTimeout(() => void this.pass(), this.deps.reconcileMs);
+          const waitMs = this.again ? 0 : this.deps.reconcileMs;
+          this.again = false;
+          this.timer = setTimeout(() => void this.pass(), waitMs);
           this.timer.unref();
         }
       }

@@ -8,6 +8,10 @@ export const DEFAULT_RETAIN_MS = 3 * 24 * 3600 * 1000;
 /** Leases handled per pipeline: bounds one round trip's size. */
 const BATCH = 500;
 
+// One pipelined round trip per BATCH leases: PEXPIRE the job hash, its log list and the lease
+// hash; a delivered lease also leaves BullMQ's completed and failed sets. A pipeline rather than
+// one script because placed leases live in different BullMQ queues (each lease's own keys).
+
 /** The Redis clock now, ms since the epoch (`TIME`): the one clock run timings use. */
 export async function redisNowMs(redis: Redis): Promise<number> {
   const [seconds, micros] = await redis.time();

@@ -33,6 +33,8 @@ export interface SessionDeps {
   readonly store: RunStore;
   readonly logger: Logger;
   readonly maxInFlight: number;
+  /** Most Results held in memory for the consumer (`ProducerOptions.maxHeldResults`); default unbounded. */
+  readonly maxHeldResults?: number;
   readonly maxSpecBytes: number;
   readonly maxTaskBytes: number;
   readonly reconcileMs: number;
@@ -62,7 +64,7 @@ export interface SessionPlan {
  */
 export class RunSession {
   readonly runId: string;
-  private readonly tracker = new LeaseTracker();
+  private readonly tracker: LeaseTracker;
   /** Receipts of this session's delivered Results, for `costCeilingUsd`. */
   private readonly cost = new CostTally();
   private readonly reconciler: RunReconciler;
@@ -81,6 +83,8 @@ export class RunSession {
 
   constructor(private readonly deps: SessionDeps, private readonly plan: SessionPlan) {
     this.runId = plan.runId;
+    // Turned-away Results are read again from Redis by a reconciliation pass once there is room.
+    this.tracker = new LeaseTracker(deps.maxHeldResults, () => this.reconciler.poke());
     this.reconciler = new RunReconciler({
       runId: plan.runId, redis: deps.redis, bull: deps.queue, keys: deps.keys, store: deps.store, tracker: this.tracker,
       logger: deps.logger, reconcileMs: deps.reconcileMs,

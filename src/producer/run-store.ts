@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { redisScript } from '../platform/redis-script.js';
 import { incrementRunCounter, RUN_FIELDS, type QueueKeys, type RunStatus } from '../lease/index.js';
 import type { Result } from '../spec/index.js';
 
@@ -23,7 +24,7 @@ export interface QuarantineRecord {
 // exactly once however often it is re-submitted. A new lease also gets its clock entry:
 // JSON [enqueuedAt by Redis TIME in ms, scheduleToStartMs, scheduleToCloseMs] (0 = none).
 // KEYS: runLeases, run, runEnqueuedAt. ARGV: enqueued field, then score, leaseId, start, close quads.
-const RECORD_LEASES = `
+const RECORD_LEASES = redisScript('rqRecordLeases', `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local added = 0
@@ -35,12 +36,12 @@ for i = 2, #ARGV, 4 do
   added = added + new
 end
 if added > 0 then redis.call('HINCRBY', KEYS[2], ARGV[1], added) end
-return added`;
+return added`, 3);
 
 // Per lease: 1 when it is in runLeases (enqueued), + 2 when in runDelivered. A script rather
 // than ZMSCORE/SMISMEMBER, which need Redis 6.2 while BullMQ still runs on 5.
 // KEYS: runLeases, runDelivered. ARGV: leaseIds.
-const LEASE_FLAGS = `
+const LEASE_FLAGS = redisScript('rqLeaseFlags', `
 local flags = {}
 for i = 1, #ARGV do
   local f = 0
@@ -48,7 +49,7 @@ for i = 1, #ARGV do
   if redis.call('SISMEMBER', KEYS[2], ARGV[i]) == 1 then f = f + 2 end
   flags[i] = f
 end
-return flags`;
+return flags`, 2);
 
 /** A lease {@link RunStore.recordLeases} records: its submission index and its coordinator-side deadlines. */
 export interface LeaseToRecord {
@@ -70,18 +71,26 @@ export interface LeaseFlags {
 // consumer may see a Result twice (at-least-once), the counters count it once. Fenced: only
 // the holder of the coordinator lease (its token in KEYS[3]) may acknowledge; else -1.
 // KEYS: runDelivered, run, runCoordinator. ARGV: leaseId, kind field, lease token.
-const ACKNOWLEDGE = `
-if redis.call('GET', KEYS[3]) ~= ARGV[3] then return -1 end
-if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
-  redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
-  return 1
+// Batched: ARGV[2..] are (leaseId, kind field) pairs; replies one flag per pair (1 new, 0
+// again), or a single -1 when fenced (nothing written).
+// KEYS: runDelivered, run, runCoordinator. ARGV: lease token, then leaseId, kind field pairs.
+const ACKNOWLEDGE = redisScript('rqAcknowledge', `
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
+local flags = {}
+for i = 2, #ARGV, 2 do
+  if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
+    redis.call('HINCRBY', KEYS[2], ARGV[i + 1], 1)
+    flags[#flags + 1] = 1
+  else
+    flags[#flags + 1] = 0
+  end
 end
-return 0`;
+return flags`, 3);
 
 // HSET status only when the run exists and its status is one of ARGV[3..]; never creates a
 // half record, never turns a cancelled run back into a completed one.
 // KEYS: run. ARGV: status field, new status, stopReason field, stopReason ('' = leave), allowed...
-const SET_STATUS = `
+const SET_STATUS = redisScript('rqSetStatus', `
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local current = redis.call('HGET', KEYS[1], ARGV[1])
 for i = 5, #ARGV do
@@ -91,7 +100,7 @@ for i = 5, #ARGV do
     return 1
   end
 end
-return 0`;
+return 0`, 1);
 
 const int = (value: string | null | undefined): number | null => (value ? Number.parseInt(value, 10) : null);
 
@@ -172,7 +181,7 @@ export class RunStore {
   async leaseFlags(runId: string, leaseIds: readonly string[]): Promise<Map<string, LeaseFlags>> {
     const flags = new Map<string, LeaseFlags>();
     if (leaseIds.length === 0) return flags;
-    const replies = (await this.redis.eval(LEASE_FLAGS, 2, this.keys.runLeases(runId), this.keys.runDelivered(runId), ...leaseIds)) as number[];
+    const replies = (await LEASE_FLAGS.run(this.redis, [this.keys.runLeases(runId), this.keys.runDelivered(runId)], leaseIds)) as number[];
     leaseIds.forEach((leaseId, i) => {
       const f = replies[i] ?? 0;
       flags.set(leaseId, { enqueued: (f & 1) !== 0, delivered: (f & 2) !== 0 });
@@ -188,7 +197,7 @@ export class RunStore {
   async recordLeases(runId: string, leases: readonly LeaseToRecord[]): Promise<number> {
     if (leases.length === 0) return 0;
     const args = leases.flatMap(({ leaseId, index, scheduleToStartMs, scheduleToCloseMs }) => [index, leaseId, scheduleToStartMs ?? 0, scheduleToCloseMs ?? 0]);
-    return (await this.redis.eval(RECORD_LEASES, 3, this.keys.runLeases(runId), this.keys.run(runId), this.keys.runEnqueuedAt(runId), RUN_FIELDS.enqueued, ...args)) as number;
+    return (await RECORD_LEASES.run(this.redis, [this.keys.runLeases(runId), this.keys.run(runId), this.keys.runEnqueuedAt(runId)], [RUN_FIELDS.enqueued, ...args])) as number;
   }
 
   /**
@@ -197,11 +206,21 @@ export class RunStore {
    * @returns `new`, `again` (delivered before), or `fenced` (the lease is not ours: nothing written).
    */
   async acknowledge(result: Result, token: string): Promise<'new' | 'again' | 'fenced'> {
-    const { runId } = result;
-    const added = await this.redis.eval(
-      ACKNOWLEDGE, 3, this.keys.runDelivered(runId), this.keys.run(runId), this.keys.runCoordinator(runId), result.leaseId, RUN_FIELDS.kind(result.kind), token,
-    );
-    return added === 1 ? 'new' : added === -1 ? 'fenced' : 'again';
+    const reply = await this.acknowledgeMany(result.runId, [result], token);
+    return reply === 'fenced' ? 'fenced' : reply[0] ?? 'again';
+  }
+
+  /**
+   * {@link acknowledge} for many Results of one run in one script call: all or none (when the
+   * coordinator lease is not `token`'s, nothing is written and `fenced` is returned).
+   * @returns per Result, in order, `new` or `again`; or `fenced`.
+   */
+  async acknowledgeMany(runId: string, results: readonly Result[], token: string): Promise<('new' | 'again')[] | 'fenced'> {
+    if (results.length === 0) return [];
+    const pairs = results.flatMap((result) => [result.leaseId, RUN_FIELDS.kind(result.kind)]);
+    const reply = await ACKNOWLEDGE.run(this.redis, [this.keys.runDelivered(runId), this.keys.run(runId), this.keys.runCoordinator(runId)], [token, ...pairs]);
+    if (reply === -1) return 'fenced';
+    return (reply as number[]).map((flag) => (flag === 1 ? 'new' : 'again'));
   }
 
   /** The leases among `leaseIds` that are in the run's delivered set (one round trip). */
@@ -221,7 +240,7 @@ export class RunStore {
    */
   async setStatus(runId: string, status: RunStatus, from: readonly RunStatus[], stopReason = ''): Promise<boolean> {
     const f = RUN_FIELDS;
-    const changed = await this.redis.eval(SET_STATUS, 1, this.keys.run(runId), f.status, status, f.stopReason, stopReason, ...from);
+    const changed = await SET_STATUS.run(this.redis, [this.keys.run(runId)], [f.status, status, f.stopReason, stopReason, ...from]);
     return changed === 1;
   }
 

@@ -1,0 +1,421 @@
+#!/usr/bin/env node
+// The issue 8 comparisons, measured in one run on one private Redis, printed as one table.
+// Each trial is a fresh Node process (no warm JIT, connection or child carried over); the two
+// sides of a comparison run interleaved A B A B, REPS times; every figure is min/median/max
+// over the trials. Per trial, beside wall time:
+//   - CPU ms per rollout: utime+stime (+ reaped children's) of the trial process and every
+//     live descendant (/proc/<pid>/stat), plus Redis `INFO cpu`, over the timed section only;
+//   - client requests to Redis per rollout: `INFO stats` total_commands_processed delta.
+// Timings belong here, never in `npm test`.
+// Usage: node bench/suite.mjs [REPS=3]   (npm run bench)
+// Redis: REDIS_URL, else a private redis-server on a free loopback port (removed afterwards).
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = fileURLToPath(import.meta.url);
+const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim() || 100);
+
+// ---------- measurement (inside a trial) ----------
+
+/** utime+stime+cutime+cstime of a pid, ms; 0 when it is gone. */
+function cpuOf(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields[0] is field 3 (state): utime is field 14 → index 11.
+    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * TICK_MS;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU ms of this process and every live descendant (the dead ones are in their parents' cutime). */
+function treeCpuMs() {
+  const parent = new Map();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // Exited meanwhile.
+    }
+  }
+  let total = 0;
+  for (const pid of parent.keys()) {
+    for (let p = pid, hops = 0; p > 1 && hops < 64; p = parent.get(p) ?? 0, hops++) {
+      if (p === process.pid) {
+        total += cpuOf(pid);
+        break;
+      }
+    }
+  }
+  return total;
+}
+
+async function redisSample(redis) {
+  if (!redis) return { cpuMs: 0, commands: 0 };
+  const info = await redis.info();
+  const num = (key) => Number(new RegExp(`^${key}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return { cpuMs: (num('used_cpu_sys') + num('used_cpu_user')) * 1000, commands: num('total_commands_processed'), memory: num('used_memory') };
+}
+
+/** Runs `body` as the timed section; returns wall ms, CPU ms (tree + Redis) and Redis commands. */
+async function measure(redis, body) {
+  const r0 = await redisSample(redis);
+  const c0 = treeCpuMs();
+  const s0 = sent.count;
+  const t0 = performance.now();
+  const extra = (await body()) ?? {};
+  const wallMs = performance.now() - t0;
+  const s1 = sent.count;
+  const c1 = treeCpuMs();
+  const r1 = await redisSample(redis);
+  // The INFO call itself is one command.
+  return { wallMs, cpuMs: c1 - c0 + (r1.cpuMs - r0.cpuMs), requests: s1 - s0, redisCommands: Math.max(0, r1.commands - r0.commands - 1), ...extra };
+}
+
+// ---------- trial bodies ----------
+
+const quietLogger = async () => (await import('../dist/platform/logger.js')).createLogger({}, { write: () => true });
+
+async function rqStack(url, concurrency, extra = {}) {
+  const { RolloutQueue } = await import('../dist/producer/index.js');
+  const { RolloutWorker } = await import('../dist/consumer/index.js');
+  const logger = await quietLogger();
+  const queue = `bench-${process.pid}`;
+  const worker = await RolloutWorker.create({ redisUrl: url, queue, concurrency, allow: ['rq-fixtures/*'], logger });
+  const rq = await RolloutQueue.create({ redisUrl: url, queue, logger, maxInFlight: 2000, ...extra });
+  return { rq, close: async () => { await rq.close(); await worker.close(); } };
+}
+
+async function drain(rq, drafts) {
+  let count = 0;
+  for await (const result of rq.mapRollouts(drafts, { runId: `bench-${process.pid}-${Date.now()}` })) {
+    if (result.kind !== 'ok') throw new Error(`unexpected ${result.kind}: ${result.error?.type} ${result.error?.message}`);
+    count++;
+  }
+  if (count !== drafts.length) throw new Error(`expected ${drafts.length} results, got ${count}`);
+}
+
+const echo = { $ref: 'rq-fixtures/failures:echo', config: {} };
+const constant = { $ref: 'rq-fixtures/failures:constant', config: {} };
+const lastNumber = { $ref: 'rollout-queue/rewards:lastNumber', config: { goldKey: 'gold' } };
+
+async function bullmqStack(url, concurrency, processor) {
+  const { Queue, QueueEvents, Worker } = await import('bullmq');
+  const name = `bench-bull-${process.pid}`;
+  const connection = { url };
+  const queue = new Queue(name, { connection });
+  const events = new QueueEvents(name, { connection });
+  await events.waitUntilReady();
+  const worker = new Worker(name, processor, { connection, concurrency });
+  await worker.waitUntilReady();
+  if (typeof processor === 'string') {
+    // Let BullMQ's child pool fork its children before timing (as our warm pool does).
+    await Promise.all(Array.from({ length: concurrency }, (_, i) => queue.add('w', {}, { jobId: `warm-${i}` }).then((job) => job.waitUntilFinished(events))));
+  }
+  return { queue, events, close: async () => { await worker.close(); await events.close(); await queue.obliterate({ force: true }).catch(() => {}); await queue.close(); } };
+}
+
+async function bullmqDrain(stack, n) {
+  let done = 0;
+  const finished = new Promise((resolve) => stack.events.on('completed', ({ jobId }) => !jobId.startsWith('warm-') && ++done === n && resolve()));
+  await stack.queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: 'r', data: { i }, opts: { jobId: `j-${i}` } })));
+  await finished;
+}
+
+async function spawnPool(n, concurrency, file, source, command) {
+  let next = 0;
+  const one = async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'rq-bench-plain-'));
+    try {
+      await writeFile(path.join(dir, file), source);
+      await new Promise((resolve, reject) => {
+        const proc = spawn(command[0], command.slice(1), { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+        let out = '';
+        proc.stdout.on('data', (d) => (out += d));
+        proc.on('error', reject);
+        proc.on('close', (code) => (code === 0 && out.trim() === '42' ? resolve() : reject(new Error(`exit ${code}: ${out}`))));
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next++ < n) await one();
+  }));
+}
+
+const JS = 'console.log(42)\n';
+const PY = 'print(42)\n';
+
+const TRIALS = {
+  // no-op rollouts, concurrency 8
+  async 'noop-rq'(url, { n }) {
+    const stack = await rqStack(url, 8);
+    const drafts = Array.from({ length: n }, (_, i) => ({ rendered: 'x', task: { id: `t-${i}` }, run: echo, reward: constant }));
+    const m = await measure(stack.redis ?? (await redisClient(url)), () => drain(stack.rq, drafts));
+    await stack.close();
+    return m;
+  },
+  async 'noop-sandboxed'(url, { n }) {
+    const stack = await bullmqStack(url, 8, path.join(path.dirname(here), 'fixtures', 'bullmq-sandboxed-processor.mjs'));
+    const m = await measure(await redisClient(url), () => bullmqDrain(stack, n));
+    await stack.close();
+    return m;
+  },
+  async 'noop-raw'(url, { n }) {
+    const stack = await bullmqStack(url, 8, async (job) => ({ id: job.id }));
+    const m = await measure(await redisClient(url), () => bullmqDrain(stack, n));
+    await stack.close();
+    return m;
+  },
+  // codeRunner 300 × c=4 vs a plain spawn pool
+  async 'code-rq'(url, { n, lang }) {
+    const stack = await rqStack(url, 4);
+    const run = lang === 'py'
+      ? { $ref: 'rollout-queue/runners:codeRunner', config: { entrypoint: 'main.py', command: ['python3', 'main.py'], timeoutMs: 60_000 } }
+      : { $ref: 'rollout-queue/runners:codeRunner', config: { entrypoint: 'main.js', timeoutMs: 60_000 } };
+    const file = lang === 'py' ? 'main.py' : 'main.js';
+    const drafts = Array.from({ length: n }, (_, i) => ({ rendered: { files: { [file]: lang === 'py' ? PY : JS } }, task: { id: `t-${i}`, gold: 42 }, run, reward: lastNumber }));
+    const m = await measure(await redisClient(url), () => drain(stack.rq, drafts));
+    await stack.close();
+    return m;
+  },
+  async 'code-plain'(_url, { n, lang }) {
+    return measure(null, () => (lang === 'py' ? spawnPool(n, 4, 'main.py', PY, ['python3', 'main.py']) : spawnPool(n, 4, 'main.js', JS, [process.execPath, 'main.js'])));
+  },
+  // 1 000 rollouts awaiting 50 ms, c=50
+  async 'wait-rq'(url, { n }) {
+    const stack = await rqStack(url, 50);
+    const drafts = Array.from({ length: n }, (_, i) => ({ rendered: 'x', task: { id: `t-${i}`, delayMs: 50 }, run: echo, reward: constant }));
+    const m = await measure(await redisClient(url), () => drain(stack.rq, drafts));
+    await stack.close();
+    return m;
+  },
+  async 'wait-inproc'(_url, { n }) {
+    let next = 0;
+    return measure(null, () => Promise.all(Array.from({ length: 50 }, async () => {
+      while (next++ < n) await new Promise((r) => setTimeout(r, 50));
+    })));
+  },
+  // submit → Result, one at a time
+  async 'p50-rq'(url, { n }) {
+    const stack = await rqStack(url, 2);
+    const one = (i) => stack.rq.rollout({ rendered: 'x', task: { id: `t-${i}` }, run: echo, reward: constant }, { runId: `p50-${process.pid}-${i}` });
+    for (let i = 0; i < 10; i++) await one(`w${i}`);
+    const samples = [];
+    const m = await measure(await redisClient(url), async () => {
+      for (let i = 0; i < n; i++) {
+        const t = performance.now();
+        await one(i);
+        samples.push(performance.now() - t);
+      }
+      samples.sort((a, b) => a - b);
+      return { p50Ms: samples[Math.floor(samples.length / 2)] };
+    });
+    await stack.close();
+    return m;
+  },
+  async 'p50-sandboxed'(url, { n }) {
+    const stack = await bullmqStack(url, 2, path.join(path.dirname(here), 'fixtures', 'bullmq-sandboxed-processor.mjs'));
+    const samples = [];
+    const m = await measure(await redisClient(url), async () => {
+      for (let i = 0; i < n; i++) {
+        const t = performance.now();
+        const job = await stack.queue.add('r', { i }, { jobId: `p-${i}` });
+        await job.waitUntilFinished(stack.events);
+        samples.push(performance.now() - t);
+      }
+      samples.sort((a, b) => a - b);
+      return { p50Ms: samples[Math.floor(samples.length / 2)] };
+    });
+    await stack.close();
+    return m;
+  },
+  // Redis bytes kept per rollout, one 1 MB artifact shared by the run
+  async 'bytes-rq'(url, { n }) {
+    const stack = await rqStack(url, 4, { maxSpecBytes: 4 * 1024 * 1024 });
+    const redis = await redisClient(url);
+    const big = 'a'.repeat(1000 * 1000);
+    // A run whose output is small (echo would copy the artifact into every Result).
+    const run = { $ref: 'rq-fixtures/failures:reportsEnv', config: {} };
+    const drafts = Array.from({ length: n }, (_, i) => ({ rendered: big, task: { id: `t-${i}` }, run, reward: constant }));
+    const before = (await redisSample(redis)).memory;
+    const m = await measure(redis, () => drain(stack.rq, drafts));
+    await stack.close();
+    const after = (await redisSample(redis)).memory;
+    return { ...m, bytesPerRollout: (after - before) / n, bytesPerRolloutBeyondOneCopy: (after - before - big.length) / n };
+  },
+};
+
+const clients = [];
+const sent = { count: 0 };
+async function redisClient(url) {
+  const { Redis } = await import('ioredis');
+  const client = new Redis(url);
+  clients.push(client);
+  return client;
+}
+
+if (process.argv[2] === '--trial') {
+  const [, , , name, url, params] = process.argv;
+  // Client requests: every command any ioredis client of this process sends (BullMQ's, ours),
+  // pipelined or not. Redis' own counters also count the commands a script runs inside.
+  const { Redis } = await import('ioredis');
+  const send = Redis.prototype.sendCommand;
+  Redis.prototype.sendCommand = function (command, stream) {
+    if (!clients.includes(this)) sent.count++;
+    return send.call(this, command, stream);
+  };
+  const result = await TRIALS[name](url, JSON.parse(params));
+  for (const client of clients) client.disconnect();
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+  process.exit(0);
+}
+
+// ---------- orchestration ----------
+
+const REPS = Number(process.argv[2] ?? 3);
+
+const freePort = () => new Promise((resolve) => {
+  const server = net.createServer().listen(0, '127.0.0.1', () => {
+    const { port } = server.address();
+    server.close(() => resolve(port));
+  });
+});
+
+async function startRedis() {
+  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, stop: async () => {} };
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rq-bench-'));
+  const port = await freePort();
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const url = `redis://127.0.0.1:${port}`;
+  const { Redis } = await import('ioredis');
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => 50 });
+  for (let i = 0; i < 100; i++) {
+    try {
+      await probe.connect();
+      break;
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  return {
+    url,
+    flush: () => probe.flushall(),
+    stop: async () => { probe.disconnect(); proc.kill(); rmSync(dir, { recursive: true, force: true }); },
+  };
+}
+
+function runTrial(name, url, params) {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [here, '--trial', name, url, JSON.stringify(params)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    proc.stdout.on('data', (d) => (out += d));
+    proc.on('close', (code) => {
+      const line = out.trim().split('\n').at(-1);
+      if (code !== 0 || !line) reject(new Error(`trial ${name} exited ${code}: ${out}`));
+      else resolve(JSON.parse(line));
+    });
+  });
+}
+
+const stats = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { min: sorted[0], median: sorted[Math.floor(sorted.length / 2)], max: sorted.at(-1) };
+};
+const fmt = (s, digits = 1) => `${s.min.toFixed(digits)} / ${s.median.toFixed(digits)} / ${s.max.toFixed(digits)}`;
+
+/** Runs the sides of one comparison interleaved, REPS times each; returns trials per side. */
+async function compare(redis, sides, params) {
+  const trials = Object.fromEntries(sides.map((side) => [side, []]));
+  for (let rep = 0; rep < REPS; rep++) {
+    for (const side of sides) {
+      await redis.flush?.();
+      trials[side].push(await runTrial(side, redis.url, params));
+    }
+  }
+  return trials;
+}
+
+const rows = [];
+const row = (measureName, ours, anchor, ratio, goal) => rows.push({ measureName, ours, anchor, ratio, goal });
+const perRollout = (trials, n, key) => stats(trials.map((t) => t[key] / n));
+const rate = (trials, n) => stats(trials.map((t) => n / (t.wallMs / 1000)));
+const ratioOfMedians = (a, b) => a.median / b.median;
+
+const redis = await startRedis();
+const started = performance.now();
+try {
+  {
+    const n = 800;
+    const t = await compare(redis, ['noop-rq', 'noop-sandboxed', 'noop-raw'], { n });
+    const ours = rate(t['noop-rq'], n);
+    const sb = rate(t['noop-sandboxed'], n);
+    row('no-op rollouts/s, c=8', fmt(ours, 0), `sandboxed ${fmt(sb, 0)}`, `${ratioOfMedians(ours, sb).toFixed(2)}×`, '≥ 0.8×');
+    const oc = perRollout(t['noop-rq'], n, 'cpuMs');
+    const sc = perRollout(t['noop-sandboxed'], n, 'cpuMs');
+    row('CPU ms per no-op rollout (all processes + redis)', fmt(oc, 2), `sandboxed ${fmt(sc, 2)}`, `${ratioOfMedians(oc, sc).toFixed(2)}×`, '≤ 1.3×');
+    const oq = perRollout(t['noop-rq'], n, 'requests');
+    const rq = perRollout(t['noop-raw'], n, 'requests');
+    row('client requests to Redis per no-op rollout', fmt(oq, 2), `raw BullMQ ${fmt(rq, 2)}`, `${ratioOfMedians(oq, rq).toFixed(2)}×`, '≤ 2×');
+    const oi = perRollout(t['noop-rq'], n, 'redisCommands');
+    const ri = perRollout(t['noop-raw'], n, 'redisCommands');
+    row('  Redis commands run per rollout (incl. inside scripts)', fmt(oi, 1), `raw BullMQ ${fmt(ri, 1)}`, `${ratioOfMedians(oi, ri).toFixed(2)}×`, '');
+  }
+  for (const lang of ['js', 'py']) {
+    const n = 300;
+    const t = await compare(redis, ['code-rq', 'code-plain'], { n, lang });
+    const ow = stats(t['code-rq'].map((x) => x.wallMs / 1000));
+    const pw = stats(t['code-plain'].map((x) => x.wallMs / 1000));
+    const oc = perRollout(t['code-rq'], n, 'cpuMs');
+    const pc = perRollout(t['code-plain'], n, 'cpuMs');
+    const label = lang === 'py' ? '`python3 main.py`' : '`node main.js`';
+    row(`codeRunner ${label} 300 × c=4, wall s`, fmt(ow, 2), `spawn pool ${fmt(pw, 2)}`, `${ratioOfMedians(ow, pw).toFixed(2)}×`, lang === 'py' ? '≤ 1.05×' : '≤ 1.10×');
+    row(`  same, CPU ms per rollout`, fmt(oc, 1), `spawn pool ${fmt(pc, 1)}`, `${ratioOfMedians(oc, pc).toFixed(2)}×`, '');
+  }
+  {
+    const n = 1000;
+    const t = await compare(redis, ['wait-rq', 'wait-inproc'], { n });
+    const ow = stats(t['wait-rq'].map((x) => x.wallMs / 1000));
+    const iw = stats(t['wait-inproc'].map((x) => x.wallMs / 1000));
+    row('1 000 rollouts awaiting 50 ms, c=50, wall s (warm)', fmt(ow, 2), `in-process pool ${fmt(iw, 2)}`, `${ratioOfMedians(ow, iw).toFixed(2)}×`, '≤ 1.3×');
+    row('  same, CPU ms per rollout', fmt(perRollout(t['wait-rq'], n, 'cpuMs'), 2), `in-process ${fmt(perRollout(t['wait-inproc'], n, 'cpuMs'), 2)}`, '', '');
+  }
+  {
+    const n = 100;
+    const t = await compare(redis, ['p50-rq', 'p50-sandboxed'], { n });
+    const op = stats(t['p50-rq'].map((x) => x.p50Ms));
+    const sp = stats(t['p50-sandboxed'].map((x) => x.p50Ms));
+    row('submit→Result p50, one at a time, ms', fmt(op, 2), `sandboxed ${fmt(sp, 2)}`, `${ratioOfMedians(op, sp).toFixed(2)}×`, '≤ 1.5×');
+  }
+  {
+    const n = 40;
+    const t = await compare(redis, ['bytes-rq'], { n });
+    const beyond = stats(t['bytes-rq'].map((x) => x.bytesPerRolloutBeyondOneCopy / 1024));
+    const all = stats(t['bytes-rq'].map((x) => x.bytesPerRollout / 1024));
+    row(`Redis KiB kept per rollout, 1 MB artifact, ${n} rollouts`, `${fmt(all, 1)} (beyond one copy: ${fmt(beyond, 1)})`, '—', '', '≤ 5 KB + one copy per run');
+  }
+} finally {
+  await redis.stop();
+}
+{
+  // Its own Redis and worker processes; prints its own lines.
+  const out = execFileSync(process.execPath, [path.join(path.dirname(here), 'recovery.mjs'), String(REPS)]).toString().trim().split('\n');
+  const m = /min ([\d.]+) s, median ([\d.]+) s, max ([\d.]+) s/.exec(out.at(-1) ?? '');
+  row('worker SIGKILL → lease running elsewhere, s', m ? `${m[1]} / ${m[2]} / ${m[3]}` : out.join(' '), '—', '', 'max ≤ 10 s');
+}
+
+console.log(`rollout-queue bench: node ${process.version}, ${os.cpus().length} cores, ${REPS} trials per side (interleaved, fresh process each), min / median / max; ratio of medians; ${((performance.now() - started) / 1000).toFixed(0)} s`);
+const header = ['measure', 'rollout-queue', 'anchor', 'ratio', 'goal'];
+const lines = [header, ...rows.map((r) => [r.measureName, r.ours, r.anchor, r.ratio, r.goal])];
+console.log(`| ${header.join(' | ')} |`);
+console.log(`|${header.map(() => '---').join('|')}|`);
+for (const line of lines.slice(1)) console.log(`| ${line.join(' | ')} |`);

@@ -1,0 +1,66 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RolloutWorker } from '../../../dist/consumer/index.js';
+import { createLogger } from '../../../src/platform/logger.js';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { makeSpec, RawQueue } from '../../helpers/raw-queue.js';
+
+let redis: TestRedis;
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+
+const quiet = createLogger({}, { write: () => true });
+
+async function until(condition: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('warm rollout children', () => {
+  it('forks `concurrency` children at start and reuses them (no recycling by count by default)', async () => {
+    const q = new RawQueue(redis.url);
+    const worker = await RolloutWorker.create({ ...q.workerOptions(), concurrency: 3, logger: quiet });
+    try {
+      const warm = worker.childPids();
+      expect(warm).toHaveLength(3);
+      const specs = Array.from({ length: 40 }, (_, i) => makeSpec('warm', `r-${i}`));
+      await q.add(specs);
+      const { results } = await q.waitForAll(specs.map((s) => s.leaseId));
+      const pids = new Set([...results.values()].map((r) => (r.output as { pid: number }).pid));
+      // Every rollout ran in one of the children forked at start.
+      for (const pid of pids) expect(warm).toContain(pid);
+      expect(worker.childPids().sort()).toEqual([...warm].sort());
+    } finally {
+      await worker.close({ graceMs: 0 });
+      await q.close();
+    }
+  });
+
+  it('with maxRolloutsPerChild 1 retires each child after its rollout and replaces it in the background', async () => {
+    const q = new RawQueue(redis.url);
+    const worker = await RolloutWorker.create({ ...q.workerOptions(), concurrency: 2, maxRolloutsPerChild: 1, logger: quiet });
+    try {
+      const specs = Array.from({ length: 6 }, (_, i) => makeSpec('recycle', `r-${i}`));
+      await q.add(specs);
+      const { results } = await q.waitForAll(specs.map((s) => s.leaseId));
+      expect([...results.values()].every((r) => r.kind === 'ok')).toBe(true);
+      const pids = [...results.values()].map((r) => (r.output as { pid: number }).pid);
+      expect(new Set(pids).size).toBe(6);
+      // The pool refills to `concurrency` without any rollout asking for a child.
+      await until(() => worker.childPids().length === 2 && worker.childPids().every((pid) => !pids.includes(pid)), 'two fresh warm children');
+    } finally {
+      await worker.close({ graceMs: 0 });
+      await q.close();
+    }
+  });
+
+  it('refuses a maxRolloutsPerChild of 0 naming the option', async () => {
+    await expect(RolloutWorker.create({ redisUrl: redis.url, maxRolloutsPerChild: 0, logger: quiet })).rejects.toThrow(/maxRolloutsPerChild/);
+  });
+});
