@@ -20,5 +20,8 @@ export function gatewayCommand() {
     .addOption(new Option('--max-body-bytes <n>', HELP.gateway.maxBodyBytes).argParser(integerAtLeast(1024)));
 }
 
-/** Parsed options of `gateway`, inferred (by extra-typings) from the flags gatewayCommand declares. */
+/**
+ * Parsed options of `gateway`, inferred (by extra-typings) from the flags gatewayCommand declares;
+ * `auth` is commander's `--no-auth`: false when given.
+ */
 export type GatewayCommandOptions = ReturnType<ReturnType<typeof gatewayCommand>['opts']>;

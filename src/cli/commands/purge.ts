@@ -12,5 +12,5 @@ export function purgeCommand() {
     .addOption(queueOption());
 }
 
-/** Parsed options of `purge`, inferred (by extra-typings) from the flags purgeCommand declares. */
+/** Parsed options of `purge`, inferred (by extra-typings) from the flags purgeCommand declares; `olderThan` in ms. */
 export type PurgeCommandOptions = ReturnType<ReturnType<typeof purgeCommand>['opts']>;
