@@ -1,4 +1,4 @@
-import { Option } from 'commander';
+import { Option } from '@commander-js/extra-typings';
 import { DEFAULT_QUEUE } from '../lease/index.js';
 import { EXIT, type ExitCode } from './errors.js';
 import { HELP } from './messages.js';
@@ -15,6 +15,6 @@ export function createContext(): CommandContext {
 }
 
 /** `--queue <name>`, default `rollouts`, checked like every queue name. */
-export function queueOption(): Option {
+export function queueOption() {
   return new Option('--queue <name>', HELP.queue).default(DEFAULT_QUEUE).argParser(queueName);
 }

@@ -1,27 +1,19 @@
 /**
  * The `rollout-queue` command (bin/rollout-queue.js imports this file). Commander parses;
- * each command lives in `commands/`, all text in `messages.ts`. Exit codes: 0 every spec got a
- * result, 3 stopped on a caller result, 2 usage error (commander's own errors too), 130
- * interrupted, 1 anything else.
+ * each command is declared in `commands/`, its action attached in `command-actions.ts`, all
+ * text in `messages.ts`. Exit codes: 0 every spec got a result, 3 stopped on a caller result,
+ * 2 usage error (commander's own errors too), 130 interrupted, 1 anything else.
  */
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, type CommandUnknownOpts } from '@commander-js/extra-typings';
+import { commandsWithActions } from './command-actions.js';
 import { createContext } from './command-context.js';
-import { cancelCommand } from './commands/cancel.js';
-import { dashboardCommand } from './commands/dashboard.js';
-import { demoCommand } from './commands/demo.js';
-import { gatewayCommand } from './commands/gateway.js';
-import { purgeCommand } from './commands/purge.js';
-import { resumeCommand } from './commands/resume.js';
-import { runCommand } from './commands/run.js';
-import { statusCommand } from './commands/status.js';
-import { workerCommand } from './commands/worker.js';
 import { writeRefusalCode } from '../platform/write-refusal-code.js';
 import { cliEnvironment } from './environment.js';
 import { CliError, EXIT, type ExitCode } from './errors.js';
 import { HELP, MSG } from './messages.js';
 
 /** Applies the settings every (sub)command needs: throw instead of exit, help after errors. */
-function configure(command: Command): Command {
+function configure(command: CommandUnknownOpts): CommandUnknownOpts {
   command.exitOverride().showHelpAfterError('(add --help for usage)').allowExcessArguments(false);
   for (const sub of command.commands) configure(sub);
   return command;
@@ -67,16 +59,8 @@ export async function runCli(argv: readonly string[]): Promise<ExitCode> {
   const context = createContext();
   const program = new Command('rollout-queue')
     .description(HELP.program)
-    .addHelpText('after', HELP.envHelp)
-    .addCommand(workerCommand(context))
-    .addCommand(runCommand(context))
-    .addCommand(resumeCommand(context))
-    .addCommand(statusCommand(context))
-    .addCommand(cancelCommand(context))
-    .addCommand(purgeCommand(context))
-    .addCommand(dashboardCommand(context))
-    .addCommand(gatewayCommand(context))
-    .addCommand(demoCommand(context));
+    .addHelpText('after', HELP.envHelp);
+  for (const command of commandsWithActions(context)) program.addCommand(command);
   configure(program);
   try {
     await program.parseAsync([...argv], { from: 'user' });

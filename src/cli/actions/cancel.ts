@@ -3,9 +3,10 @@ import { CliError, EXIT, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
 import { coordinatorLogger, openQueue, readStatus } from '../plane.js';
 import { requireRedis } from '../redis-preflight.js';
+import type { CancelCommandOptions } from '../commands/cancel.js';
 
 /** `rollout-queue cancel RUN_ID`: remove the run's waiting rollouts and stop its active ones. */
-export async function cancelAction(runId: string, options: { queue: string }): Promise<ExitCode> {
+export async function cancelAction(runId: string, options: CancelCommandOptions): Promise<ExitCode> {
   const env = cliEnvironment();
   await requireRedis(env);
   const queue = await openQueue(env, options.queue, coordinatorLogger('cancel'));

@@ -5,14 +5,7 @@ import { CliError, EXIT, UsageError, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
 import { requireRedis } from '../redis-preflight.js';
 import { untilStopSignal } from '../signals.js';
-
-/** Parsed options of `dashboard`. */
-export interface DashboardCommandOptions {
-  port: number;
-  host: string;
-  queue?: string[];
-  writable?: boolean;
-}
+import type { DashboardCommandOptions } from '../commands/dashboard.js';
 
 /**
  * The dashboard login from the environment (never from flags: a flag's value shows in `ps`):

@@ -11,15 +11,7 @@ import { coordinatorLogger, openQueue } from '../plane.js';
 import { requireRedis } from '../redis-preflight.js';
 import { defaultOutFile, generateRunId } from '../run-id.js';
 import { onStopSignals } from '../signals.js';
-
-/** Parsed options of `demo`. */
-export interface DemoOptions {
-  workers: number;
-  tasks: number;
-  concurrency: number;
-  keep?: boolean;
-  out?: string;
-}
+import type { DemoCommandOptions } from '../commands/demo.js';
 
 /** How long the demo waits for its workers to connect before running anyway, ms. */
 const READY_TIMEOUT_MS = 30_000;
@@ -30,7 +22,7 @@ const READY_TIMEOUT_MS = 30_000;
  * fresh queue, the dashboard, then `examples/arithmetic` through the same code path as
  * `run`, with progress and summary. Stops everything afterwards unless `--keep`.
  */
-export async function demoAction(options: DemoOptions): Promise<ExitCode> {
+export async function demoAction(options: DemoCommandOptions): Promise<ExitCode> {
   const drafts = await loadDemoDrafts(options.tasks);
   const interrupt = new AbortController();
   let redis: DemoRedis | undefined;

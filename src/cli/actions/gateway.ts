@@ -6,19 +6,7 @@ import { CliError, EXIT, UsageError, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
 import { requireRedis } from '../redis-preflight.js';
 import { untilStopSignal } from '../signals.js';
-
-/** Parsed options of `gateway`. */
-export interface GatewayCommandOptions {
-  port: number;
-  host: string;
-  queue: string;
-  dispatch: string;
-  dispatchConfig?: string;
-  authTokenEnv?: string;
-  /** commander's `--no-auth`: false when given. */
-  auth: boolean;
-  maxBodyBytes?: number;
-}
+import type { GatewayCommandOptions } from '../commands/gateway.js';
 
 /**
  * `rollout-queue gateway`: serves `POST /dispatch` and the runs API until SIGINT/SIGTERM, then

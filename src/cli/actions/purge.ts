@@ -3,20 +3,14 @@ import { CliError, EXIT, UsageError, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
 import { coordinatorLogger, openQueue } from '../plane.js';
 import { requireRedis } from '../redis-preflight.js';
-
-/** Parsed options of `purge`. */
-export interface PurgeOptions {
-  queue: string;
-  /** `--older-than`, ms. */
-  olderThan?: number;
-}
+import type { PurgeCommandOptions } from '../commands/purge.js';
 
 /**
  * `rollout-queue purge RUN_ID | --older-than D`: removes finished runs from Redis at once.
  * Exit 1 (nothing removed) when the run is still running, being delivered, or has active
  * rollouts, or does not exist; with --older-than, refused runs are listed and skipped.
  */
-export async function purgeAction(runId: string | undefined, options: PurgeOptions): Promise<ExitCode> {
+export async function purgeAction(runId: string | undefined, options: PurgeCommandOptions): Promise<ExitCode> {
   if ((runId === undefined) === (options.olderThan === undefined)) throw new UsageError(MSG.purgeNeedsOne);
   const env = cliEnvironment();
   await requireRedis(env);

@@ -6,39 +6,13 @@ import { executeInterruptibleRun, metricsOf } from '../execute-interruptible-run
 import { generateRunId } from '../run-id.js';
 import { readTasksFile } from '../tasks-file.js';
 import { refuseEvictingRedis } from '../redis-preflight.js';
-
-/** Parsed options of `run`. */
-export interface RunOptions {
-  tasks: string;
-  artifact: string;
-  run: string;
-  runConfig?: string;
-  reward: string;
-  rewardConfig?: string;
-  runId?: string;
-  out?: string;
-  queue: string;
-  maxInFlight?: number;
-  env?: string[];
-  runMs?: number;
-  rewardMs?: number;
-  hangMs?: number;
-  memoryMb?: number;
-  retain?: number;
-  allowEviction?: boolean;
-  metricsPort?: number;
-  metricsHost?: string;
-  placement?: Record<string, string>;
-  fingerprint?: string;
-  class?: 'rollout' | 'evaluation';
-  costCeilingUsd?: number;
-}
+import type { RunCommandOptions } from '../commands/run.js';
 
 /**
  * `rollout-queue run`: every input is checked before Redis is touched, so a usage error
  * (exit 2) never enqueues anything; then the shared run path (progress, results file, summary).
  */
-export async function runAction(options: RunOptions): Promise<ExitCode> {
+export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
   const env = cliEnvironment();
   const tasks = await readTasksFile(options.tasks);
   const artifact = await loadArtifact(options.artifact);

@@ -6,18 +6,13 @@ import { MSG } from '../messages.js';
 import { coordinatorLogger, openQueue, readStatus } from '../plane.js';
 import { requireRedis } from '../redis-preflight.js';
 import { formatStatus, statusJson } from '../status-format.js';
-
-/** Parsed options of `status`. */
-export interface StatusOptions {
-  queue: string;
-  json?: boolean;
-}
+import type { StatusCommandOptions } from '../commands/status.js';
 
 /**
  * `rollout-queue status [RUN_ID]`: jobs by state, connected workers, known runs; with a run id
  * also results by kind, counters and quarantined leases. Exit 1 when the run does not exist.
  */
-export async function statusAction(runId: string | undefined, options: StatusOptions): Promise<ExitCode> {
+export async function statusAction(runId: string | undefined, options: StatusCommandOptions): Promise<ExitCode> {
   const env = cliEnvironment();
   await requireRedis(env);
   const queue = await openQueue(env, options.queue, coordinatorLogger('status'));

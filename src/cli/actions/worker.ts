@@ -5,24 +5,7 @@ import { MSG } from '../messages.js';
 import { RolloutWorker } from '../plane.js';
 import { waitForRedis } from '../redis-preflight.js';
 import { onStopSignals } from '../signals.js';
-
-/** Parsed options of `worker`. */
-export interface WorkerOptions {
-  queue: string;
-  concurrency?: number;
-  allow?: string[];
-  name?: string;
-  metricsPort?: number;
-  metricsHost?: string;
-  lockDurationMs?: number;
-  stalledIntervalMs?: number;
-  shutdownGraceMs?: number;
-  containment?: 'auto' | 'strict' | 'process-group';
-  allowEviction?: boolean;
-  placement?: Record<string, string>;
-  fingerprint?: string;
-  evalConcurrency?: number;
-}
+import type { WorkerCommandOptions } from '../commands/worker.js';
 
 /** How long a second signal waits for the hand-back before exiting anyway, ms. */
 const HARD_EXIT_MS = 15_000;
@@ -35,7 +18,7 @@ const HARD_EXIT_MS = 15_000;
  * crash-looping; wrong credentials fail at once (exit 1), bad options exit 2, `--containment
  * strict` on a host without a PID namespace and a cgroup memory limit exits 1 naming what is missing.
  */
-export async function workerAction(options: WorkerOptions): Promise<void> {
+export async function workerAction(options: WorkerCommandOptions): Promise<void> {
   const env = cliEnvironment();
   const logger = createLogger({ component: 'worker', queue: options.queue });
   const stop = new AbortController();

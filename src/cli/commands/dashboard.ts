@@ -1,19 +1,16 @@
-import { Command, Option } from 'commander';
-import type { DashboardCommandOptions } from '../actions/dashboard.js';
-import type { CommandContext } from '../command-context.js';
+import { Command, Option } from '@commander-js/extra-typings';
 import { HELP } from '../messages.js';
 import { portOf, queueNameList } from '../option-parsers.js';
 
 /** `rollout-queue dashboard [--port 3000] [--host 127.0.0.1] [--queue NAME ...] [--writable]`. */
-export function dashboardCommand(ctx: CommandContext): Command {
+export function dashboardCommand() {
   return new Command('dashboard')
     .description(HELP.dashboard.description)
     .addOption(new Option('--port <port>', HELP.dashboard.port).default(3000).argParser(portOf('--port', 3000)))
     .option('--host <host>', HELP.dashboard.host, '127.0.0.1')
     .addOption(new Option('--queue <name>', HELP.dashboard.queue).argParser(queueNameList))
-    .option('--writable', HELP.dashboard.writable)
-    .action(async (options: DashboardCommandOptions) => {
-      const { dashboardAction } = await import('../actions/dashboard.js');
-      ctx.exitCode = await dashboardAction(options);
-    });
+    .option('--writable', HELP.dashboard.writable);
 }
+
+/** Parsed options of `dashboard`, inferred (by extra-typings) from the flags dashboardCommand declares. */
+export type DashboardCommandOptions = ReturnType<ReturnType<typeof dashboardCommand>['opts']>;

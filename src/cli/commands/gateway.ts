@@ -1,6 +1,5 @@
-import { Command, Option } from 'commander';
-import type { GatewayCommandOptions } from '../actions/gateway.js';
-import { queueOption, type CommandContext } from '../command-context.js';
+import { Command, Option } from '@commander-js/extra-typings';
+import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
 import { integerAtLeast, portOf } from '../option-parsers.js';
 
@@ -8,7 +7,7 @@ import { integerAtLeast, portOf } from '../option-parsers.js';
  * `rollout-queue gateway --port P [--host 127.0.0.1] [--queue NAME] --dispatch TARGET
  * [--dispatch-config JSON] (--auth-token-env NAME | --no-auth) [--max-body-bytes N]`.
  */
-export function gatewayCommand(ctx: CommandContext): Command {
+export function gatewayCommand() {
   return new Command('gateway')
     .description(HELP.gateway.description)
     .addOption(new Option('--port <port>', HELP.gateway.port).argParser(portOf('--port', 8080)).makeOptionMandatory())
@@ -18,9 +17,11 @@ export function gatewayCommand(ctx: CommandContext): Command {
     .option('--dispatch-config <json>', HELP.gateway.dispatchConfig)
     .option('--auth-token-env <name>', HELP.gateway.authTokenEnv)
     .option('--no-auth', HELP.gateway.noAuth)
-    .addOption(new Option('--max-body-bytes <n>', HELP.gateway.maxBodyBytes).argParser(integerAtLeast(1024)))
-    .action(async (options: GatewayCommandOptions) => {
-      const { gatewayAction } = await import('../actions/gateway.js');
-      ctx.exitCode = await gatewayAction(options);
-    });
+    .addOption(new Option('--max-body-bytes <n>', HELP.gateway.maxBodyBytes).argParser(integerAtLeast(1024)));
 }
+
+/**
+ * Parsed options of `gateway`, inferred (by extra-typings) from the flags gatewayCommand declares;
+ * `auth` is commander's `--no-auth`: false when given.
+ */
+export type GatewayCommandOptions = ReturnType<ReturnType<typeof gatewayCommand>['opts']>;

@@ -1,15 +1,15 @@
-import { Command, Option } from 'commander';
-import type { RunOptions } from '../actions/run.js';
-import { queueOption, type CommandContext } from '../command-context.js';
+import { Command, Option } from '@commander-js/extra-typings';
+import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
 import { durationMs, envNameList, hostOf, labelPair, portOf, positiveInteger, positiveUsd, runIdOf } from '../option-parsers.js';
 
 /**
  * `rollout-queue run`: one rollout per task line, results to `--out`, a summary. Running it
  * again with the same `--run-id` re-attaches (nothing is enqueued twice, the results file ends
- * with every lease once). The action is loaded only when the command runs.
+ * with every lease once). The action is attached (and loaded when the command runs) in
+ * `command-actions.ts`.
  */
-export function runCommand(ctx: CommandContext): Command {
+export function runCommand() {
   return new Command('run')
     .description(HELP.run.description)
     .requiredOption('--tasks <file>', HELP.run.tasks)
@@ -34,9 +34,8 @@ export function runCommand(ctx: CommandContext): Command {
     .addOption(new Option('--cost-ceiling-usd <usd>', HELP.run.costCeilingUsd).argParser(positiveUsd))
     .option('--allow-eviction', HELP.allowEviction)
     .addOption(new Option('--metrics-port <port>', HELP.run.metricsPort).argParser(portOf('--metrics-port', 9465)))
-    .addOption(new Option('--metrics-host <host>', HELP.run.metricsHost).argParser(hostOf('--metrics-host')))
-    .action(async (options: RunOptions) => {
-      const { runAction } = await import('../actions/run.js');
-      ctx.exitCode = await runAction(options);
-    });
+    .addOption(new Option('--metrics-host <host>', HELP.run.metricsHost).argParser(hostOf('--metrics-host')));
 }
+
+/** Parsed options of `run`, inferred (by extra-typings) from the flags runCommand declares. */
+export type RunCommandOptions = ReturnType<ReturnType<typeof runCommand>['opts']>;

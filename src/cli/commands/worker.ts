@@ -1,7 +1,5 @@
-import { Command, Option } from 'commander';
-import type { WorkerOptions } from '../actions/worker.js';
-import { queueOption, type CommandContext } from '../command-context.js';
-import { EXIT } from '../errors.js';
+import { Command, Option } from '@commander-js/extra-typings';
+import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
 import { hostOf, labelPair, portOf, positiveInteger, stringList } from '../option-parsers.js';
 
@@ -9,7 +7,7 @@ import { hostOf, labelPair, portOf, positiveInteger, stringList } from '../optio
  * `rollout-queue worker [--queue rollouts] [--concurrency N] [--allow PATTERN ...] …`: serve a
  * queue until SIGTERM/SIGINT (graceful, exit 0); a second signal hands rollouts back at once.
  */
-export function workerCommand(ctx: CommandContext): Command {
+export function workerCommand() {
   return new Command('worker')
     .description(HELP.worker.description)
     .addOption(queueOption())
@@ -25,10 +23,8 @@ export function workerCommand(ctx: CommandContext): Command {
     .addOption(new Option('--placement <label>', HELP.worker.placement).argParser(labelPair))
     .option('--fingerprint <value>', HELP.worker.fingerprint)
     .addOption(new Option('--eval-concurrency <n>', HELP.worker.evalConcurrency).argParser(positiveInteger))
-    .option('--allow-eviction', HELP.allowEviction)
-    .action(async (options: WorkerOptions) => {
-      const { workerAction } = await import('../actions/worker.js');
-      await workerAction(options);
-      ctx.exitCode = EXIT.ok;
-    });
+    .option('--allow-eviction', HELP.allowEviction);
 }
+
+/** Parsed options of `worker`, inferred (by extra-typings) from the flags workerCommand declares. */
+export type WorkerCommandOptions = ReturnType<ReturnType<typeof workerCommand>['opts']>;
