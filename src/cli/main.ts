@@ -7,10 +7,14 @@
 import { Command, CommanderError, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { commandsWithActions } from './command-actions.js';
 import { createContext } from './command-context.js';
+import { startOtlpTracing } from '../platform/otlp-tracing.js';
 import { writeRefusalCode } from '../platform/write-refusal-code.js';
 import { cliEnvironment } from './environment.js';
 import { CliError, EXIT, type ExitCode } from './errors.js';
 import { HELP, MSG } from './messages.js';
+
+/** Commands that create a worker or a producer, so have spans to export (`OTEL_EXPORTER_OTLP_ENDPOINT`). */
+const TRACED_COMMANDS: ReadonlySet<string> = new Set(['worker', 'run', 'resume', 'gateway']);
 
 /** Applies the settings every (sub)command needs: throw instead of exit, help after errors. */
 function configure(command: CommandUnknownOpts): CommandUnknownOpts {
@@ -81,4 +85,9 @@ export async function runCli(argv: readonly string[]): Promise<ExitCode> {
   }
 }
 
-process.exit(await runCli(process.argv.slice(2)));
+const argv = process.argv.slice(2);
+// Commands that create a worker or a producer export their spans when an OTLP endpoint is set.
+const tracing = TRACED_COMMANDS.has(argv[0] ?? '') ? await startOtlpTracing() : undefined;
+const exitCode = await runCli(argv);
+await tracing?.shutdown();
+process.exit(exitCode);

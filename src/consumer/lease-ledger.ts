@@ -5,7 +5,7 @@ import { CostReceiptSchema, type CostReceipt } from '../spec/index.js';
 
 /** Why a lease's last attempt ended without a result (kept for `status` and the final Result). */
 export interface ExitInfo {
-  /** `ChildCrashed`, `Hang`, `ChildStartFailed`, `MissingSecret`, `WorkerLost`. */
+  /** `ChildCrashed`, `Hang`, `ChildStartFailed`, `MissingSecret`, `VersionSkew`, `WorkerLost`. */
   readonly reason: string;
   readonly exitCode: number | null;
   readonly signal: string | null;

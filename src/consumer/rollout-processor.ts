@@ -8,6 +8,7 @@ import type { ChildPool } from './child-pool.js';
 import { ChildStartError, type AttemptOutcome } from './rollout-child.js';
 import type { ExitInfo, LeaseLedger } from './lease-ledger.js';
 import type { CompiledWorkerOptions } from './worker-options.js';
+import { findVersionSkew } from './version-skew.js';
 
 /** Abort reasons the worker gives a running rollout. */
 export type AbortReason = 'cancelled' | 'lock-lost' | 'shutdown';
@@ -100,6 +101,13 @@ export class RolloutProcessor {
         return this.finish(job, spec, startedAt, { kind: 'infrastructure', error: { type: 'ArtifactMissing', message: `the stored artifact ${spec.rendered.sha256} of run ${spec.runId} is gone from Redis (the run was purged or its retention ended); re-run the spec under a new run id` } });
       }
       spec = { ...spec, rendered };
+    }
+    const skew = findVersionSkew(spec.sandbox.requires);
+    if (skew) {
+      // Never run against the wrong code: another worker (another install) may satisfy it.
+      const text = `worker ${this.options.name} has ${skew.package} ${skew.installed ?? '(not installed)'}, outside sandbox.requires["${skew.package}"] = "${skew.range}"; run it on a worker with a matching install`;
+      log.error({ package: skew.package, range: skew.range, installed: skew.installed }, `version skew: ${text}`);
+      return this.redispatch(job, token, spec, startedAt, { reason: 'VersionSkew', exitCode: null, signal: null, stderrTail: text });
     }
     const missing = spec.sandbox.env.filter((name) => process.env[name] === undefined);
     if (missing.length > 0) {
@@ -230,15 +238,16 @@ export class RolloutProcessor {
     const raw = exit ?? { reason: 'Unknown', exitCode: null, signal: null, stderrTail: '' };
     const last: ExitInfo = { ...raw, stderrTail: redactSecrets(raw.stderrTail, secretsOf(spec)) };
     await this.ledger.quarantine(spec.runId, spec.leaseId, last);
-    const ownText = last.reason === 'MissingSecret' || last.reason === 'Transient';
-    const why = last.reason === 'MissingSecret'
+    const ownText = last.reason === 'MissingSecret' || last.reason === 'VersionSkew' || last.reason === 'Transient';
+    const why = last.reason === 'MissingSecret' || last.reason === 'VersionSkew'
       ? last.stderrTail
       : last.reason === 'Transient'
         ? `it failed transiently on every attempt (last: ${last.stderrTail})`
         : `the worker died repeatedly while running it (last: ${last.reason}, exit code ${last.exitCode}, signal ${last.signal})`;
     return this.finish(job, spec, startedAt, {
       kind: 'infrastructure',
-      error: { type: 'RedispatchLimit', message: `lease ${spec.leaseId} ended after ${this.options.maxRedispatches} re-dispatches: ${why}${last.stderrTail && !ownText ? `\nstderr tail:\n${tail(last.stderrTail, 1000)}` : ''}` },
+      // A version skew on every worker that took it is named as such: the fix is an install, not a retry.
+      error: { type: last.reason === 'VersionSkew' ? 'VersionSkew' : 'RedispatchLimit', message: `lease ${spec.leaseId} ended after ${this.options.maxRedispatches} re-dispatches: ${why}${last.stderrTail && !ownText ? `\nstderr tail:\n${tail(last.stderrTail, 1000)}` : ''}` },
     });
   }
 

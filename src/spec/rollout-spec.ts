@@ -1,3 +1,4 @@
+import semver from 'semver';
 import { z } from 'zod';
 import { findJsonDataIssue } from './json-data.js';
 import { LeaseIdSchema, RunIdSchema } from './ids.js';
@@ -8,6 +9,17 @@ export const EnvNameSchema = z
   .string()
   .regex(/^[A-Z_][A-Z0-9_]*$/, 'sandbox.env lists variable NAMES like "OPENAI_API_KEY" (upper case, digits, "_"), never values');
 
+/** An npm package name (`rollout-queue`, `@scope/name`), a key of `sandbox.requires`. */
+const PackageNameSchema = z
+  .string()
+  .regex(/^(@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*$/, 'sandbox.requires keys are npm package names like "rollout-queue" or "@scope/name"');
+
+/** A node-semver range (`>=0.1.0 <0.2.0`, `^1.2.0`), a value of `sandbox.requires`. */
+const SemverRangeSchema = z
+  .string()
+  .max(256)
+  .refine((range) => semver.validRange(range) !== null, { message: 'sandbox.requires values are semver ranges like ">=0.1.0 <0.2.0" or "^1.2.0" (https://github.com/npm/node-semver#ranges)' });
+
 /**
  * Where and how a rollout runs on the worker.
  * - `env`: names of environment variables whose values the worker reads from its own
@@ -15,12 +27,22 @@ export const EnvNameSchema = z
  * - `fingerprint`: opaque id of the environment the rollout expects (image digest, lockfile hash).
  * - `memoryMb`: heap limit of the rollout's child process in MiB (`--max-old-space-size`).
  *   Default 1024, bounds 64–65536.
+ * - `requires`: worker package versions the rollout needs, package name → semver range
+ *   (`{ "rollout-queue": ">=0.1.0 <0.2.0" }`, node-semver syntax, https://github.com/npm/node-semver#ranges).
+ *   A worker whose installed version is missing or outside a range refuses the attempt
+ *   (`VersionSkew`) and hands the lease back for another worker. Optional.
  */
 export const SandboxSpecSchema = z
   .object({
     env: z.array(EnvNameSchema).max(64).default([]),
     fingerprint: z.string().max(256).optional(),
     memoryMb: z.number().int().min(64).max(65_536).default(1024),
+    requires: z
+      .record(PackageNameSchema, SemverRangeSchema, {
+        // zod reports a bad key as "Invalid key in record": say which key and what it must be.
+        error: (issue) => (issue.code === 'invalid_key' ? 'sandbox.requires keys are npm package names like "rollout-queue" or "@scope/name"' : undefined),
+      })
+      .optional(),
   })
   .strict()
   .meta({ id: 'SandboxSpec' });
