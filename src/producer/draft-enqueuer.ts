@@ -214,10 +214,12 @@ export class DraftEnqueuer {
     try {
       const data: RolloutSpec[] = [];
       for (const { draft } of drafts) data.push(await this.deps.artifacts.jobData(draft.spec));
-      await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i] as RolloutSpec, opts: { jobId: draft.leaseId, attempts: 1 } })));
-      await store.recordLeases(runId, drafts.map(({ draft, index }) => ({
+      const leases = drafts.map(({ draft, index }) => ({
         leaseId: draft.leaseId, index, scheduleToStartMs: draft.spec.timeouts.scheduleToStartMs, scheduleToCloseMs: draft.spec.timeouts.scheduleToCloseMs,
-      })));
+      }));
+      await store.stampEnqueued(runId, leases);
+      await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i] as RolloutSpec, opts: { jobId: draft.leaseId, attempts: 1 } })));
+      await store.recordLeases(runId, leases);
       for (const { draft } of drafts) tracker.confirm(draft.leaseId);
     } catch (err) {
       for (const { draft } of drafts) tracker.forget(draft.leaseId);

@@ -38,6 +38,18 @@ end
 if added > 0 then redis.call('HINCRBY', KEYS[2], ARGV[1], added) end
 return added`, 3);
 
+// The enqueue clock of leases about to be added, written BEFORE addBulk so that a worker that
+// takes a job at once still finds it (its queuedMs would be null otherwise). HSETNX: a lease
+// re-submitted after a coordinator crash keeps its first time, and RECORD_LEASES's own HSETNX
+// (after addBulk) leaves it alone. KEYS: runEnqueuedAt. ARGV: leaseId, start, close triples.
+const STAMP_ENQUEUED = redisScript('rqStampEnqueued', `
+local t = redis.call('TIME')
+local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+for i = 1, #ARGV, 3 do
+  redis.call('HSETNX', KEYS[1], ARGV[i], '[' .. now .. ',' .. ARGV[i + 1] .. ',' .. ARGV[i + 2] .. ']')
+end
+return 1`, 1);
+
 // Per lease: 1 when it is in runLeases (enqueued), + 2 when in runDelivered. A script rather
 // than ZMSCORE/SMISMEMBER, which need Redis 6.2 while BullMQ still runs on 5.
 // KEYS: runLeases, runDelivered. ARGV: leaseIds.
@@ -190,9 +202,19 @@ export class RunStore {
   }
 
   /**
-   * Records enqueued leases (score = submission index) and, for new ones, their enqueue time by
-   * the Redis clock and deadlines (`keys.runEnqueuedAt`), in one script call; returns how many
-   * were new (only those count in `enqueued`).
+   * Stamps the enqueue time (Redis clock) and coordinator-side deadlines of leases about to be
+   * added, before their jobs exist, so a worker starting one at once can compute `queuedMs`.
+   */
+  async stampEnqueued(runId: string, leases: readonly Omit<LeaseToRecord, 'index'>[]): Promise<void> {
+    if (leases.length === 0) return;
+    const args = leases.flatMap(({ leaseId, scheduleToStartMs, scheduleToCloseMs }) => [leaseId, scheduleToStartMs ?? 0, scheduleToCloseMs ?? 0]);
+    await STAMP_ENQUEUED.run(this.redis, [this.keys.runEnqueuedAt(runId)], args);
+  }
+
+  /**
+   * Records enqueued leases (score = submission index) in one script call; a new one also gets
+   * its clock entry unless {@link stampEnqueued} wrote it already (which is kept).
+   * @returns how many were new (only those count in `enqueued`).
    */
   async recordLeases(runId: string, leases: readonly LeaseToRecord[]): Promise<number> {
     if (leases.length === 0) return 0;

@@ -50,4 +50,21 @@ describe('Result timings', () => {
       expect(Math.abs(Date.parse(result.finishedAt) - redisNow)).toBeLessThan(DAY_MS / 2);
     }
   });
+
+  it('queuedMs is known for every rollout, also those an idle worker takes the instant they are added', async () => {
+    // Regression (fresh-user report): ~6 % of Results had queuedMs null, the first jobs a worker
+    // took, because the enqueue time was recorded only after addBulk.
+    const rq = await RolloutQueue.create({ redisUrl: redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, logger: createLogger({}, { write: () => true }) });
+    const results: Result[] = [];
+    try {
+      for (let round = 0; round < 5; round++) {
+        const drafts = ['a', 'b'].map((id) => ({ rendered: 'x', task: { id }, run: fixture('echo'), reward: fixture('constant') }));
+        for await (const result of rq.mapRollouts(drafts, { runId: `instant-${round}` })) results.push(result);
+      }
+    } finally {
+      await rq.close();
+    }
+    expect(results).toHaveLength(10);
+    expect(results.filter((result) => result.queuedMs === null).map((result) => result.leaseId)).toEqual([]);
+  });
 });
