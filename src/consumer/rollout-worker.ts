@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { Queue, Worker, type ConnectionOptions, type JobType } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';
-import { queueKeys, type LeaseClass, type QueueKeys } from '../lease/index.js';
+import { queueKeys, RUN_FIELDS, type LeaseClass, type QueueKeys } from '../lease/index.js';
 import { PlacementWatcher } from './placement-watcher.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
@@ -328,6 +328,7 @@ export class RolloutWorker {
   private async sampleLiveness(): Promise<void> {
     try {
       await this.publishInfo();
+      await this.abortCancelledRuns();
       const waiting = await this.queue.getWaitingCount();
       const free = this.processor.active.size < this.options.concurrency;
       if (waiting > 0 && free && this.state === 'running') {
@@ -338,6 +339,24 @@ export class RolloutWorker {
     } catch {
       // Redis unreachable: health() reports that.
     }
+  }
+
+  /**
+   * The durable path of cancellation: pub/sub (`keys.cancelChannel`) is fire-and-forget, so a
+   * message this worker missed (its subscriber reconnecting, a publish racing the subscribe) must
+   * not leave a cancelled run's rollouts running to their end. Each liveness sample reads the
+   * status of the runs it has active rollouts of (one pipelined round trip) and aborts those of
+   * cancelled runs, as the message would have.
+   */
+  private async abortCancelledRuns(): Promise<void> {
+    const runIds = [...new Set([...this.processor.active.values()].map((rollout) => rollout.runId))];
+    if (runIds.length === 0) return;
+    const replies = (await runIds.reduce((pipe, runId) => pipe.hget(this.keys.run(runId), RUN_FIELDS.status), this.redis.pipeline()).exec()) ?? [];
+    runIds.forEach((runId, i) => {
+      if (replies[i]?.[1] !== 'cancelled') return;
+      const count = this.processor.abort({ runId }, 'cancelled');
+      if (count > 0) this.logger.info({ runId, count }, 'run cancelled (seen in its record); aborting its active rollouts');
+    });
   }
 
   /**

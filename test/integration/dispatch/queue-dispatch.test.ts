@@ -217,7 +217,8 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
       expect([...outcomes.values()]).toEqual([{ aborted: true }, { aborted: true }]);
       expect([...tries.values()]).toEqual([1, 1]);
       // The running attempts were stopped on the worker and their keys cleaned up.
-      await waitFor(async () => (await leftoverKeys(q)).length === 0, 'aborted calls cleaned up', 20_000);
+      let left: string[] = [];
+      await waitFor(async () => (left = await leftoverKeys(q)).length === 0, () => `aborted calls cleaned up (left: ${left.join(', ')})`, 20_000);
       expect(lines(logFile)).toHaveLength(2);
     } finally {
       await dispatch.close();
