@@ -1,30 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { formatSummary } from '../../../src/cli/summary.js';
 import { RunTally, toResultLine } from '../../../src/cli/run-tally.js';
-import { createLogger } from '../../../src/platform/logger.js';
 import { RolloutQueue, type RolloutDraft } from '../../../src/producer/index.js';
 import type { Result } from '../../../src/spec/index.js';
 import { fixture, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
-import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { fleetFixture } from './fleet-fixture.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
 
 // The cost ledger: receipts are durable per lease (they survive a SIGKILLed worker), counted once
 // per call id in the Result, the summary and status; a ceiling stops dispatch.
-let redis: TestRedis;
-const workers: WorkerProcess[] = [];
-const closers: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis({ private: true });
-});
-afterAll(async () => {
-  await Promise.all(workers.map((w) => w.kill()));
-  for (const close of closers) await close();
-  await redis.stop();
-});
-
-const silent = createLogger({}, { write: () => true });
+const fx = fleetFixture();
+const { workers, closers, silent } = fx;
 const CALLS = {
   'call-1': { usd: 0.02, label: 'gpt-x', units: { inputTokens: 1000, outputTokens: 200 } },
   'call-2': { usd: 0.01, label: 'judge', units: { inputTokens: 500 } },
@@ -32,11 +19,11 @@ const CALLS = {
 
 describe('cost ledger', () => {
   it('a rollout whose worker was SIGKILLed after two paid calls: each receipt counted once in the Result, the summary and status', async () => {
-    const raw = new RawQueue(redis.url);
+    const raw = new RawQueue(fx.redis.url);
     closers.push(() => raw.close());
     const first = await startWorkerProcess(raw.workerOptions({ name: 'dies', concurrency: 1, lockDurationMs: 1000, stalledIntervalMs: 500 }));
     workers.push(first);
-    const rq = await RolloutQueue.create({ redisUrl: redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, logger: silent });
+    const rq = await RolloutQueue.create({ redisUrl: fx.redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, logger: silent });
     closers.push(() => rq.close());
     const draft: RolloutDraft = { rendered: 'x', task: { id: 'paid' }, run: fixture('paysCalls', { calls: CALLS, hangFirstAttempt: true }), reward: fixture('constant') };
     const results = rq.mapRollouts([draft], { runId: 'ledger' });
@@ -70,10 +57,10 @@ describe('cost ledger', () => {
   });
 
   it('costCeilingUsd stops dispatching new leases once reached, saying so; leases after it never run', async () => {
-    const raw = new RawQueue(redis.url);
+    const raw = new RawQueue(fx.redis.url);
     closers.push(() => raw.close());
     workers.push(await startWorkerProcess(raw.workerOptions({ name: 'payer', concurrency: 1 })));
-    const rq = await RolloutQueue.create({ redisUrl: redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, maxInFlight: 1, costCeilingUsd: 0.025, logger: silent });
+    const rq = await RolloutQueue.create({ redisUrl: fx.redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, maxInFlight: 1, costCeilingUsd: 0.025, logger: silent });
     closers.push(() => rq.close());
     const drafts: RolloutDraft[] = Array.from({ length: 6 }, (_, i) => ({ rendered: 'x', task: { id: `t${i}` }, run: fixture('paysCalls', { calls: { c: { usd: 0.01 } } }), reward: fixture('constant') }));
     const items: Result[] = [];

@@ -1,28 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { placementQueueName } from '../../../src/lease/index.js';
-import { createLogger } from '../../../src/platform/logger.js';
 import { RolloutQueue, type RolloutDraft } from '../../../src/producer/index.js';
 import type { Result } from '../../../src/spec/index.js';
 import { fixture, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
-import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { fleetFixture } from './fleet-fixture.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
 
 // Evaluations: queues of their own served at --eval-concurrency, and a cache by content hash.
-let redis: TestRedis;
-const workers: WorkerProcess[] = [];
-const closers: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis({ private: true });
-});
-afterAll(async () => {
-  await Promise.all(workers.map((w) => w.kill()));
-  for (const close of closers) await close();
-  await redis.stop();
-});
-
-const silent = createLogger({}, { write: () => true });
+const fx = fleetFixture();
+const { workers, closers, silent } = fx;
 
 async function all(results: AsyncIterable<Result>): Promise<Result[]> {
   const items: Result[] = [];
@@ -36,10 +23,10 @@ const evaluation = (id: string, task: Record<string, unknown> = {}): RolloutDraf
 
 describe('evaluations', () => {
   it('keep running at their own concurrency while rollouts saturate theirs', async () => {
-    const raw = new RawQueue(redis.url);
+    const raw = new RawQueue(fx.redis.url);
     closers.push(() => raw.close());
     workers.push(await startWorkerProcess(raw.workerOptions({ name: 'mixed', concurrency: 1, evalConcurrency: 2, placementPollMs: 100 })));
-    const rq = await RolloutQueue.create({ redisUrl: redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, logger: silent });
+    const rq = await RolloutQueue.create({ redisUrl: fx.redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, logger: silent });
     closers.push(() => rq.close());
     const slow: RolloutDraft[] = ['r1', 'r2'].map((id) => ({ rendered: 'x', task: { id, delayMs: 60_000 }, run: fixture('echo'), reward: fixture('constant') }));
     const rollouts = rq.mapRollouts(slow, { runId: 'saturate' });
@@ -54,7 +41,7 @@ describe('evaluations', () => {
     // Evaluations ran in their own queue, two at a time: their runs overlapped.
     const spans = evals.map((r) => [Date.parse(r.finishedAt) - (r.runMs ?? 0), Date.parse(r.finishedAt)] as const).sort((a, b) => a[0] - b[0]);
     expect(spans.some(([start], i) => i > 0 && start < (spans[i - 1]?.[1] ?? 0))).toBe(true);
-    const evalQueue = new RawQueue(redis.url, placementQueueName(raw.name, {}, 'evaluation'));
+    const evalQueue = new RawQueue(fx.redis.url, placementQueueName(raw.name, {}, 'evaluation'));
     closers.push(() => evalQueue.close());
     for (const id of ['e1', 'e2', 'e3', 'e4']) expect(await evalQueue.queue.getJob(`evals.${id}`)).toBeDefined();
     await rq.cancel('saturate');
@@ -62,10 +49,10 @@ describe('evaluations', () => {
   });
 
   it('a repeated evaluation is answered from the cache: cached true, no worker, no cost, no job', async () => {
-    const raw = new RawQueue(redis.url);
+    const raw = new RawQueue(fx.redis.url);
     closers.push(() => raw.close());
     workers.push(await startWorkerProcess(raw.workerOptions({ name: 'evaluator', placementPollMs: 100 })));
-    const rq = await RolloutQueue.create({ redisUrl: redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, logger: silent });
+    const rq = await RolloutQueue.create({ redisUrl: fx.redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, logger: silent });
     closers.push(() => rq.close());
     const [first] = await all(rq.mapRollouts([evaluation('q1')], { runId: 'eval-a' }));
     expect(first).toMatchObject({ kind: 'ok', worker: 'evaluator', reward: 1 });
@@ -79,7 +66,7 @@ describe('evaluations', () => {
     expect(byTask.get('q1')).toMatchObject({ leaseId: 'eval-b.q1', runId: 'eval-b', kind: 'ok', reward: 1, cached: true, worker: null, cost: [], output: first?.output });
     expect(byTask.get('q2')).toMatchObject({ kind: 'ok', worker: 'evaluator' });
     expect(byTask.get('q2')?.cached).toBeUndefined();
-    const evalQueue = new RawQueue(redis.url, placementQueueName(raw.name, {}, 'evaluation'));
+    const evalQueue = new RawQueue(fx.redis.url, placementQueueName(raw.name, {}, 'evaluation'));
     closers.push(() => evalQueue.close());
     expect(await evalQueue.queue.getJob('eval-b.q1')).toBeUndefined();
     expect(await evalQueue.queue.getJob('eval-b.q2')).toBeDefined();

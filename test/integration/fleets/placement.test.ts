@@ -1,33 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { discoverQueues } from '../../../src/dashboard/discover-queues.js';
 import { placementQueueName, queueKeys } from '../../../src/lease/index.js';
-import { createLogger } from '../../../src/platform/logger.js';
 import { RolloutQueue, type ProducerOptions, type RolloutDraft } from '../../../src/producer/index.js';
 import type { Result } from '../../../src/spec/index.js';
 import { fixture, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
-import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
+import { fleetFixture } from './fleet-fixture.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
 // Heterogeneous fleets: one BullMQ queue per distinct placement; workers (real processes) serve
 // the base queue and every placement queue their labels satisfy, found as producers announce them.
-let redis: TestRedis;
-const workers: WorkerProcess[] = [];
-const closers: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis({ private: true });
-});
-afterAll(async () => {
-  await Promise.all(workers.map((w) => w.kill()));
-  for (const close of closers) await close();
-  await redis.stop();
-});
-
-const silent = createLogger({}, { write: () => true });
+const fx = fleetFixture();
+const { workers, closers, silent } = fx;
 
 async function open(raw: RawQueue, extra: Partial<ProducerOptions> = {}): Promise<RolloutQueue> {
-  const rq = await RolloutQueue.create({ redisUrl: redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, logger: silent, ...extra });
+  const rq = await RolloutQueue.create({ redisUrl: fx.redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, logger: silent, ...extra });
   closers.push(() => rq.close());
   return rq;
 }
@@ -48,7 +35,7 @@ const spec = (id: string, extra: Partial<RolloutDraft> = {}): RolloutDraft => ({
 
 describe('placement routing', () => {
   it('two pools with different labels: each placed lease runs only on a matching worker, unplaced ones anywhere', async () => {
-    const raw = new RawQueue(redis.url);
+    const raw = new RawQueue(fx.redis.url);
     closers.push(() => raw.close());
     const eu = await worker(raw, { name: 'pool-eu', placement: { region: 'eu-west', gpu: 'h100' } });
     const us = await worker(raw, { name: 'pool-us', placement: { region: 'us-east' } });
@@ -87,14 +74,14 @@ describe('placement routing', () => {
   });
 
   it('cancel from another process removes the waiting jobs of placement queues too', async () => {
-    const raw = new RawQueue(redis.url);
+    const raw = new RawQueue(fx.redis.url);
     closers.push(() => raw.close());
     const rq = await open(raw);
     const run = rq.mapRollouts([spec('w1', { placement: { gpu: 'none-here' } }), spec('w2', { placement: { gpu: 'none-here' } })], { runId: 'cancelme' });
     const first = run.next();
     first.catch(() => undefined);
     const queueName = placementQueueName(raw.name, { gpu: 'none-here' });
-    const placed = new RawQueue(redis.url, queueName);
+    const placed = new RawQueue(fx.redis.url, queueName);
     closers.push(() => placed.close());
     await waitFor(async () => (await placed.queue.getWaitingCount()) === 2, 'both leases waiting in their placement queue', 20_000);
     const other = await open(raw);
@@ -105,7 +92,7 @@ describe('placement routing', () => {
   });
 
   it('a placement no worker satisfies ends infrastructure / NoWorker at scheduleToStartMs, though other workers serve the queue', async () => {
-    const raw = new RawQueue(redis.url);
+    const raw = new RawQueue(fx.redis.url);
     closers.push(() => raw.close());
     await worker(raw, { name: 'pool-cpu', placement: { region: 'eu-west' } });
     const rq = await open(raw);
@@ -119,7 +106,7 @@ describe('placement routing', () => {
   });
 
   it('placementFor(task) places drafts whose spec names no placement; a spec\'s own placement wins', async () => {
-    const raw = new RawQueue(redis.url);
+    const raw = new RawQueue(fx.redis.url);
     closers.push(() => raw.close());
     const eu = await worker(raw, { name: 'hook-eu', placement: { region: 'eu-west' } });
     const us = await worker(raw, { name: 'hook-us', placement: { region: 'us-east' } });
@@ -136,7 +123,7 @@ describe('placement routing', () => {
 
 describe('fingerprints', () => {
   it('a spec naming sandbox.fingerprint runs only on a worker with that fingerprint; a mismatch never runs and ends NoWorker', async () => {
-    const raw = new RawQueue(redis.url);
+    const raw = new RawQueue(fx.redis.url);
     closers.push(() => raw.close());
     const pinned = await worker(raw, { name: 'fp-pinned', fingerprint: 'sha256:aaaa' });
     await worker(raw, { name: 'fp-computed' });
