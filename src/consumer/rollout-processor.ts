@@ -1,7 +1,9 @@
 import { withSpan } from '../platform/telemetry.js';
 import { performance } from 'node:perf_hooks';
 import { DelayedError, ErrorCode, WaitingError, type Job } from 'bullmq';
+import { enqueuedAtOf } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
+import type { RedisClock } from '../platform/redis-clock.js';
 import { isStoredRendered, parseRolloutSpec, redactSecrets, redactSecretsDeep, type CostReceipt, type ErrorInfo, type Result, type ResultKind, type RolloutSpec, type SecretValues } from '../spec/index.js';
 import type { ArtifactCache } from './artifact-cache.js';
 import type { ChildPool } from './child-pool.js';
@@ -39,6 +41,27 @@ interface ActiveRollout {
   readonly controller: AbortController;
 }
 
+/** How the running attempt of a lease started. */
+interface AttemptStart {
+  /** From enqueue to this attempt's start, by the Redis clock (null: enqueued by another client). */
+  readonly queuedMs: number | null;
+  /**
+   * The enqueue time (ms, Redis clock) of a first attempt that started without the ledger's
+   * start script (see {@link RolloutProcessor.process}); undefined for every other attempt.
+   */
+  readonly enqueuedAt?: number;
+}
+
+/** Runs remembered as cancelled, for starts that skip the ledger (oldest forgotten first). */
+const MAX_CANCELLED_RUNS = 1000;
+
+/**
+ * How close to a coordinator deadline (`scheduleToStartMs`, `scheduleToCloseMs`, from enqueue) an
+ * attempt must finish to ask Redis whether the coordinator already ended its lease, ms: covers
+ * the error of the extrapolated Redis clock (half a round trip plus drift), with room to spare.
+ */
+const VERDICT_MARGIN_MS = 2_000;
+
 const tail = (text: string, bytes = 2000): string => (text.length > bytes ? text.slice(-bytes) : text);
 
 /**
@@ -51,8 +74,10 @@ export class RolloutProcessor {
   readonly active = new Map<string, ActiveRollout>();
   /** Leases whose Result was handed to BullMQ and not yet confirmed, by lease id → run id. */
   readonly finishing = new Map<string, string>();
-  /** `queuedMs` of the running attempt of each lease, by the Redis clock (null: enqueued by another client). */
-  private readonly queuedMs = new Map<string, number | null>();
+  /** How the running attempt of each lease started. */
+  private readonly starts = new Map<string, AttemptStart>();
+  /** Runs seen cancelled (pub/sub or run record), newest last. */
+  private readonly cancelledRuns = new Set<string>();
 
   constructor(
     private readonly options: CompiledWorkerOptions,
@@ -61,10 +86,12 @@ export class RolloutProcessor {
     private readonly logger: Logger,
     private readonly events: ProcessorEvents,
     private readonly artifacts: ArtifactCache,
+    private readonly clock: RedisClock,
   ) {}
 
   /** Aborts one rollout (lock lost), every rollout of a run (cancelled) or all (shutdown). */
   abort(filter: { leaseId?: string; runId?: string }, reason: AbortReason): number {
+    if (reason === 'cancelled' && filter.runId) this.rememberCancelled(filter.runId);
     let count = 0;
     for (const [leaseId, rollout] of this.active) {
       if ((filter.leaseId && filter.leaseId !== leaseId) || (filter.runId && filter.runId !== rollout.runId)) continue;
@@ -86,8 +113,7 @@ export class RolloutProcessor {
       return this.finish(job, spec, startedAt, { kind: 'caller', error: { type: 'InvalidSpec', message: `job id "${job.id}" differs from spec.leaseId "${spec.leaseId}"; add the job with jobId = leaseId` } });
     }
     const log = this.logger.child({ runId: spec.runId, leaseId: spec.leaseId });
-    const { overLimit, runStatus, queuedMs } = await this.ledger.noteStart(spec.leaseId, spec.runId, job.stalledCounter ?? 0);
-    this.queuedMs.set(spec.leaseId, queuedMs);
+    const { overLimit, runStatus } = await this.noteStart(job, spec);
     if (runStatus === 'cancelled') {
       return this.finish(job, spec, startedAt, { kind: 'caller', error: { type: 'Cancelled', message: 'the run was cancelled before this rollout started' } });
     }
@@ -153,9 +179,33 @@ export class RolloutProcessor {
       return await this.settle(job, token, spec, startedAt, Math.round(performance.now() - runStarted), outcome);
     } finally {
       this.active.delete(spec.leaseId);
-      this.queuedMs.delete(spec.leaseId);
+      this.starts.delete(spec.leaseId);
     }
   };
+
+  /**
+   * Records the start of an attempt. The first attempt of a job this project's producer added
+   * (it carries its enqueue time, `enqueuedAtOf`; BullMQ counted no start before it and no stall)
+   * has nothing to count: its `queuedMs` comes from the extrapolated Redis clock and a
+   * cancellation from what this worker heard (pub/sub, run records), without a round trip.
+   * Every other attempt runs the ledger's start script (stalls become re-dispatches).
+   */
+  private async noteStart(job: Job, spec: RolloutSpec): Promise<{ overLimit: boolean; runStatus: string | undefined }> {
+    const enqueuedAt = enqueuedAtOf(job.opts);
+    if (enqueuedAt !== undefined && (job.attemptsStarted ?? 0) <= 1 && (job.stalledCounter ?? 0) === 0) {
+      this.starts.set(spec.leaseId, { queuedMs: Math.max(0, this.clock.nowMs() - enqueuedAt), enqueuedAt });
+      return { overLimit: false, runStatus: this.cancelledRuns.has(spec.runId) ? 'cancelled' : undefined };
+    }
+    const { overLimit, runStatus, queuedMs } = await this.ledger.noteStart(spec.leaseId, spec.runId, job.stalledCounter ?? 0);
+    this.starts.set(spec.leaseId, { queuedMs });
+    return { overLimit, runStatus };
+  }
+
+  private rememberCancelled(runId: string): void {
+    this.cancelledRuns.delete(runId);
+    this.cancelledRuns.add(runId);
+    if (this.cancelledRuns.size > MAX_CANCELLED_RUNS) this.cancelledRuns.delete(this.cancelledRuns.values().next().value as string);
+  }
 
   private async settle(job: Job, token: string | undefined, spec: RolloutSpec, startedAt: number, runMs: number, outcome: AttemptOutcome): Promise<Result> {
     switch (outcome.type) {
@@ -166,7 +216,7 @@ export class RolloutProcessor {
           // HTTP 5xx…): another attempt, later, may well succeed. Same budget as crashes.
           return this.redispatch(job, token, spec, startedAt, { reason: 'Transient', exitCode: null, signal: null, stderrTail: `${done.error.type}: ${done.error.message}` }, { backoff: true });
         }
-        return this.finish(job, spec, startedAt, { kind: done.kind, output: done.output, reward: done.reward, error: done.error }, runMs);
+        return this.finish(job, spec, startedAt, { kind: done.kind, output: done.output, reward: done.reward, error: done.error }, runMs, outcome.costs.length > 0);
       }
       case 'overran': {
         // A deterministic function of (artifact, task, reward): it would overrun on any worker,
@@ -179,7 +229,7 @@ export class RolloutProcessor {
             type: stage === 'reward' ? 'RewardTimeout' : 'RunTimeout',
             message: `${stage === 'reward' ? `reward ${spec.reward.$ref}` : 'run'} did not finish within ${limitText}; its event loop did not answer, so the worker killed the rollout's process tree`,
           },
-        }, runMs);
+        }, runMs, outcome.costs.length > 0);
       }
       case 'crashed':
         return this.redispatch(job, token, spec, startedAt, { reason: 'ChildCrashed', exitCode: outcome.exitCode, signal: outcome.signal, stderrTail: tail(outcome.stderrTail) });
@@ -286,17 +336,16 @@ export class RolloutProcessor {
     startedAt: number,
     outcome: { kind: ResultKind; output?: unknown; reward?: number | null; error?: ErrorInfo | null },
     runMs: number | null = null,
+    costsRecorded = true,
   ): Promise<Result> {
     // The one place every Result passes before Redis: secret values named in sandbox.env are
     // replaced by `[secret NAME]` in the whole output, the error and the receipts, on every kind.
     const secrets = secretsOf(spec);
     const error = outcome.error ? { type: redactSecrets(outcome.error.type, secrets), message: redactSecrets(outcome.error.message, secrets) } : null;
     const output = redactSecretsDeep(outcome.output ?? null, secrets);
-    // One round trip: receipts, clock, the coordinator's verdict (a late duplicate is counted in
-    // the same call) and the truncated-output counter.
-    const { redispatched, costs, nowMs, verdict } = await this.ledger.noteFinish(spec.leaseId, spec.runId, isTruncatedOutput(output));
-    const queuedMs = this.queuedMs.get(spec.leaseId);
-    this.queuedMs.delete(spec.leaseId);
+    const start = this.starts.get(spec.leaseId);
+    this.starts.delete(spec.leaseId);
+    const { redispatched, costs, nowMs, verdict } = await this.noteFinish(spec, start, isTruncatedOutput(output), costsRecorded);
     if (verdict) {
       // The coordinator already ended this lease (NoWorker / DeadlineExceeded): it delivers its
       // own Result, never this one.
@@ -313,16 +362,43 @@ export class RolloutProcessor {
       attempts: job.attemptsStarted || 1,
       redispatched,
       worker: this.options.name,
-      queuedMs: queuedMs ?? null,
+      queuedMs: start?.queuedMs ?? null,
       runMs,
       finishedAt: new Date(nowMs).toISOString(),
       cost: redactSecretsDeep(costs, secrets) as CostReceipt[],
     };
     this.finishing.set(spec.leaseId, spec.runId);
     this.events.onResult(result.kind, runMs);
-    this.logger.info({ runId: spec.runId, leaseId: spec.leaseId, kind: result.kind, reward: result.reward, runMs }, 'rollout finished');
+    // Per rollout, so debug for the expected kinds: at thousands of rollouts a second an info line
+    // each would cost a write per rollout; the Result and the metrics carry the same facts.
+    const level = result.kind === 'ok' || result.kind === 'model' ? 'debug' : 'info';
+    this.logger[level]({ runId: spec.runId, leaseId: spec.leaseId, kind: result.kind, reward: result.reward, runMs }, 'rollout finished');
     return result;
   }
+
+  /**
+   * What the Result needs from the lease's record. A first attempt that started without the
+   * ledger (see {@link noteStart}) and recorded no receipt knows it all: no re-dispatch, no
+   * receipts, the time from the extrapolated Redis clock; unless its output is truncated (the run
+   * counts that) or it ends near a coordinator deadline, where the coordinator may have ended the
+   * lease already (then this answer is a late duplicate, counted by the ledger's finish script).
+   */
+  private async noteFinish(spec: RolloutSpec, start: AttemptStart | undefined, truncated: boolean, costsRecorded: boolean): Promise<{ redispatched: number; costs: CostReceipt[]; nowMs: number; verdict: boolean }> {
+    const nowMs = this.clock.nowMs();
+    if (start?.enqueuedAt !== undefined && !truncated && !costsRecorded && !nearDeadline(spec, nowMs - start.enqueuedAt)) {
+      return { redispatched: 0, costs: [], nowMs, verdict: false };
+    }
+    // One round trip: receipts, clock, the coordinator's verdict (a late duplicate is counted in
+    // the same call) and the truncated-output counter.
+    return this.ledger.noteFinish(spec.leaseId, spec.runId, truncated);
+  }
+}
+
+/** True when `sinceEnqueueMs` is within {@link VERDICT_MARGIN_MS} of (or past) a coordinator deadline of the spec. */
+function nearDeadline(spec: RolloutSpec, sinceEnqueueMs: number): boolean {
+  const { scheduleToStartMs, scheduleToCloseMs } = spec.timeouts;
+  const near = (limitMs: number | undefined): boolean => limitMs !== undefined && limitMs > 0 && sinceEnqueueMs >= limitMs - VERDICT_MARGIN_MS;
+  return near(scheduleToStartMs) || near(scheduleToCloseMs);
 }
 
 /** Longest back-off before a transient re-dispatch, ms. */

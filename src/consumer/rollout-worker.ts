@@ -7,6 +7,7 @@ import { createLogger, type Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
 import { createRedisClient, redactRedisUrl, redisOptionsFromUrl, redisTopology } from '../platform/redis-connection.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
+import { RedisClock } from '../platform/redis-clock.js';
 import { bullTelemetry } from '../platform/telemetry.js';
 import { SandboxSpecSchema } from '../spec/index.js';
 import { ArtifactCache } from './artifact-cache.js';
@@ -78,6 +79,8 @@ export class RolloutWorker {
     private readonly worker: Worker,
     /** How rollout attempts are contained here (chosen at start; see src/sandbox). */
     readonly containment: Containment,
+    /** Re-sampled by each liveness sample, so its extrapolation never runs long. */
+    private readonly clock: RedisClock,
   ) {
     this.watcher = new PlacementWatcher(redis, keys, options.labels, options.placementPollMs, (name, leaseClass) => this.serve(name, leaseClass), logger);
     const probeKey = keys.writeProbe();
@@ -120,9 +123,11 @@ export class RolloutWorker {
     const keys = queueKeys(options.prefix, options.queue);
     const logger = (input.logger ?? createLogger({ component: 'worker' })).child({ worker: options.name, queue: options.queue });
     const redis = createRedisClient(options.redisUrl, { connectionName: `${options.prefix}:rollout-queue:ledger` });
+    let clock: RedisClock;
     try {
       // Before any BullMQ client exists: a refused start is then one line, not BullMQ's warnings first.
       await checkEvictionPolicy(redis, logger, { refuse: !options.allowEviction });
+      clock = await RedisClock.start(redis);
     } catch (err) {
       redis.disconnect();
       throw err;
@@ -155,9 +160,9 @@ export class RolloutWorker {
       onStart: () => {
         if (self) self.lastStartAt = Date.now();
       },
-    }, new ArtifactCache(redis, keys));
+    }, new ArtifactCache(redis, keys), clock);
     const worker = bullWorker(options.queue, options.concurrency, processor, options, bullConnection);
-    self = new RolloutWorker(options, keys, logger, redis, subscriber, queue, pool, processor, metrics, worker, containment);
+    self = new RolloutWorker(options, keys, logger, redis, subscriber, queue, pool, processor, metrics, worker, containment, clock);
     if (bullConnection instanceof Redis || bullConnection instanceof Cluster) self.sharedBullClient = bullConnection;
     const self_ = self;
     metrics.bind({
@@ -328,6 +333,7 @@ export class RolloutWorker {
   private async sampleLiveness(): Promise<void> {
     try {
       await this.publishInfo();
+      await this.clock.sample();
       await this.abortCancelledRuns();
       const waiting = await this.queue.getWaitingCount();
       const free = this.processor.active.size < this.options.concurrency;

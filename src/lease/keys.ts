@@ -13,6 +13,24 @@ export const DEFAULT_PREFIX = 'rq';
 export const DEFAULT_QUEUE = 'rollouts';
 /** BullMQ job name of every rollout job. */
 export const ROLLOUT_JOB_NAME = 'rollout';
+/**
+ * BullMQ job option (kept by BullMQ as given: `optsAsJSON` / `Job.optsFromJSON` pass unknown
+ * keys through) holding the lease's enqueue time by the Redis clock, ms since the epoch, as the
+ * producer stamped it in `runEnqueuedAt`. A worker reads its first attempt's `queuedMs` from it
+ * without a round trip; a job without it (added by another client) has no known enqueue time.
+ */
+export const ENQUEUED_AT_OPTION = 'rqEnqueuedAt';
+
+/** The job options that carry an enqueue time ({@link ENQUEUED_AT_OPTION}), to spread into a job's opts. */
+export function enqueuedAtOption(redisMs: number): Record<typeof ENQUEUED_AT_OPTION, number> {
+  return { [ENQUEUED_AT_OPTION]: redisMs };
+}
+
+/** The enqueue time a job's opts carry (ms, Redis clock), or undefined when another client added it. */
+export function enqueuedAtOf(opts: object | undefined): number | undefined {
+  const value = (opts as Record<string, unknown> | undefined)?.[ENQUEUED_AT_OPTION];
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
 
 /** Key builders for one queue under one prefix. */
 export interface QueueKeys {

@@ -1,4 +1,4 @@
-import { ROLLOUT_JOB_NAME } from '../lease/index.js';
+import { enqueuedAtOption, ROLLOUT_JOB_NAME } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import type { Result, RolloutSpec } from '../spec/index.js';
 import type { ArtifactStorer } from './artifact-storer.js';
@@ -217,8 +217,8 @@ export class DraftEnqueuer {
       const leases = drafts.map(({ draft, index }) => ({
         leaseId: draft.leaseId, index, scheduleToStartMs: draft.spec.timeouts.scheduleToStartMs, scheduleToCloseMs: draft.spec.timeouts.scheduleToCloseMs,
       }));
-      await store.stampEnqueued(runId, leases);
-      await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i] as RolloutSpec, opts: { jobId: draft.leaseId, attempts: 1 } })));
+      const enqueuedAt = await store.stampEnqueued(runId, leases);
+      await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i] as RolloutSpec, opts: { jobId: draft.leaseId, attempts: 1, ...enqueuedAtOption(enqueuedAt) } })));
       await store.recordLeases(runId, leases);
       for (const { draft } of drafts) tracker.confirm(draft.leaseId);
     } catch (err) {

@@ -41,14 +41,15 @@ return added`, 3);
 // The enqueue clock of leases about to be added, written BEFORE addBulk so that a worker that
 // takes a job at once still finds it (its queuedMs would be null otherwise). HSETNX: a lease
 // re-submitted after a coordinator crash keeps its first time, and RECORD_LEASES's own HSETNX
-// (after addBulk) leaves it alone. KEYS: runEnqueuedAt. ARGV: leaseId, start, close triples.
+// (after addBulk) leaves it alone. Returns the time stamped, which the jobs carry too.
+// KEYS: runEnqueuedAt. ARGV: leaseId, start, close triples.
 const STAMP_ENQUEUED = redisScript('rqStampEnqueued', `
 local t = redis.call('TIME')
 local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 for i = 1, #ARGV, 3 do
   redis.call('HSETNX', KEYS[1], ARGV[i], '[' .. now .. ',' .. ARGV[i + 1] .. ',' .. ARGV[i + 2] .. ']')
 end
-return 1`, 1);
+return now`, 1);
 
 // Per lease: 1 when it is in runLeases (enqueued), + 2 when in runDelivered. A script rather
 // than ZMSCORE/SMISMEMBER, which need Redis 6.2 while BullMQ still runs on 5.
@@ -204,11 +205,12 @@ export class RunStore {
   /**
    * Stamps the enqueue time (Redis clock) and coordinator-side deadlines of leases about to be
    * added, before their jobs exist, so a worker starting one at once can compute `queuedMs`.
+   * @returns the time stamped, ms since the epoch by the Redis clock (a lease stamped by an
+   *   earlier call keeps its first time in Redis).
    */
-  async stampEnqueued(runId: string, leases: readonly Omit<LeaseToRecord, 'index'>[]): Promise<void> {
-    if (leases.length === 0) return;
+  async stampEnqueued(runId: string, leases: readonly Omit<LeaseToRecord, 'index'>[]): Promise<number> {
     const args = leases.flatMap(({ leaseId, scheduleToStartMs, scheduleToCloseMs }) => [leaseId, scheduleToStartMs ?? 0, scheduleToCloseMs ?? 0]);
-    await STAMP_ENQUEUED.run(this.redis, [this.keys.runEnqueuedAt(runId)], args);
+    return Number(await STAMP_ENQUEUED.run(this.redis, [this.keys.runEnqueuedAt(runId)], args));
   }
 
   /**

@@ -23,7 +23,8 @@ describe('lost, frozen and restarted workers', () => {
   it('SIGKILL of a worker holding active rollouts: same lease ids re-dispatched, finished on the other worker', async () => {
     const q = new RawQueue(redis.url);
     const victim = await startWorkerProcess(q.workerOptions({ ...FAST, concurrency: 2 }));
-    const specs = Array.from({ length: 2 }, (_, i) => makeSpec('kill', `long-${i}`, { task: { id: `long-${i}`, delayMs: 2500 } }));
+    // Attempt 1 holds until killed: the victim cannot finish it first however slowly the survivor starts.
+    const specs = Array.from({ length: 2 }, (_, i) => makeSpec('kill', `long-${i}`, { task: { id: `long-${i}` }, run: fixture('holdsFirstAttempt') }));
     await q.add(specs);
     for (const spec of specs) await q.waitForState(spec.leaseId, 'active');
     const survivor = await startWorkerProcess(q.workerOptions({ ...FAST, concurrency: 2 }));
