@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { createLogger } from '../../../src/platform/logger.js';
 import { RolloutQueue } from '../../../src/producer/index.js';
+import type { RolloutDraft } from '../../../src/producer/index.js';
 import type { Result } from '../../../src/spec/index.js';
 import { fixture, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
@@ -43,7 +44,7 @@ afterAll(async () => {
 
 const scriptCalls = (): string[][] => ledgerCommands.filter(([command]) => /^eval(sha)?$/i.test(command ?? ''));
 
-async function run(runId: string, drafts: object[]): Promise<Result[]> {
+async function run(runId: string, drafts: RolloutDraft[]): Promise<Result[]> {
   const rq = await RolloutQueue.create({ redisUrl: redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, logger: createLogger({}, { write: () => true }) });
   const results: Result[] = [];
   try {
