@@ -20,21 +20,24 @@ const defined = new WeakMap<object, Set<string>>();
  * the process; the command is defined on each client the first time it runs there.
  * @param name a JavaScript identifier, e.g. `rqNoteStart`.
  * @param lua the script; `KEYS` are the first `numberOfKeys` arguments.
+ * @param numberOfKeys how many keys every call passes, or `'any'` when each call passes its own number.
  */
-export function redisScript(name: string, lua: string, numberOfKeys: number): RedisScript {
+export function redisScript(name: string, lua: string, numberOfKeys: number | 'any'): RedisScript {
   const ensure = (redis: Redis): Defined => {
     let names = defined.get(redis);
     if (!names) defined.set(redis, (names = new Set()));
     if (!names.has(name)) {
-      redis.defineCommand(name, { lua, numberOfKeys });
+      redis.defineCommand(name, numberOfKeys === 'any' ? { lua } : { lua, numberOfKeys });
       names.add(name);
     }
     return redis as unknown as Defined;
   };
   return {
     run(redis, keys, args) {
-      if (keys.length !== numberOfKeys) throw new Error(`script ${name} takes ${numberOfKeys} keys, got ${keys.length}`);
       const command = ensure(redis)[name] as (...argv: (string | number)[]) => Promise<unknown>;
+      // Without a fixed count ioredis takes the count as the first argument (EVALSHA numkeys).
+      if (numberOfKeys === 'any') return command.call(redis, keys.length, ...keys, ...args);
+      if (keys.length !== numberOfKeys) throw new Error(`script ${name} takes ${numberOfKeys} keys, got ${keys.length}`);
       return command.call(redis, ...keys, ...args);
     },
   };

@@ -24,6 +24,15 @@ export class DeliveryFence {
   ) {}
 
   /**
+   * True when a Result may be yielded now: the lease is held and was not retaken since the
+   * delivered set was last re-read. Synchronous, so the per-Result check awaits nothing;
+   * when false, {@link open} waits until it is true.
+   */
+  isOpen(): boolean {
+    return this.lease.holds() && this.lease.epoch === this.seenEpoch;
+  }
+
+  /**
    * Resolves while this coordinator holds its lease (waiting for it to be retaken when lost).
    * @throws CoordinatorLeaseLostError when another coordinator keeps the lease.
    */

@@ -9,6 +9,7 @@ import type { LeaseTracker } from './lease-tracker.js';
 import type { PlacementQueues } from './placement-queues.js';
 import { withPlacementFor } from './placement-for.js';
 import type { PlacementFor } from './producer-options.js';
+import { SecretScan } from './find-leaked-secret.js';
 import { prepareDraft, type PreparedDraft } from './rollout-draft.js';
 import type { RunStore } from './run-store.js';
 
@@ -127,10 +128,10 @@ export class DraftEnqueuer {
         const values = [first.value, ...(await source.takeReady(room - 1))];
         if (this.stopped) break;
         const runAttemptId = this.runAttemptId;
-        // One plain copy per batch for the secret check: every read of process.env crosses into
-        // the runtime, and the check reads all of it for each draft.
-        const env = { ...process.env };
-        const batch = values.map((value, i) => ({ draft: withPlacementFor(prepareDraft(value, { runId, runAttemptId, index: index + i, maxSpecBytes, maxTaskBytes, env }), this.deps.placementFor), index: index + i }));
+        // One secret scan per batch: every read of process.env crosses into the runtime, and
+        // the secret-looking variables are the same for every draft of the batch.
+        const secrets = new SecretScan();
+        const batch = values.map((value, i) => ({ draft: withPlacementFor(prepareDraft(value, { runId, runAttemptId, index: index + i, maxSpecBytes, maxTaskBytes, secrets }), this.deps.placementFor), index: index + i }));
         index += values.length;
         await this.enqueue(batch);
       }

@@ -1,6 +1,6 @@
 import { isPlainObject, parseRolloutSpec, type ErrorInfo, type RolloutSpec, type RolloutSpecInput } from '../spec/index.js';
 import { leaseIdFor } from '../lease/index.js';
-import { findLeakedSecret } from './find-leaked-secret.js';
+import { SecretScan } from './find-leaked-secret.js';
 
 /**
  * What a caller hands to `mapRollouts`: a rollout spec without the fields the producer fills
@@ -24,8 +24,8 @@ export interface DraftContext {
   readonly maxSpecBytes: number;
   /** Largest serialized `task`, bytes. */
   readonly maxTaskBytes: number;
-  /** The coordinator's environment, searched for secret values (default `process.env`). */
-  readonly env?: NodeJS.ProcessEnv;
+  /** Searches the coordinator's environment for secret values (default: a new scan of `process.env`; share one per batch). */
+  readonly secrets?: SecretScan;
 }
 
 /** A draft turned into a valid spec, or refused with a caller error (never enqueued). */
@@ -84,11 +84,13 @@ export function prepareDraft(draft: unknown, ctx: DraftContext): PreparedDraft {
   }
   const spec = parsed.data;
   const json = JSON.stringify(spec);
+  const bytes = Buffer.byteLength(json, 'utf8');
+  // The task's JSON is part of the spec's: a spec within maxTaskBytes has a task within it too.
   const oversize =
-    sizeProblem(leaseId, 'task', JSON.stringify(spec.task), ctx.maxTaskBytes, 'maxTaskBytes') ??
-    sizeProblem(leaseId, 'spec', json, ctx.maxSpecBytes, 'maxSpecBytes');
+    (bytes > ctx.maxTaskBytes ? sizeProblem(leaseId, 'task', Buffer.byteLength(JSON.stringify(spec.task), 'utf8'), ctx.maxTaskBytes, 'maxTaskBytes') : undefined) ??
+    sizeProblem(leaseId, 'spec', bytes, ctx.maxSpecBytes, 'maxSpecBytes');
   if (oversize) return refuse(leaseId, taskId, 'InvalidSpec', oversize);
-  const leaked = findLeakedSecret(json, spec.sandbox.env, ctx.env);
+  const leaked = (ctx.secrets ?? new SecretScan()).find(json, spec.sandbox.env);
   if (leaked) {
     return refuse(
       leaseId,
@@ -98,12 +100,11 @@ export function prepareDraft(draft: unknown, ctx: DraftContext): PreparedDraft {
         `a spec must never carry a secret value: list "${leaked}" in sandbox.env and let the worker read it from its own environment`,
     );
   }
-  return { ok: true, leaseId, taskId, spec, bytes: Buffer.byteLength(json, 'utf8') };
+  return { ok: true, leaseId, taskId, spec, bytes };
 }
 
-/** The message for a `what` (task, spec) whose JSON is over `limit` bytes, or undefined. */
-function sizeProblem(leaseId: string, what: string, json: string, limit: number, option: string): string | undefined {
-  const bytes = Buffer.byteLength(json, 'utf8');
+/** The message for a `what` (task, spec) whose JSON is `bytes` long, when over `limit` bytes; else undefined. */
+function sizeProblem(leaseId: string, what: string, bytes: number, limit: number, option: string): string | undefined {
   if (bytes <= limit) return undefined;
   return `lease ${leaseId}: the ${what} is ${bytes} bytes as JSON, over ${option} ${limit}; keep large data out of the ${what} (store it where the worker can read it and pass its key) or raise ${option}`;
 }

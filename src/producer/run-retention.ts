@@ -1,16 +1,68 @@
 import type { Redis } from 'ioredis';
+import { redisScript } from '../platform/redis-script.js';
 import { bullJobLogsKey, RUN_FIELDS, runOwnKeys, type QueueKeys } from '../lease/index.js';
 import { leaseBullKey, type BullKeys } from './read-job-outcomes.js';
 
 /** Default retention of a delivered run, ms: 3 days (`ProducerOptions.retainMs`, `run --retain`). */
 export const DEFAULT_RETAIN_MS = 3 * 24 * 3600 * 1000;
 
-/** Leases handled per pipeline: bounds one round trip's size. */
+/** Leases handled per script call: bounds one call's size (≤ 3 keys each, plus the sets) and how long it holds Redis. */
 const BATCH = 500;
 
-// One pipelined round trip per BATCH leases: PEXPIRE the job hash, its log list and the lease
-// hash; a delivered lease also leaves BullMQ's completed and failed sets. A pipeline rather than
-// one script because placed leases live in different BullMQ queues (each lease's own keys).
+// One script call per BATCH leases: PEXPIRE each lease's job hash, its log list and its lease
+// hash; a delivered lease also leaves its queue's BullMQ `completed` and `failed` sets (one
+// variadic ZREM per set). Placed leases live in different BullMQ queues, so every key is passed
+// in KEYS: the sets of each queue first (completed, failed), then three per lease. All share
+// the queue prefix's hash tag (placement queue names extend the base name), which keeps one
+// call in one Cluster slot. ARGV: retainMs, number of queues, then per lease its id and its
+// queue's 1-based number, 0 when it was not delivered.
+const RETAIN = redisScript('rqRetainLeases', `
+local ms = ARGV[1]
+local sets = tonumber(ARGV[2]) * 2
+local gone = {}
+local k = sets
+for i = 3, #ARGV, 2 do
+  redis.call('PEXPIRE', KEYS[k + 1], ms)
+  redis.call('PEXPIRE', KEYS[k + 2], ms)
+  redis.call('PEXPIRE', KEYS[k + 3], ms)
+  k = k + 3
+  local q = tonumber(ARGV[i + 1])
+  if q > 0 then
+    local ids = gone[q]
+    if not ids then ids = {}; gone[q] = ids end
+    ids[#ids + 1] = ARGV[i]
+  end
+end
+for q, ids in pairs(gone) do
+  redis.call('ZREM', KEYS[q * 2 - 1], unpack(ids))
+  redis.call('ZREM', KEYS[q * 2], unpack(ids))
+end
+return 1`, 'any');
+
+/** PEXPIREs one batch of leases' keys and takes the delivered ones out of BullMQ's finished sets, in one script call. */
+async function retainBatch(redis: Redis, bull: BullKeys, keys: QueueKeys, leaseIds: readonly string[], delivered: ReadonlySet<string>, retainMs: number): Promise<void> {
+  const queueOf = new Map<string, number>();
+  const sets: string[] = [];
+  const leaseKeys: string[] = [];
+  const args: (string | number)[] = [retainMs, 0];
+  for (const leaseId of leaseIds) {
+    const job = leaseBullKey(bull, leaseId);
+    leaseKeys.push(job, bullJobLogsKey(job), keys.lease(leaseId));
+    let q = 0;
+    if (delivered.has(leaseId)) {
+      const completed = leaseBullKey(bull, leaseId, 'completed');
+      q = queueOf.get(completed) ?? 0;
+      if (q === 0) {
+        sets.push(completed, leaseBullKey(bull, leaseId, 'failed'));
+        q = sets.length / 2;
+        queueOf.set(completed, q);
+      }
+    }
+    args.push(leaseId, q);
+  }
+  args[1] = sets.length / 2;
+  await RETAIN.run(redis, [...sets, ...leaseKeys], args);
+}
 
 /** The Redis clock now, ms since the epoch (`TIME`): the one clock run timings use. */
 export async function redisNowMs(redis: Redis): Promise<number> {
@@ -38,15 +90,7 @@ async function runLeaseIds(redis: Redis, keys: QueueKeys, runId: string): Promis
 export async function applyRetention(redis: Redis, bull: BullKeys, keys: QueueKeys, runId: string, retainMs: number): Promise<void> {
   const { all, delivered, artifacts } = await runLeaseIds(redis, keys, runId);
   await bull.resolve?.(all);
-  for (let i = 0; i < all.length; i += BATCH) {
-    const pipe = redis.pipeline();
-    for (const leaseId of all.slice(i, i + BATCH)) {
-      const job = leaseBullKey(bull, leaseId);
-      pipe.pexpire(job, retainMs).pexpire(bullJobLogsKey(job), retainMs).pexpire(keys.lease(leaseId), retainMs);
-      if (delivered.has(leaseId)) pipe.zrem(leaseBullKey(bull, leaseId, 'completed'), leaseId).zrem(leaseBullKey(bull, leaseId, 'failed'), leaseId);
-    }
-    await pipe.exec();
-  }
+  for (let i = 0; i < all.length; i += BATCH) await retainBatch(redis, bull, keys, all.slice(i, i + BATCH), delivered, retainMs);
   const endedAt = await redisNowMs(redis);
   const tx = redis.multi().hset(keys.run(runId), RUN_FIELDS.endedAt, String(endedAt), RUN_FIELDS.retainMs, String(retainMs));
   for (const key of [...runOwnKeys(keys, runId), ...artifacts.map((sha) => keys.runArtifact(runId, sha))]) tx.pexpire(key, retainMs);

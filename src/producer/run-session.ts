@@ -112,7 +112,7 @@ export class RunSession {
         if (this.failure) throw this.failure;
         // The fence: deliver only while holding the coordinator lease, and never a lease another
         // coordinator delivered while ours was lost. Nothing awaits between it and the yield.
-        if (this.tracker.readyCount > 0) await this.fence?.open();
+        if (this.tracker.readyCount > 0 && this.fence && !this.fence.isOpen()) await this.fence.open();
         const result = this.tracker.takeReady();
         if (result) {
           unacknowledged = result;

@@ -61,6 +61,15 @@ describe('placement routing', () => {
     ].sort());
     // The dashboard's discovery (BullMQ meta keys) lists the placement queues.
     expect(await discoverQueues(raw.redis, TEST_PREFIX)).toEqual(expect.arrayContaining(known));
+    // Retention (one script call over all four queues) took each delivered job out of its own
+    // queue's completed set and gave its job hash (and lease hash, where one is left) an expiry.
+    for (const name of [raw.name, ...known]) expect(await raw.redis.zcard(`${TEST_PREFIX}:${name}:completed`)).toBe(0);
+    const keys = queueKeys(TEST_PREFIX, raw.name);
+    for (const r of items) {
+      const name = r.taskId.startsWith('n') ? raw.name : placementQueueName(raw.name, drafts.find((d) => d.task.id === r.taskId)?.placement ?? {});
+      expect(await raw.redis.pttl(`${TEST_PREFIX}:${name}:${r.leaseId}`)).toBeGreaterThan(0);
+      expect(await raw.redis.pttl(keys.lease(r.leaseId))).not.toBe(-1);
+    }
     // Purge finds the jobs in their placement queues: afterwards no key holds the run id.
     expect(await rq.purge('mixed')).toMatchObject({ found: true, leases: 10 });
     const left: string[] = [];
