@@ -130,6 +130,20 @@ async function bullmqDrain(stack, n) {
   await finished;
 }
 
+/**
+ * The plain spawn pool: one temp directory and one process per rollout, `concurrency` at once,
+ * each process started the way codeRunner starts an artifact, so the comparison measures the
+ * plane's overhead and nothing else:
+ * - the environment codeRunner gives an artifact (`PATH`, `HOME` and `TMPDIR` = the directory,
+ *   `LANG=C.UTF-8`), not the trial's: inherited, a variable such as `NODE_EXTRA_CA_CERTS` (set
+ *   on many hosts; node then parses the whole CA bundle at every start, ~80 ms CPU per start
+ *   for the 220 KB bundle on the bench machine) makes the anchor pay for work the artifact never does;
+ * - `detached` (a session and process group of its own, as codeRunner's sandbox does to kill the
+ *   group): with the kernel's autogroup scheduling on (`/proc/sys/kernel/sched_autogroup_enabled`),
+ *   every session is one scheduling group, so on a shared machine processes left in the trial's
+ *   session share one group's CPU while each artifact gets a group of its own (measured: same
+ *   CPU, 1.7–2.2× the wall time).
+ */
 async function spawnPool(n, concurrency, file, source, command) {
   let next = 0;
   const one = async () => {
@@ -137,7 +151,8 @@ async function spawnPool(n, concurrency, file, source, command) {
     try {
       await writeFile(path.join(dir, file), source);
       await new Promise((resolve, reject) => {
-        const proc = spawn(command[0], command.slice(1), { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+        const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, LANG: 'C.UTF-8', TMPDIR: dir };
+        const proc = spawn(command[0], command.slice(1), { cwd: dir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
         let out = '';
         proc.stdout.on('data', (d) => (out += d));
         proc.on('error', reject);
