@@ -48,14 +48,14 @@ export class DeliveryFence {
   }
 
   /**
-   * Acknowledges a delivered Result; when the lease was lost, waits for it to be retaken (then
-   * acknowledges, unless another coordinator did) or throws like {@link open}.
+   * Acknowledges delivered Results, all in one fenced script call; when the lease was lost,
+   * waits for it to be retaken (then acknowledges, unless another coordinator did) or throws like
+   * {@link open}. Acknowledging a Result twice is harmless: it is counted once.
    * @param stopped true once the session was abandoned: give up silently.
    */
-  async acknowledge(result: Result, stopped: () => boolean): Promise<void> {
-    // One Result per call on purpose: the next one is yielded only after this one is marked
-    // delivered, so a coordinator killed at any point delivers at most the one it held again.
-    while ((await this.store.acknowledge(result, this.lease.token)) === 'fenced') {
+  async acknowledge(results: readonly Result[], stopped: () => boolean): Promise<void> {
+    if (results.length === 0) return;
+    while ((await this.store.acknowledgeMany(this.runId, results, this.lease.token)) === 'fenced') {
       if (stopped()) return;
       await this.open();
     }

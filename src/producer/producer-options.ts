@@ -15,6 +15,9 @@ const isLogger = (value: unknown): value is Logger =>
   value !== null &&
   ['info', 'warn', 'error', 'debug', 'child'].every((method) => typeof (value as Record<string, unknown>)[method] === 'function');
 
+/** Default `ProducerOptions.maxUnacknowledged`. */
+export const DEFAULT_MAX_UNACKNOWLEDGED = 100;
+
 /**
  * Options of `RolloutQueue.create`, one zod schema. Parsing yields a fully defaulted,
  * readonly {@link CompiledProducerOptions}; code below the boundary never re-checks them.
@@ -46,6 +49,16 @@ export const ProducerOptionsSchema = z
      * Default 1 000, bounds 1–10 000 000.
      */
     maxHeldResults: z.number().int().min(1).max(10_000_000).default(1000),
+    /**
+     * Most Results yielded to the consumer and not yet acknowledged in Redis (marked delivered,
+     * counted). They are acknowledged together, in one fenced script call, once this many are
+     * outstanding, and whenever the consumer asks for the next Result and none is ready, and when
+     * the iteration ends. A coordinator killed or closed in between delivers those again when the
+     * run is resumed (each is still counted once in Redis): at-least-once delivery, with at most
+     * this many repeats. 1 acknowledges each Result before the next is yielded. Default 100,
+     * bounds 1–10 000.
+     */
+    maxUnacknowledged: z.number().int().min(1).max(10_000).default(DEFAULT_MAX_UNACKNOWLEDGED),
     /**
      * Period of the reconciliation of a run's outstanding leases against BullMQ job state, in ms.
      * QueueEvents is only the fast path (its stream is trimmed and missed while nobody listens),
@@ -144,6 +157,16 @@ export interface ProducerOptions {
    */
   readonly maxHeldResults?: number;
   /**
+   * Most Results yielded to the consumer and not yet acknowledged in Redis (marked delivered,
+   * counted). They are acknowledged together, in one fenced script call, once this many are
+   * outstanding, and whenever the consumer asks for the next Result and none is ready, and when
+   * the iteration ends. A coordinator killed or closed in between delivers those again when the
+   * run is resumed (each is still counted once in Redis): at-least-once delivery, with at most
+   * this many repeats. 1 acknowledges each Result before the next is yielded. Default 100,
+   * bounds 1–10 000.
+   */
+  readonly maxUnacknowledged?: number;
+  /**
    * Period of the reconciliation of a run's outstanding leases against BullMQ job state, in ms.
    * QueueEvents is only the fast path (its stream is trimmed and missed while nobody listens),
    * so this bounds how late a result can be. Default 2000, bounds 10–3 600 000.
@@ -217,6 +240,7 @@ export interface CompiledProducerOptions {
   readonly prefix: string;
   readonly maxInFlight: number;
   readonly maxHeldResults: number;
+  readonly maxUnacknowledged: number;
   readonly reconcileMs: number;
   readonly stopOnCaller: boolean;
   readonly maxSpecBytes: number;
@@ -254,6 +278,7 @@ export function compileProducerOptions(input: ProducerOptions = {}, env: NodeJS.
     prefix,
     maxInFlight: value.maxInFlight,
     maxHeldResults: value.maxHeldResults,
+    maxUnacknowledged: value.maxUnacknowledged,
     reconcileMs: value.reconcileMs,
     stopOnCaller: value.stopOnCaller,
     maxSpecBytes: value.maxSpecBytes,

@@ -35,6 +35,8 @@ export interface SessionDeps {
   readonly maxInFlight: number;
   /** Most Results held in memory for the consumer (`ProducerOptions.maxHeldResults`); default unbounded. */
   readonly maxHeldResults?: number;
+  /** Most Results yielded and not yet acknowledged (`ProducerOptions.maxUnacknowledged`); default 1. */
+  readonly maxUnacknowledged?: number;
   readonly maxSpecBytes: number;
   readonly maxTaskBytes: number;
   readonly reconcileMs: number;
@@ -58,8 +60,8 @@ export interface SessionPlan {
 /**
  * The engine behind one `mapRollouts` / `attach` iteration: enqueues drafts (back-pressured),
  * collects Results from QueueEvents and reconciliation, yields them in completion order, and
- * acknowledges each one only when the consumer comes back for the next (or breaks): at least
- * once towards the consumer, counted exactly once in Redis. Stops on a caller Result, cancels
+ * acknowledges them only once the consumer came back for more (or broke out), in batches of up
+ * to `maxUnacknowledged`: at least once towards the consumer, counted exactly once in Redis. Stops on a caller Result, cancels
  * on abort, and can be abandoned by `close()` (then nothing more is acknowledged).
  */
 export class RunSession {
@@ -102,12 +104,20 @@ export class RunSession {
 
   /** The Results, in completion order; see `RolloutQueue.mapRollouts` for what ends it. */
   async *results(): AsyncGenerator<Result, void, undefined> {
-    let unacknowledged: Result | undefined;
+    /** Yielded and taken by the consumer (it came back for more), not yet acknowledged. */
+    const taken: Result[] = [];
+    /** The Result the consumer holds now (yielded; it has not come back since). */
+    let held: Result | undefined;
+    const max = this.deps.maxUnacknowledged ?? 1;
     try {
       await this.start();
       for (;;) {
         if (this.closedError) throw this.closedError();
         const { stop, abort } = this.ending;
+        // Everything taken is acknowledged before the iteration ends or waits, so a Result
+        // the consumer has is never left unacknowledged while nothing else happens.
+        const ending = abort || this.failure || (stop && stop.result === null && !(stop.drain && this.tracker.unfinishedCount > 0));
+        if (taken.length >= max || this.tracker.readyCount === 0 || ending) await this.acknowledge(taken.splice(0));
         if (abort) throw await this.ended(abort);
         if (this.failure) throw this.failure;
         // The fence: deliver only while holding the coordinator lease, and never a lease another
@@ -115,11 +125,14 @@ export class RunSession {
         if (this.tracker.readyCount > 0 && this.fence && !this.fence.isOpen()) await this.fence.open();
         const result = this.tracker.takeReady();
         if (result) {
-          unacknowledged = result;
+          held = result;
           yield result;
-          unacknowledged = undefined;
-          await this.acknowledge(result);
-          if (stop && stop.result === result) throw await this.ended(stop);
+          held = undefined;
+          taken.push(result);
+          if (stop && stop.result === result) {
+            await this.acknowledge(taken.splice(0));
+            throw await this.ended(stop);
+          }
           continue;
         }
         if (stop && stop.result === null && !(stop.drain && this.tracker.unfinishedCount > 0)) throw await this.ended(stop);
@@ -130,11 +143,12 @@ export class RunSession {
       // After close() a Redis call may fail with "Connection is closed": say what really happened.
       throw this.closedError ? this.closedError() : err;
     } finally {
-      // The consumer broke out (or threw) holding this Result: it was delivered. If it was the
-      // last one (`rollout()` always returns that way), the run is complete.
-      if (unacknowledged && !this.abandoned) {
-        await this.acknowledge(unacknowledged).catch((err: Error) => this.deps.logger.warn({ err: err.message }, 'acknowledge failed'));
-        const last = this.enqueueDone && this.tracker.unfinishedCount === 0 && this.tracker.readyCount === 0 && !this.ending.begun;
+      // The consumer broke out (or threw) holding a Result: it was delivered, like those it took
+      // before. If it was the last one (`rollout()` always returns that way), the run is complete.
+      if (held) taken.push(held);
+      if (taken.length > 0 && !this.abandoned) {
+        await this.acknowledge(taken.splice(0)).catch((err: Error) => this.deps.logger.warn({ err: err.message }, 'acknowledge failed'));
+        const last = held !== undefined && this.enqueueDone && this.tracker.unfinishedCount === 0 && this.tracker.readyCount === 0 && !this.ending.begun;
         if (last) await this.finish().catch(() => undefined);
       }
       await this.teardown();
@@ -267,9 +281,9 @@ export class RunSession {
     return this.closedError ? this.closedError() : error;
   }
 
-  /** Acknowledges a delivered Result through the fence (see `DeliveryFence.acknowledge`). */
-  private async acknowledge(result: Result): Promise<void> {
-    if (!this.abandoned) await this.fence?.acknowledge(result, () => this.abandoned);
+  /** Acknowledges delivered Results through the fence (see `DeliveryFence.acknowledge`). */
+  private async acknowledge(results: readonly Result[]): Promise<void> {
+    if (!this.abandoned) await this.fence?.acknowledge(results, () => this.abandoned);
   }
 
   /** Every lease answered and acknowledged: record the end, or say what is missing. */

@@ -3,7 +3,7 @@
  * runs `mapRollouts` over RQ_COUNT drafts (task ids t0…, `delayMs` RQ_DELAY_MS) and, for each
  * Result, appends its JSON line to RQ_OUT and prints "result <leaseId>" on stdout; prints
  * "done" at the end. Env: REDIS_URL, RQ_QUEUE, RQ_PREFIX, RQ_RUN_ID, RQ_COUNT, RQ_OUT,
- * RQ_MAX_IN_FLIGHT (default 500), RQ_DELAY_MS (default 0).
+ * RQ_MAX_IN_FLIGHT (default 500), RQ_MAX_UNACKNOWLEDGED (default: the producer's), RQ_DELAY_MS (default 0).
  * Run: node --import ./test/helpers/ts-loader.mjs test/helpers/producer-child.ts
  */
 import { appendFileSync } from 'node:fs';
@@ -22,6 +22,7 @@ const rq = await RolloutQueue.create({
   queue: env('RQ_QUEUE'),
   prefix: env('RQ_PREFIX'),
   maxInFlight: Number(process.env.RQ_MAX_IN_FLIGHT ?? 500),
+  ...(process.env.RQ_MAX_UNACKNOWLEDGED ? { maxUnacknowledged: Number(process.env.RQ_MAX_UNACKNOWLEDGED) } : {}),
   reconcileMs: 200,
   logger: createLogger({ component: 'producer-child' }, { write: () => undefined } as never),
 });

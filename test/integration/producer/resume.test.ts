@@ -63,12 +63,12 @@ describe('resume after the coordinator went away', () => {
     expect(record?.alreadyEnqueued).toBeGreaterThanOrEqual(3);
   });
 
-  it('close() while the consumer holds a Result: that one is delivered again, counted once', async () => {
+  it('close() while the consumer holds a Result (maxUnacknowledged 1): that one is delivered again, counted once', async () => {
     const queue = fx.queueName();
     await fx.worker(queue, { concurrency: 2 });
     const runId = fx.runId();
     const list = drafts(8, { delayMs: 10 });
-    const first = await fx.open(queue);
+    const first = await fx.open(queue, { maxUnacknowledged: 1 });
     const iterator = first.mapRollouts(list, { runId });
     const got: Result[] = [];
     for (let i = 0; i < 4; i++) got.push((await iterator.next()).value as Result);
@@ -80,6 +80,32 @@ describe('resume after the coordinator went away', () => {
     expect(rest.error).toBeUndefined();
     expect(rest.items).toHaveLength(5);
     expect(rest.items.map((r) => r.leaseId)).toContain(got[3]?.leaseId);
+    expect(new Set([...got, ...rest.items].map((r) => r.leaseId)).size).toBe(8);
+    expect((await second.status(runId)).run).toMatchObject({ delivered: 8, kinds: { ok: 8 }, status: 'completed' });
+  });
+
+  it('Results taken but not yet acknowledged are delivered again after close(), at most maxUnacknowledged of them, each counted once', async () => {
+    const queue = fx.queueName();
+    const runId = fx.runId();
+    const list = drafts(8);
+    const first = await fx.open(queue, { maxUnacknowledged: 3 });
+    const iterator = first.mapRollouts(list, { runId });
+    // Every Result is ready before the first is taken: nothing forces an acknowledgement between them.
+    const pending = iterator.next();
+    await fx.worker(queue, { concurrency: 4 });
+    const got: Result[] = [(await pending).value as Result];
+    await waitFor(async () => (await fx.inspect(queue).getJobCounts('completed')).completed === 8, '8 completed jobs');
+    for (let i = 0; i < 5; i++) got.push((await iterator.next()).value as Result);
+    await first.close();
+    await expect(iterator.next()).rejects.toThrow('RolloutQueue is closed (state: closed); create a new one');
+
+    const second = await fx.open(queue);
+    const rest = await collect(second.mapRollouts(list, { runId }));
+    expect(rest.error).toBeUndefined();
+    const again = rest.items.filter((r) => got.some((g) => g.leaseId === r.leaseId));
+    // 6 taken: the one held at close() and those taken since the last acknowledgement come again.
+    expect(again.length).toBeGreaterThan(0);
+    expect(again.length).toBeLessThanOrEqual(3);
     expect(new Set([...got, ...rest.items].map((r) => r.leaseId)).size).toBe(8);
     expect((await second.status(runId)).run).toMatchObject({ delivered: 8, kinds: { ok: 8 }, status: 'completed' });
   });
