@@ -8,6 +8,7 @@ import { resolveRef } from '../ref/index.js';
 import { destroyLiveSandboxes, destroyLiveSandboxesSync, killSubtree, useContainment } from '../sandbox/index.js';
 import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
 import { CostReceiptSchema, redactSecrets, redactSecretsDeep, type SecretValues } from '../spec/index.js';
+import { residentBytes } from './child-rss.js';
 import { classifyError } from './classify.js';
 import type { ChildMessage, DoneMessage, ParentMessage, RunMessage } from './child-protocol.js';
 import { STAGE_BOARD_FD, writeRewardStage } from './stage-board.js';
@@ -98,7 +99,7 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
     type: 'done',
     ...partial,
     recycle,
-    rssBytes: process.memoryUsage.rss(),
+    rssBytes: residentBytes(),
   });
   let stage: Stage = 'resolve';
   let output: unknown;
@@ -195,7 +196,7 @@ process.on('message', (raw: ParentMessage) => {
       void runOne(raw, ++rolloutSeq)
         .catch((err: unknown): DoneMessage => {
           const classified = classifyError(err);
-          return { type: 'done', kind: classified.kind, output: null, reward: null, error: classified.error, recycle: true, rssBytes: process.memoryUsage.rss() };
+          return { type: 'done', kind: classified.kind, output: null, reward: null, error: classified.error, recycle: true, rssBytes: residentBytes() };
         })
         .then(async (done) => {
           await containAfterRollout();
