@@ -18,6 +18,11 @@ let current: AbortController | undefined;
 let costSeq = 0;
 /** Rollouts received, numbered as the worker numbers them on the stage board. */
 let rolloutSeq = 0;
+/**
+ * A write to the stage board failed (rollout code closed fd 4): the worker can no longer time
+ * a blocked reward by its own limit, so this child is recycled after the rollout.
+ */
+let boardLost = false;
 /** Receipts sent and not yet reported stored by the worker, by seq. */
 const costWaiters = new Map<number, () => void>();
 
@@ -98,7 +103,7 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
   const done = (partial: Omit<DoneMessage, 'type' | 'rssBytes' | 'recycle'>, recycle = false): DoneMessage => ({
     type: 'done',
     ...partial,
-    recycle,
+    recycle: recycle || boardLost,
     rssBytes: residentBytes(),
   });
   let stage: Stage = 'resolve';
@@ -113,7 +118,11 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
       // On the board before the reward starts: a reward that blocks this event loop can only
       // be stopped (and named) from outside, by the worker reading it.
       const rewardAt = Date.now();
-      writeRewardStage(STAGE_BOARD_FD, seq, rewardAt);
+      try {
+        writeRewardStage(STAGE_BOARD_FD, seq, rewardAt);
+      } catch {
+        boardLost = true;
+      }
       const leftMs = startedAt + spec.timeouts.runMs - rewardAt;
       if (spec.timeouts.rewardMs < leftMs) rewardTimer = setTimeout(() => controller.abort(new RolloutAborted('reward-timeout')), spec.timeouts.rewardMs);
       const value = await abortable(Promise.resolve().then(() => reward(spec.task, output, ctx)), controller.signal);
