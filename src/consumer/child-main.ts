@@ -8,12 +8,21 @@ import { resolveRef } from '../ref/index.js';
 import { destroyLiveSandboxes, destroyLiveSandboxesSync, killSubtree, useContainment } from '../sandbox/index.js';
 import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
 import { CostReceiptSchema, redactSecrets, redactSecretsDeep, type SecretValues } from '../spec/index.js';
+import { residentBytes } from './child-rss.js';
 import { classifyError } from './classify.js';
 import type { ChildMessage, DoneMessage, ParentMessage, RunMessage } from './child-protocol.js';
+import { STAGE_BOARD_FD, writeRewardStage } from './stage-board.js';
 
 let allow: readonly string[] = [];
 let current: AbortController | undefined;
 let costSeq = 0;
+/** Rollouts received, numbered as the worker numbers them on the stage board. */
+let rolloutSeq = 0;
+/**
+ * A write to the stage board failed (rollout code closed fd 4): the worker can no longer time
+ * a blocked reward by its own limit, so this child is recycled after the rollout.
+ */
+let boardLost = false;
 /** Receipts sent and not yet reported stored by the worker, by seq. */
 const costWaiters = new Map<number, () => void>();
 
@@ -30,14 +39,6 @@ function logger(secrets: SecretValues): RolloutLogger {
         : { type: 'log', level, obj: redactSecretsDeep(toJsonData(obj), secrets) as Record<string, unknown>, ...(msg ? { msg: redactSecrets(msg, secrets) } : {}) },
     );
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
-}
-
-/** Sends a message and resolves once it is written to the IPC channel. */
-function sendNow(message: ChildMessage): Promise<void> {
-  return new Promise((resolve) => {
-    if (!process.send) return resolve();
-    process.send(message, undefined, {}, () => resolve());
-  });
 }
 
 /** Rejects when the signal aborts, so an uncooperative run cannot hold the result back. */
@@ -72,7 +73,7 @@ function timeoutError(spec: RunMessage['spec'], stage: Stage, limit: 'runMs' | '
   };
 }
 
-async function runOne(message: RunMessage): Promise<DoneMessage> {
+async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
   const { spec } = message;
   const controller = new AbortController();
   current = controller;
@@ -102,8 +103,8 @@ async function runOne(message: RunMessage): Promise<DoneMessage> {
   const done = (partial: Omit<DoneMessage, 'type' | 'rssBytes' | 'recycle'>, recycle = false): DoneMessage => ({
     type: 'done',
     ...partial,
-    recycle,
-    rssBytes: process.memoryUsage.rss(),
+    recycle: recycle || boardLost,
+    rssBytes: residentBytes(),
   });
   let stage: Stage = 'resolve';
   let output: unknown;
@@ -114,10 +115,15 @@ async function runOne(message: RunMessage): Promise<DoneMessage> {
       stage = 'run';
       output = await abortable(Promise.resolve().then(() => run(spec.rendered, spec.task, ctx)), controller.signal);
       stage = 'reward';
-      // The worker must know before the reward starts: a reward that blocks this event loop
-      // can only be stopped from outside.
-      await sendNow({ type: 'stage', stage: 'reward' });
-      const leftMs = startedAt + spec.timeouts.runMs - Date.now();
+      // On the board before the reward starts: a reward that blocks this event loop can only
+      // be stopped (and named) from outside, by the worker reading it.
+      const rewardAt = Date.now();
+      try {
+        writeRewardStage(STAGE_BOARD_FD, seq, rewardAt);
+      } catch {
+        boardLost = true;
+      }
+      const leftMs = startedAt + spec.timeouts.runMs - rewardAt;
       if (spec.timeouts.rewardMs < leftMs) rewardTimer = setTimeout(() => controller.abort(new RolloutAborted('reward-timeout')), spec.timeouts.rewardMs);
       const value = await abortable(Promise.resolve().then(() => reward(spec.task, output, ctx)), controller.signal);
       const [lo, hi] = spec.rewardRange;
@@ -187,13 +193,19 @@ process.on('message', (raw: ParentMessage) => {
     case 'init':
       allow = raw.allow;
       useContainment(raw.containment);
+      try {
+        writeRewardStage(STAGE_BOARD_FD, 0, 0); // seq 0 is no rollout's: a check that the board is there
+      } catch (error) {
+        process.stderr.write(`rollout child: no stage board at fd ${STAGE_BOARD_FD} (it is started by RolloutChild): ${String(error)}\n`);
+        process.exit(1);
+      }
       send({ type: 'ready' });
       break;
     case 'run':
-      void runOne(raw)
+      void runOne(raw, ++rolloutSeq)
         .catch((err: unknown): DoneMessage => {
           const classified = classifyError(err);
-          return { type: 'done', kind: classified.kind, output: null, reward: null, error: classified.error, recycle: true, rssBytes: process.memoryUsage.rss() };
+          return { type: 'done', kind: classified.kind, output: null, reward: null, error: classified.error, recycle: true, rssBytes: residentBytes() };
         })
         .then(async (done) => {
           await containAfterRollout();

@@ -4,7 +4,8 @@ import type { CostReceipt, ErrorInfo, ResultKind, RolloutSpec } from '../spec/in
 /**
  * Messages between the worker's main process and a rollout child over Node's IPC channel
  * (JSON serialization). The main process never runs rollout code; the child never talks
- * to Redis.
+ * to Redis. Besides the channel, the child records when each rollout's reward starts on its
+ * stage board (stage-board.ts), which the worker reads only when a deadline fires.
  */
 
 /** Sent once after fork: what the child needs for every rollout. */
@@ -61,16 +62,6 @@ export interface LogMessage {
   readonly msg?: string;
 }
 
-/**
- * The child moved to the reward stage (sent before the reward is called, and the reward only
- * starts once it is written): the worker's main process then enforces `timeouts.rewardMs`
- * from outside, also against a reward that blocks the child's event loop.
- */
-export interface StageMessage {
-  readonly type: 'stage';
-  readonly stage: 'reward';
-}
-
 /** The rollout's outcome as classified inside the child. */
 export interface DoneMessage {
   readonly type: 'done';
@@ -84,4 +75,4 @@ export interface DoneMessage {
   readonly rssBytes: number;
 }
 
-export type ChildMessage = ReadyMessage | CostMessage | LogMessage | StageMessage | DoneMessage;
+export type ChildMessage = ReadyMessage | CostMessage | LogMessage | DoneMessage;

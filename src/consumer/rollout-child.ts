@@ -1,8 +1,10 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { killSubtree, sweepDeadSandboxes, type Containment } from '../sandbox/index.js';
 import type { CostReceipt } from '../spec/index.js';
 import type { ChildMessage, DoneMessage, LogMessage, ParentMessage, RunMessage } from './child-protocol.js';
+import { createStageBoard, readRewardStage } from './stage-board.js';
 import { StageDeadline, type Overrun, type StageLimits } from './stage-deadline.js';
 
 /** Bytes of a child's stderr kept for exit reports (the tail is what explains a crash). */
@@ -74,6 +76,8 @@ export class RolloutChild {
   private readonly exitWaiters: Array<() => void> = [];
   /** Rollouts this child has finished. */
   rollouts = 0;
+  /** Rollouts sent to the child: the child numbers them the same way on the stage board. */
+  private sent = 0;
   /** Resident set size reported after the last rollout, bytes. */
   rssBytes = 0;
 
@@ -82,6 +86,8 @@ export class RolloutChild {
     readonly memoryMb: number,
     private readonly onLog: (message: LogMessage) => void,
     private readonly containment: Containment,
+    /** The worker's fd of this child's stage board (see stage-board.ts). */
+    private readonly stageBoard: number,
   ) {
     proc.stderr?.on('data', (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
@@ -91,6 +97,8 @@ export class RolloutChild {
     proc.on('exit', (code, signal) => {
       this.exit = { code, signal };
       for (const waiter of this.exitWaiters.splice(0)) waiter();
+      // After the waiters' own setImmediate: a run judging the exit may still read the board.
+      setImmediate(() => closeSync(stageBoard));
     });
     proc.on('error', () => {
       // 'exit' follows for spawn failures of a forked node; nothing else to do here.
@@ -113,7 +121,9 @@ export class RolloutChild {
    */
   static async start(options: RolloutChildOptions): Promise<RolloutChild> {
     const execArgv = [`--max-old-space-size=${options.memoryMb}`, ...options.execArgv];
-    const stdio: ['ignore', 'pipe', 'pipe', 'ipc'] = ['ignore', 'pipe', 'pipe', 'ipc'];
+    // The stage board goes to the child's fd 4 (STAGE_BOARD_FD).
+    const stageBoard = createStageBoard();
+    const stdio: ['ignore', 'pipe', 'pipe', 'ipc', number] = ['ignore', 'pipe', 'pipe', 'ipc', stageBoard];
     // fork() is spawn(execPath) with an IPC channel; setpriv execs node in place, so the channel
     // (NODE_CHANNEL_FD) and the pid are node's own.
     const launcher = [
@@ -121,11 +131,17 @@ export class RolloutChild {
       ...(ownNamespace(options.containment) ? [...(options.containment.pidNamespace ?? []), '--'] : []),
     ];
     const [program = process.execPath, ...args] = [...launcher, process.execPath, ...execArgv, CHILD_MAIN];
-    const proc =
-      launcher.length > 0
-        ? spawn(program, args, { env: options.env, detached: true, stdio, serialization: 'json' })
-        : fork(CHILD_MAIN, [], { execArgv, env: options.env, detached: true, stdio, serialization: 'json' });
-    const child = new RolloutChild(proc, options.memoryMb, options.onLog, options.containment);
+    let proc: ChildProcess;
+    try {
+      proc =
+        launcher.length > 0
+          ? spawn(program, args, { env: options.env, detached: true, stdio, serialization: 'json' })
+          : fork(CHILD_MAIN, [], { execArgv, env: options.env, detached: true, stdio, serialization: 'json' });
+    } catch (error) {
+      closeSync(stageBoard);
+      throw error;
+    }
+    const child = new RolloutChild(proc, options.memoryMb, options.onLog, options.containment, stageBoard);
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         child.kill();
@@ -221,7 +237,6 @@ export class RolloutChild {
           const answer = (): void => this.post({ type: 'cost-stored', seq });
           void (limits.onCost?.(msg.receipt) ?? Promise.resolve()).then(answer, answer);
         } else if (msg.type === 'log') this.onLog(msg);
-        else if (msg.type === 'stage') deadline?.enterReward();
         else if (msg.type === 'done') {
           // The child contained the attempt before answering (child-main containAfterRollout).
           this.rollouts++;
@@ -236,8 +251,9 @@ export class RolloutChild {
       // Set before killing, so the exit that follows is judged as what it is (hang, abort), not a crash.
       let killedFor: 'hang' | 'abort' | 'overran' | undefined;
       let overrun: Overrun | undefined;
+      const rolloutSeq = ++this.sent;
       const deadline = limits.deadline
-        ? new StageDeadline(limits.deadline, (what) => {
+        ? new StageDeadline(limits.deadline, () => readRewardStage(this.stageBoard, rolloutSeq), (what) => {
             killedFor ??= 'overran';
             overrun = what;
             void this.kill();

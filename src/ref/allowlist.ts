@@ -26,6 +26,9 @@ type Matcher =
   | { readonly kind: 'exact'; readonly pattern: string; readonly specifier: string }
   | { readonly kind: 'prefix'; readonly pattern: string; readonly base: string };
 
+/** Most decisions an {@link Allowlist} remembers; past it it starts over. */
+const MAX_DECISIONS = 1024;
+
 const SCOPE_WILDCARD = /^@[a-z0-9~-][a-z0-9._~-]*\/\*$/;
 
 function compilePattern(pattern: unknown): Matcher {
@@ -77,6 +80,8 @@ export class Allowlist {
   /** Stable identity of the pattern set (sorted, newline-joined), e.g. for cache keys. */
   readonly key: string;
   readonly #matchers: readonly Matcher[];
+  /** Decisions by specifier: a pure function of the (immutable) patterns, asked on every rollout. */
+  readonly #decisions = new Map<string, AllowDecision>();
 
   private constructor(matchers: readonly Matcher[]) {
     this.#matchers = matchers;
@@ -116,6 +121,17 @@ export class Allowlist {
    *   `{ allowed: false, code, reason }` with a reason that names the rule or the patterns.
    */
   check(specifier: string): AllowDecision {
+    const known = this.#decisions.get(specifier);
+    if (known) return known;
+    const decision = Object.freeze(this.#decide(specifier));
+    if (typeof specifier === 'string') {
+      if (this.#decisions.size >= MAX_DECISIONS) this.#decisions.clear();
+      this.#decisions.set(specifier, decision);
+    }
+    return decision;
+  }
+
+  #decide(specifier: string): AllowDecision {
     const checked = checkBareSpecifier(specifier);
     if (isSpecifierRefusal(checked)) return { allowed: false, code: checked.code, reason: checked.reason };
     const matcher = this.#matchers.find((candidate) => matches(candidate, specifier));

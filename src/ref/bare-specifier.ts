@@ -11,6 +11,9 @@ const SUBPATH_SEGMENT = /^[A-Za-z0-9._~-]+$/;
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 /** npm's limit on a package name (scope included). */
 const MAX_PACKAGE_NAME_LENGTH = 214;
+/** Most specifiers whose answer is remembered; past it the memo starts over. */
+const MAX_MEMO = 1024;
+const memo = new Map<string, BareSpecifier | SpecifierRefusal>();
 
 /** A well-formed bare specifier split into its package name and subpath. */
 export interface BareSpecifier {
@@ -46,9 +49,23 @@ export interface SpecifierRefusal {
  *   `../x`, `/x`), URLs (`file:`, `data:`, `http:`, anything with a scheme);
  * - at most {@link MAX_SPECIFIER_LENGTH} characters.
  *
+ * The answer is a pure function of the string, so it is remembered (frozen): every Ref is
+ * checked on every rollout, by `validateRef` and by the allowlist.
+ *
  * @returns the parts of the specifier, or a {@link SpecifierRefusal}. Never throws.
  */
 export function checkBareSpecifier(specifier: string): BareSpecifier | SpecifierRefusal {
+  const known = memo.get(specifier);
+  if (known) return known;
+  const checked = Object.freeze(check(specifier));
+  if (typeof specifier === 'string') {
+    if (memo.size >= MAX_MEMO) memo.clear();
+    memo.set(specifier, checked);
+  }
+  return checked;
+}
+
+function check(specifier: string): BareSpecifier | SpecifierRefusal {
   const malformed = (reason: string): SpecifierRefusal => ({ code: 'malformed-target', reason });
   const refused = (reason: string): SpecifierRefusal => ({ code: 'not-allowed', reason });
   const shown = JSON.stringify(specifier);

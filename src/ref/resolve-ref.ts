@@ -24,6 +24,21 @@ export interface ResolveRefOptions {
 }
 
 const MAX_CAUSE_CHARS = 600;
+
+/** Each pattern array's compiled allowlist, with the patterns it was compiled from. */
+const compiled = new WeakMap<readonly string[], { readonly patterns: readonly string[]; readonly allowlist: Allowlist }>();
+
+/**
+ * `Allowlist.compile(allow)`, once per array: a worker passes the same array on every
+ * rollout. An array changed since is compiled again (its patterns are compared each time).
+ */
+function allowlistOf(allow: readonly string[]): Allowlist {
+  const known = Array.isArray(allow) ? compiled.get(allow) : undefined;
+  if (known && known.patterns.length === allow.length && known.patterns.every((pattern, i) => pattern === allow[i])) return known.allowlist;
+  const allowlist = Allowlist.compile(allow);
+  compiled.set(allow, { patterns: [...allow], allowlist });
+  return allowlist;
+}
 const MAX_LISTED_EXPORTS = 10;
 
 function errorText(error: unknown): string {
@@ -179,10 +194,11 @@ function resolveValidated(ref: Ref, allowlist: Allowlist, importer: Importer): P
  *   import), `cannot-import`, `no-such-export`, `not-callable`, `factory-threw`; for a
  *   nested Ref, `path` names where it sits (`config.judge`). An error branded
  *   `infrastructure` (see spec `brandedKind`) thrown by a factory is rethrown unchanged.
- *   AllowlistError when `allow` holds a malformed pattern.
+ *   AllowlistError when `allow` holds a malformed pattern (an array of patterns is compiled
+ *   once and reused while its patterns stay the same).
  */
 export async function resolveRef<F extends ResolvedFunction = ResolvedFunction>(value: unknown, options: ResolveRefOptions): Promise<F> {
-  const allowlist = options.allow instanceof Allowlist ? options.allow : Allowlist.compile(options.allow);
+  const allowlist = options.allow instanceof Allowlist ? options.allow : allowlistOf(options.allow);
   const importer = options.importer ?? defaultImporter;
   const ref = validateRef(value);
   for (const { ref: located, path } of refsIn(ref)) {

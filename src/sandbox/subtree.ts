@@ -1,5 +1,35 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { ownChildren } from './own-children.js';
 import { procIsOwnNamespace } from './process-identity.js';
+
+/**
+ * /proc was seen to be our pid namespace's: that cannot change for a process, so it is not
+ * asked again (a failed look, e.g. out of fds, is asked again next time).
+ */
+let ownNamespace = false;
+
+function directChildren(pid: number): number[] {
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return []; // gone
+  }
+  const found: number[] = [];
+  for (const tid of tasks) {
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const part of text.split(' ')) {
+      const child = Number(part);
+      if (Number.isInteger(child) && child > 0) found.push(child);
+    }
+  }
+  return found;
+}
 
 /**
  * Pids below `rootPid` in its own process tree, read from `/proc/<pid>/task/<tid>/children`
@@ -8,34 +38,22 @@ import { procIsOwnNamespace } from './process-identity.js';
  * a PID namespace or a cgroup is for. Returns [] where /proc has no `children` files, and
  * where /proc belongs to another pid namespace (its pids would name other processes here: a
  * rollout child in a namespace of its own, whose namespace ends everything with it).
+ * `'self'` reads this process' own threads through kept fds (see `ownChildren`): it is
+ * walked after every rollout.
  */
 export function subtreeOf(rootPid: number | 'self'): number[] {
   const found: number[] = [];
-  if (!procIsOwnNamespace()) return found;
+  ownNamespace ||= procIsOwnNamespace();
+  if (!ownNamespace) return found;
   const stack: Array<number | 'self'> = [rootPid];
   const seen = new Set<number>();
   while (stack.length > 0 && found.length < 100_000) {
     const pid = stack.pop() as number | 'self';
-    let tasks: string[];
-    try {
-      tasks = readdirSync(`/proc/${pid}/task`);
-    } catch {
-      continue; // gone
-    }
-    for (const tid of tasks) {
-      let text: string;
-      try {
-        text = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8');
-      } catch {
-        continue;
-      }
-      for (const part of text.split(' ')) {
-        const child = Number(part);
-        if (!Number.isInteger(child) || child <= 0 || seen.has(child)) continue;
-        seen.add(child);
-        found.push(child);
-        stack.push(child);
-      }
+    for (const child of pid === 'self' ? ownChildren() : directChildren(pid)) {
+      if (seen.has(child)) continue;
+      seen.add(child);
+      found.push(child);
+      stack.push(child);
     }
   }
   return found;

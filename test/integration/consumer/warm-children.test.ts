@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RolloutWorker } from '../../../dist/consumer/index.js';
 import { createLogger } from '../../../src/platform/logger.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
-import { makeSpec, RawQueue } from '../../helpers/raw-queue.js';
+import { fixture, makeSpec, RawQueue } from '../../helpers/raw-queue.js';
 
 let redis: TestRedis;
 beforeAll(async () => {
@@ -54,6 +54,25 @@ describe('warm rollout children', () => {
       expect(new Set(pids).size).toBe(6);
       // The pool refills to `concurrency` without any rollout asking for a child.
       await until(() => worker.childPids().length === 2 && worker.childPids().every((pid) => !pids.includes(pid)), 'two fresh warm children');
+    } finally {
+      await worker.close({ graceMs: 0 });
+      await q.close();
+    }
+  });
+
+  it('a child whose stage board was closed by rollout code still reports the rollout, then is replaced', async () => {
+    const q = new RawQueue(redis.url);
+    const worker = await RolloutWorker.create({ ...q.workerOptions(), concurrency: 1, logger: quiet });
+    try {
+      const careless = makeSpec('board', 'r-0', { run: fixture('closesStageBoard') });
+      await q.add([careless]);
+      const first = (await q.waitForAll([careless.leaseId])).results.get(careless.leaseId);
+      expect(first, JSON.stringify(first?.error)).toMatchObject({ kind: 'ok', reward: 1 });
+      const next = makeSpec('board', 'r-1');
+      await q.add([next]);
+      const second = (await q.waitForAll([next.leaseId])).results.get(next.leaseId);
+      expect(second).toMatchObject({ kind: 'ok' });
+      expect((second?.output as { pid: number }).pid).not.toBe((first?.output as { pid: number }).pid);
     } finally {
       await worker.close({ graceMs: 0 });
       await q.close();

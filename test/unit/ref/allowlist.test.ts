@@ -114,3 +114,18 @@ describe('checkBareSpecifier', () => {
     expect((decision as { reason: string }).reason).toMatch(reason);
   });
 });
+
+describe('remembered answers', () => {
+  it('a specifier asked again gets the same frozen answer', () => {
+    const list = Allowlist.compile(['fixture-pkg/*']);
+    for (const specifier of ['fixture-pkg/a', 'other', 'fs', './x']) {
+      const first = list.check(specifier);
+      expect(Object.isFrozen(first)).toBe(true);
+      expect(list.check(specifier)).toEqual(first);
+      expect(Object.isFrozen(checkBareSpecifier(specifier))).toBe(true);
+      expect(checkBareSpecifier(specifier)).toEqual(checkBareSpecifier(specifier));
+    }
+    expect(list.check('fixture-pkg/a').allowed).toBe(true);
+    expect(Allowlist.compile(['other']).check('fixture-pkg/a').allowed).toBe(false);
+  });
+});

@@ -370,3 +370,28 @@ describe('cache', () => {
     expect(built).toEqual(['client', 'a', 'b']);
   });
 });
+
+describe('resolveRef: what it remembers across calls', () => {
+  it('an allow array changed after a first resolve is compiled again (admits and refuses by its new patterns)', async () => {
+    const importer = fixtureImporter({ 'fixture-pkg/good': 'good.mjs', 'other-pkg/good': 'good.mjs' });
+    const patterns = ['fixture-pkg/*'];
+    await expect(resolveRef(ref('fixture-pkg/good:linear', { factor: 1, offset: 0 }), { allow: patterns, importer })).resolves.toBeTypeOf('function');
+    expect((await refErrorOf(resolveRef(ref('other-pkg/good:linear', { factor: 1, offset: 0 }), { allow: patterns, importer }))).code).toBe('not-allowed');
+    patterns[0] = 'other-pkg/*';
+    await expect(resolveRef(ref('other-pkg/good:linear', { factor: 1, offset: 0 }), { allow: patterns, importer })).resolves.toBeTypeOf('function');
+    expect((await refErrorOf(resolveRef(ref('fixture-pkg/good:linear', { factor: 2, offset: 0 }), { allow: patterns, importer }))).code).toBe('not-allowed');
+    patterns.push('*');
+    await expect(resolveRef(ref('other-pkg/good:linear', { factor: 1, offset: 0 }), { allow: patterns, importer })).rejects.toBeInstanceOf(AllowlistError);
+  });
+
+  it('the same Ref value resolved again is still snapshotted and checked (a later bad config is refused)', async () => {
+    const importer = fixtureImporter({ 'fixture-pkg/good': 'good.mjs' });
+    const value = { $ref: 'fixture-pkg/good:linear', config: { factor: 1, offset: 0 } as Record<string, unknown> };
+    await expect(resolveRef(value, { allow, importer })).resolves.toBeTypeOf('function');
+    value.config.factor = () => 1;
+    expect((await refErrorOf(resolveRef(value, { allow, importer }))).code).toBe('bad-config');
+    value.config.factor = 1;
+    value.$ref = 'node:fs:readFileSync';
+    expect((await refErrorOf(resolveRef(value, { allow, importer }))).code).toBe('not-allowed');
+  });
+});
