@@ -139,23 +139,27 @@ export class RunSession {
       // After close() a Redis call may fail with "Connection is closed": say what really happened.
       throw this.closedError ? this.closedError() : err;
     } finally {
-      // The consumer broke out (or threw) holding this Result: it was delivered once acknowledged.
-      // What follows (`rollout()` always returns that way) is off the consumer's path.
-      const delivered = unacknowledged !== undefined && !this.abandoned && await this.acknowledge(unacknowledged).then(() => true, (err: Error) => {
-        this.deps.logger.warn({ runId: this.runId, leaseId: unacknowledged?.leaseId, err: err.message }, 'acknowledge failed; the Result is delivered again by the next session of the run');
-        return false;
-      });
-      if (delivered) {
-        // No live iterator any more: close() waits for the wrap-up instead of abandoning it, and
-        // a late abort of the caller's signal must not cancel a delivered run.
-        this.plan.signal?.removeEventListener('abort', this.onAbort);
-        this.reconciler.stop();
-        this.deps.unregister(this);
-        this.deps.afterDelivery(this.runId, () => this.wrapUp());
-      } else {
-        await this.teardown();
-      }
+      await this.afterConsumer(unacknowledged);
     }
+  }
+
+  /**
+   * The iterator ends. When the consumer broke out (or threw) holding a Result, it was delivered:
+   * acknowledge it; then what follows (the run's end if it was the last one: `rollout()` always
+   * returns that way) runs off the consumer's path ({@link wrapUp}). Else the session ends now.
+   */
+  private async afterConsumer(unacknowledged: Result | undefined): Promise<void> {
+    const delivered = unacknowledged !== undefined && !this.abandoned && await this.acknowledge(unacknowledged).then(() => true, (err: Error) => {
+      this.deps.logger.warn({ runId: this.runId, leaseId: unacknowledged.leaseId, err: err.message }, 'acknowledge failed; the Result is delivered again by the next session of the run');
+      return false;
+    });
+    if (!delivered) return this.teardown();
+    // No live iterator any more: close() waits for the wrap-up instead of abandoning it, and a
+    // late abort of the caller's signal must not cancel a delivered run.
+    this.plan.signal?.removeEventListener('abort', this.onAbort);
+    this.reconciler.stop();
+    this.deps.unregister(this);
+    this.deps.afterDelivery(this.runId, () => this.wrapUp());
   }
 
   /** QueueEvents `completed` of one of this run's jobs (fast path). */

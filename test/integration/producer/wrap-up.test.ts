@@ -1,11 +1,13 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { queueKeys, RUN_FIELDS } from '../../../src/lease/index.js';
 import { CoordinatorLease } from '../../../src/producer/coordinator-lease.js';
+import { applyRetention } from '../../../src/producer/run-retention.js';
 import { RunStore } from '../../../src/producer/run-store.js';
 import { TEST_PREFIX, useProducerFixture } from '../../helpers/producer-fixture.js';
 import { draft } from '../../helpers/rollout-drafts.js';
 
-// rollout() returns once its Result is acknowledged; the run's completion mark, retention and
+// The round trips of one run: its start (one script takes the lease and makes the record), and its
+// wrap-up: rollout() returns once its Result is acknowledged; the run's completion mark, retention and
 // coordinator lease release (its wrap-up) follow in the background, tracked by the queue.
 const fx = useProducerFixture();
 
@@ -183,5 +185,33 @@ describe('session start', () => {
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.endedAt)).toBeNull();
     expect((await next.next()).done).toBe(true);
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('completed');
+  });
+});
+
+describe('applyRetention', () => {
+  it('over several script calls (more than 500 leases) and for a run without leases: every key expires, the end is recorded once', async () => {
+    const queue = fx.queueName();
+    const keys = queueKeys(TEST_PREFIX, queue);
+    const bull = { toKey: (type: string) => `${TEST_PREFIX}:${queue}:${type}` };
+    const runId = fx.runId();
+    const leaseIds = Array.from({ length: 1203 }, (_, i) => `${runId}.t${i}`);
+    const delivered = leaseIds.filter((_, i) => i % 2 === 0);
+    const setup = fx.redis.multi().hset(keys.run(runId), RUN_FIELDS.status, 'completed').sadd(keys.runDelivered(runId), ...delivered);
+    leaseIds.forEach((leaseId, i) => setup.zadd(keys.runLeases(runId), i, leaseId).hset(bull.toKey(leaseId), 'name', 'rollout').hset(keys.lease(leaseId), 'x', '1'));
+    setup.zadd(bull.toKey('completed'), ...leaseIds.flatMap((leaseId, i) => [i, leaseId]));
+    await setup.exec();
+
+    await applyRetention(fx.redis, bull, keys, runId, 600_000);
+    const ttls = await Promise.all([keys.run(runId), keys.runLeases(runId), keys.runDelivered(runId), ...leaseIds.flatMap((id) => [bull.toKey(id), keys.lease(id)])].map((key) => fx.redis.pttl(key)));
+    expect(ttls.filter((ttl) => !(ttl > 0 && ttl <= 600_000))).toEqual([]);
+    // Delivered leases left BullMQ's completed set; the others stay.
+    expect(await fx.redis.zcard(bull.toKey('completed'))).toBe(leaseIds.length - delivered.length);
+    expect(await fx.redis.hmget(keys.run(runId), RUN_FIELDS.endedAt, RUN_FIELDS.retainMs)).toEqual([expect.stringMatching(/^\d{13}$/), '600000']);
+
+    const empty = fx.runId();
+    await fx.redis.hset(keys.run(empty), RUN_FIELDS.status, 'completed');
+    await applyRetention(fx.redis, bull, keys, empty, 600_000);
+    expect(await fx.redis.hget(keys.run(empty), RUN_FIELDS.endedAt)).toMatch(/^\d{13}$/);
+    expect(await fx.redis.pttl(keys.run(empty))).toBeGreaterThan(0);
   });
 });
