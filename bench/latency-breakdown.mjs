@@ -2,7 +2,8 @@
 // Where one rollout's submit→Result latency goes: runs rollouts one at a time (worker and
 // coordinator in this process, as `submit→Result p50` of bench/suite.mjs) and stamps each step
 // by wrapping the methods that perform it; prints, per step, the median time since the
-// `rollout()` call and the median gap to the previous step. A diagnostic, not a benchmark:
+// `rollout()` call and the median gap to the previous step (steps after 'Result returned' run in
+// the background; the next rollout starts once they are done). A diagnostic, not a benchmark:
 // the wrappers cost a little, and the step list follows the code's internals.
 // Usage: REDIS_URL=redis://127.0.0.1:PORT node bench/latency-breakdown.mjs [N=100]
 import { performance } from 'node:perf_hooks';
@@ -36,10 +37,11 @@ const stamp = (proto, name, before, after) => {
     return out;
   };
 };
-stamp(CoordinatorLease, 'acquire', 'coordinator lease: acquire', 'coordinator lease: acquired');
+stamp(CoordinatorLease, 'acquire', 'coordinator lease: acquire', 'coordinator lease: acquired (+ run head, record)');
 stamp(RunStore.prototype, 'readHead', null, 'run head read');
 stamp(RunStore.prototype, 'ensureRun', null, 'run record written');
 stamp(RunStore.prototype, 'leaseFlags', null, 'lease flags read');
+stamp(RunStore.prototype, 'checkAndStamp', null, 'lease flags read + clock stamped');
 stamp(RunStore.prototype, 'stampEnqueued', null, 'enqueue clock stamped');
 stamp(PlacementQueues.prototype, 'addBulk', null, 'job added (addBulk done)');
 stamp(RunStore.prototype, 'recordLeases', null, 'leases recorded');
@@ -65,6 +67,8 @@ for (let i = 0; i < N; i++) {
   const t0 = performance.now();
   await rq.rollout(draft(i), { runId: `latency-${process.pid}-${i}` });
   const total = performance.now() - t0;
+  // The run's wrap-up after the return (completion mark, retention, lease release) is stamped too.
+  await rq.settled?.();
   const own = marks;
   marks = null;
   traces.push({ t0, total, marks: own });
@@ -78,7 +82,7 @@ const steps = [...new Set(traces.flatMap((t) => Object.keys(t.marks)))]
   .sort((a, b) => a[1] - b[1]);
 console.log(`submit→Result, one at a time, ${N} rollouts: median ms since the rollout() call | median gap to the previous step`);
 let previous = 0;
-for (const [step, at] of [...steps, ['Result returned', median(traces.map((t) => t.total))]]) {
+for (const [step, at] of [...steps, ['Result returned', median(traces.map((t) => t.total))]].sort((a, b) => a[1] - b[1])) {
   console.log(`${step.padEnd(40)} ${at.toFixed(2).padStart(7)} ${(at - previous).toFixed(2).padStart(7)}`);
   previous = at;
 }

@@ -50,6 +50,19 @@ export class CoordinatorLeaseLostError extends Error {
   }
 }
 
+/**
+ * One attempt to take a coordinator lease key: set it to `token` for `ttlMs` unless it exists.
+ * Resolves `{ taken: true, value }` when set, else `{ taken: false, holder }` (the key's value,
+ * null when it vanished in between).
+ */
+export type LeaseTake<T> = (token: string, ttlMs: number) => Promise<{ readonly taken: true; readonly value: T } | { readonly taken: false; readonly holder: string | null }>;
+
+/** The plain attempt: `SET NX PX`, then `GET` of the holder when it failed. */
+const setNx = (redis: Redis, key: string): LeaseTake<undefined> => async (token, ttlMs) => {
+  if ((await redis.set(key, token, 'PX', ttlMs, 'NX')) === 'OK') return { taken: true, value: undefined };
+  return { taken: false, holder: await redis.get(key) };
+};
+
 /** Where this coordinator stands with its lease. */
 type LeaseState = 'held' | 'expired' | 'taken';
 
@@ -97,18 +110,22 @@ export class CoordinatorLease {
   }
 
   /**
-   * Takes the lease of `runId`, waiting while a previous holder's lease has not expired.
+   * Takes the lease of `runId`, waiting while a previous holder's lease has not expired. `take`
+   * makes one attempt (default: `SET NX PX`); a script that also reads or writes the run in the
+   * same round trip returns what it found as `value`.
+   * @returns the lease and the `value` of the attempt that took it.
    * @throws RunBusyError when another coordinator keeps renewing it past the wait.
+   * @throws whatever `take` throws (a Redis error).
    */
-  static async acquire(redis: Redis, key: string, runId: string, logger: Logger): Promise<CoordinatorLease> {
+  static async acquire<T = undefined>(redis: Redis, key: string, runId: string, logger: Logger, take: LeaseTake<T> = setNx(redis, key) as LeaseTake<T>): Promise<{ lease: CoordinatorLease; value: T }> {
     const token = JSON.stringify({ token: randomUUID(), pid: process.pid, host: os.hostname() });
     const until = performance.now() + COORDINATOR_LEASE_MS * 2;
     let told = false;
     for (;;) {
       const sentAt = performance.now();
-      if ((await redis.set(key, token, 'PX', COORDINATOR_LEASE_MS, 'NX')) === 'OK') return new CoordinatorLease(redis, key, token, logger, runId, sentAt);
-      const holder = await redis.get(key);
-      const who = holder ? describeHolder(holder) : 'unknown';
+      const attempt = await take(token, COORDINATOR_LEASE_MS);
+      if (attempt.taken) return { lease: new CoordinatorLease(redis, key, token, logger, runId, sentAt), value: attempt.value };
+      const who = attempt.holder ? describeHolder(attempt.holder) : 'unknown';
       if (performance.now() > until) throw new RunBusyError(runId, who);
       if (!told) {
         logger.warn({ runId, holder: who }, 'another coordinator holds this run; waiting for its lease to expire (it may have been killed)');

@@ -46,6 +46,11 @@ interface Positioned<D extends PreparedDraft = PreparedDraft> {
   readonly index: number;
 }
 
+/** A lease's id and coordinator-side deadlines, as its enqueue clock records them. */
+const leaseClock = (draft: ValidDraft): { leaseId: string; scheduleToStartMs: number | undefined; scheduleToCloseMs: number | undefined } => ({
+  leaseId: draft.leaseId, scheduleToStartMs: draft.spec.timeouts.scheduleToStartMs, scheduleToCloseMs: draft.spec.timeouts.scheduleToCloseMs,
+});
+
 /**
  * Most drafts checked and added per round trip. Bounds the Lua scripts' argument lists and the
  * time Redis spends in one script, while cutting round trips per draft by ~100×.
@@ -62,7 +67,8 @@ const refillBatch = (maxInFlight: number): number => Math.max(1, Math.min(MAX_BA
  * has ready at once ({@link DraftSource}), at most `min(free slots, MAX_BATCH)`: a draft is
  * pulled only when there is room to enqueue it, and a slow source is never waited on for more.
  *
- * Per batch: one script reads which leases are enqueued or delivered already, one `addBulk`
+ * Per batch: one script reads which leases are enqueued or delivered already (and stamps the
+ * enqueue clock of those about to be added), one `addBulk`
  * adds the new jobs, one script records their leases in `runLeases` (ZADD NX). The job is
  * added before its lease is recorded, so a coordinator killed in between resumes cleanly
  * (BullMQ ignores an add whose jobId exists). A lease already recorded is never added again
@@ -72,6 +78,7 @@ export class DraftEnqueuer {
   private stopped = false;
   private inFlight: Promise<unknown> = Promise.resolve();
   private runAttemptId: string | undefined;
+  private pulledCount = 0;
   /** Distinct leases seen in this call (enqueued, already enqueued or refused). */
   private readonly seen = new Set<string>();
   /** Content hash of each evaluation lease enqueued in this call (its ok Result is cached under it). */
@@ -82,6 +89,11 @@ export class DraftEnqueuer {
   /** Number of distinct leases in the draft list, known once {@link run} returned true. */
   get distinctLeases(): number {
     return this.seen.size;
+  }
+
+  /** Drafts taken from the source so far (a finite list is all taken when this equals its length). */
+  get pulled(): number {
+    return this.pulledCount;
   }
 
   /** The evaluation-cache hash of a lease this call enqueued as an evaluation, else undefined. */
@@ -133,6 +145,7 @@ export class DraftEnqueuer {
         const secrets = new SecretScan();
         const batch = values.map((value, i) => ({ draft: withPlacementFor(prepareDraft(value, { runId, runAttemptId, index: index + i, maxSpecBytes, maxTaskBytes, secrets }), this.deps.placementFor), index: index + i }));
         index += values.length;
+        this.pulledCount = index;
         await this.enqueue(batch);
       }
       return false;
@@ -150,8 +163,15 @@ export class DraftEnqueuer {
    */
   private async enqueue(batch: readonly Positioned[]): Promise<void> {
     const { runId, store, logger } = this.deps;
-    const unseen = [...new Set(batch.map(({ draft }) => draft.leaseId))].filter((leaseId) => !this.seen.has(leaseId));
-    const flags = await store.leaseFlags(runId, unseen);
+    const first = new Map<string, PreparedDraft>();
+    for (const { draft } of batch) if (!this.seen.has(draft.leaseId) && !first.has(draft.leaseId)) first.set(draft.leaseId, draft);
+    // The enqueue clock rides along with the flags check: every valid draft seen first here
+    // that the evaluation cache cannot answer (those are stamped once known fresh). One this
+    // batch then does not add (a stop halted it) keeps a stamp, as after a crash before addBulk.
+    const cached = this.deps.evaluations !== undefined && this.deps.onCached !== undefined;
+    const stamp = [...first.values()].filter((draft): draft is ValidDraft => draft.ok && !(cached && draft.spec.class === 'evaluation')).map(leaseClock);
+    const { flags, stampedAt } = await store.checkAndStamp(runId, [...first.keys()], stamp);
+    const stamped = new Set(stamp.map(({ leaseId }) => leaseId));
     let fresh: Positioned<ValidDraft>[] = [];
     let already = 0;
     for (const { draft, index } of batch) {
@@ -162,7 +182,7 @@ export class DraftEnqueuer {
       if (!draft.ok) {
         // A refused draft of a resumed run was answered before: never yield it twice.
         if (repeated || flags.get(leaseId)?.delivered) continue;
-        await this.add(fresh);
+        await this.add(fresh, stamped, stampedAt);
         fresh = [];
         if (this.stopped) break;
         logger.warn({ runId, leaseId, type: draft.error.type }, `draft refused, not enqueued: ${draft.error.message}`);
@@ -178,7 +198,7 @@ export class DraftEnqueuer {
       }
     }
     fresh = await this.answerCached(fresh, flags);
-    await Promise.all([this.add(fresh), already > 0 ? store.countAlreadyEnqueued(runId, already) : undefined]);
+    await Promise.all([this.add(fresh, stamped, stampedAt), already > 0 ? store.countAlreadyEnqueued(runId, already) : undefined]);
   }
 
   /**
@@ -202,24 +222,27 @@ export class DraftEnqueuer {
     return rest;
   }
 
-  /** Adds jobs unless halted; {@link settled} waits for it. */
-  private async add(drafts: readonly Positioned<ValidDraft>[]): Promise<void> {
+  /**
+   * Adds jobs unless halted; {@link settled} waits for it. Leases in `stamped` had their enqueue
+   * clock written at `stampedAt` by the batch's check; the others are stamped here first.
+   */
+  private async add(drafts: readonly Positioned<ValidDraft>[], stamped: ReadonlySet<string>, stampedAt: number): Promise<void> {
     if (drafts.length === 0 || this.stopped) return;
     for (const { draft } of drafts) this.deps.tracker.track(draft.leaseId, 'adding');
-    this.inFlight = this.addJobs(drafts);
+    this.inFlight = this.addJobs(drafts, stamped, stampedAt);
     await this.inFlight;
   }
 
-  private async addJobs(drafts: readonly Positioned<ValidDraft>[]): Promise<void> {
+  private async addJobs(drafts: readonly Positioned<ValidDraft>[], stamped: ReadonlySet<string>, stampedAt: number): Promise<void> {
     const { queue, store, tracker, runId } = this.deps;
     try {
       const data: RolloutSpec[] = [];
       for (const { draft } of drafts) data.push(await this.deps.artifacts.jobData(draft.spec));
-      const leases = drafts.map(({ draft, index }) => ({
-        leaseId: draft.leaseId, index, scheduleToStartMs: draft.spec.timeouts.scheduleToStartMs, scheduleToCloseMs: draft.spec.timeouts.scheduleToCloseMs,
-      }));
-      const enqueuedAt = await store.stampEnqueued(runId, leases);
-      await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i] as RolloutSpec, opts: { jobId: draft.leaseId, attempts: 1, ...enqueuedAtOption(enqueuedAt) } })));
+      const leases = drafts.map(({ draft, index }) => ({ ...leaseClock(draft), index }));
+      const unstamped = leases.filter(({ leaseId }) => !stamped.has(leaseId));
+      const lateAt = unstamped.length > 0 ? await store.stampEnqueued(runId, unstamped) : stampedAt;
+      const enqueuedAt = (leaseId: string): number => (stamped.has(leaseId) ? stampedAt : lateAt);
+      await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i] as RolloutSpec, opts: { jobId: draft.leaseId, attempts: 1, ...enqueuedAtOption(enqueuedAt(draft.leaseId)) } })));
       await store.recordLeases(runId, leases);
       for (const { draft } of drafts) tracker.confirm(draft.leaseId);
     } catch (err) {

@@ -151,6 +151,8 @@ class QueueDispatcher {
     // must run the cell again, on a fresh lease. Otherwise the kept answer covers a retry that
     // races the cleanup, which then need not hold up the call.
     if (result.kind === 'infrastructure' || options.keepAnswerMs === 0) {
+      // rollout() returned before the run's wrap-up (completion mark, retention): forget after it.
+      await plane.rq.settled(runId);
       if (!(await forgetDispatchRun(redis, plane.queue, plane.keys, runId, leaseId).catch(() => false))) this.cleanupLater(plane, runId, leaseId, 1);
     } else {
       await redis.set(answerKey, JSON.stringify(result), 'PX', options.keepAnswerMs);
@@ -163,6 +165,7 @@ class QueueDispatcher {
   private cleanupLater(plane: Plane, runId: string, leaseId: string, tries: number): void {
     const attempt = async (): Promise<void> => {
       if (this.closed) return;
+      await plane.rq.settled(runId);
       const redis = await this.redis();
       const done = await forgetDispatchRun(redis, plane.queue, plane.keys, runId, leaseId).catch(() => false);
       if (!done && tries + 1 < CLEANUP_TRIES) this.cleanupLater(plane, runId, leaseId, tries + 1);

@@ -11,6 +11,7 @@ import { connectProducerRedis } from './connect-producer-redis.js';
 import { compileProducerOptions, type CompiledProducerOptions, type ProducerOptions } from './producer-options.js';
 import type { RolloutDraft } from './rollout-draft.js';
 import { purgeOlderThan, purgeRun, RunActiveError, type PurgeOlderOutcome, type PurgeOutcome } from './purge-run.js';
+import { COORDINATOR_LEASE_MS } from './coordinator-lease.js';
 import { RunSession } from './run-session.js';
 import { PlacementQueues, type PlacementStatus } from './placement-queues.js';
 import { RunStore } from './run-store.js';
@@ -57,6 +58,8 @@ export class RolloutQueue {
   private stateValue: RolloutQueueState = 'starting';
   private closing: Promise<void> | undefined;
   private readonly sessions = new Map<string, RunSession>();
+  /** Wrap-ups of runs whose last Result was delivered (see {@link settled}); each never rejects. */
+  private readonly wrapUps = new Map<string, Promise<void>>();
   private readonly keys: QueueKeys;
   private readonly store: RunStore;
   /** The base queue and its placement queues (one BullMQ queue per distinct placement and class). */
@@ -154,7 +157,8 @@ export class RolloutQueue {
 
   /**
    * Runs one draft as a one-spec run and returns its Result; a `caller` Result is returned, not
-   * thrown. `runId` defaults to `single-<uuid>`.
+   * thrown. `runId` defaults to `single-<uuid>`. Returns once the Result is acknowledged; the
+   * run is marked completed and retained just after, in the background ({@link settled}).
    * @throws Error when the queue is closed, or when the lease was already delivered (a reused runId).
    */
   async rollout(draft: RolloutDraft, options: { readonly runId?: string; readonly signal?: AbortSignal } = {}): Promise<Result> {
@@ -190,6 +194,7 @@ export class RolloutQueue {
     this.assertOpen();
     this.checkRunId(runId);
     if (this.sessions.has(runId)) throw new RunActiveError(runId, 'has a live iterator in this process');
+    await this.settled(runId);
     const outcome = await purgeRun(this.redis, this.placements, this.keys, runId);
     if (!outcome.found) throw new Error(`no run "${runId}" on queue "${this.options.queue}" (prefix "${this.options.prefix}"); nothing to purge (a run past its retention is gone already)`);
     this.options.logger.info({ runId, leases: outcome.leases }, 'run purged');
@@ -204,12 +209,15 @@ export class RolloutQueue {
   async purgeOlderThan(ageMs: number): Promise<PurgeOlderOutcome> {
     this.assertOpen();
     if (!Number.isSafeInteger(ageMs) || ageMs < 0) throw new Error(`purgeOlderThan: ageMs must be a whole number of ms >= 0, got ${ageMs}`);
+    await this.settled();
     return purgeOlderThan(this.redis, this.placements, this.keys, ageMs);
   }
 
   /** Job counts of the queue, the run record (when `runId` is given) and the queue's workers. */
   async status(runId?: string): Promise<QueueStatus> {
     this.assertOpen();
+    // Read after what this process did: a run rollout() returned is completed and retained.
+    await this.settled();
     const [counts, run, workers, placements] = await Promise.all([
       this.queue.getJobCounts(),
       runId === undefined ? Promise.resolve(undefined) : readRunRecord(this.redis, this.keys, this.checkRunId(runId)).then((r) => r ?? null),
@@ -222,7 +230,8 @@ export class RolloutQueue {
 
   /**
    * Ends every live iterator (they throw the closed error; nothing more is acknowledged, so
-   * the Result a consumer holds is delivered again after a restart) and closes QueueEvents,
+   * the Result a consumer holds is delivered again after a restart), waits for the wrap-ups of
+   * delivered runs (see {@link settled}; at most `COORDINATOR_LEASE_MS`) and closes QueueEvents,
    * the Queue and the Redis connection. Idempotent.
    */
   async close(): Promise<void> {
@@ -230,6 +239,7 @@ export class RolloutQueue {
       this.stateValue = 'closing';
       // The consumer gets the error when it next asks, so it names the state at that time.
       for (const session of this.sessions.values()) session.abandon(() => this.closedError());
+      await this.awaitWrapUps();
       await this.events?.close().catch(() => undefined);
       await this.placements.close();
       await this.queue.close().catch(() => undefined);
@@ -240,11 +250,36 @@ export class RolloutQueue {
     return this.closing;
   }
 
+  /**
+   * Resolves once the wrap-up of runs whose last Result was delivered is done (the run of
+   * `runId`, or every run): `rollout()` and a consumer breaking out after the last Result
+   * return once it is acknowledged, while the run's completion mark, retention and coordinator
+   * lease release finish in the background. `status`, `purge`, `purgeOlderThan` and `close`
+   * wait for it themselves. Never rejects (a failed wrap-up is logged; the next session of the
+   * run completes it).
+   */
+  async settled(runId?: string): Promise<void> {
+    if (runId !== undefined) return this.wrapUps.get(runId);
+    await Promise.all(this.wrapUps.values());
+  }
+
+  private track(runId: string, work: () => Promise<void>): void {
+    const done = work().catch((err: Error) => {
+      this.options.logger.warn({ runId, err: err.message }, 'wrapping up a delivered run failed; the next session of the run (mapRollouts or attach with its runId) completes it');
+    });
+    this.wrapUps.set(runId, done);
+    void done.then(() => {
+      if (this.wrapUps.get(runId) === done) this.wrapUps.delete(runId);
+    });
+  }
+
   private session(plan: ConstructorParameters<typeof RunSession>[1]): AsyncGenerator<Result, void, undefined> {
     const session = new RunSession({
       redis: this.redis, queue: this.placements, keys: this.keys, store: this.store, logger: this.options.logger, placementFor: this.options.placementFor, costCeilingUsd: this.options.costCeilingUsd,
       maxInFlight: this.options.maxInFlight, maxHeldResults: this.options.maxHeldResults, maxUnacknowledged: this.options.maxUnacknowledged, maxSpecBytes: this.options.maxSpecBytes, maxTaskBytes: this.options.maxTaskBytes, reconcileMs: this.options.reconcileMs,
       retainMs: this.options.retainMs,
+      afterDelivery: (runId, work) => this.track(runId, work),
+      wrappedUp: (runId) => this.wrapUps.get(runId) ?? Promise.resolve(),
       register: (s) => {
         this.assertOpen();
         if (this.sessions.has(s.runId)) throw new Error(`run "${s.runId}" already has a live iterator on this RolloutQueue; consume that one (one iterator per run)`);
@@ -255,6 +290,19 @@ export class RolloutQueue {
       },
     }, plan);
     return session.results();
+  }
+
+  /**
+   * Waits for the wrap-ups in flight, at most {@link COORDINATOR_LEASE_MS}: Redis unreachable
+   * for longer, their lease has expired anyway and the next session of each run completes it.
+   */
+  private async awaitWrapUps(): Promise<void> {
+    if (this.wrapUps.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), COORDINATOR_LEASE_MS)));
+    const timedOut = await Promise.race([this.settled().then(() => false), late]);
+    clearTimeout(timer);
+    if (timedOut) this.options.logger.warn({ runs: [...this.wrapUps.keys()] }, `close(): runs still wrapping up after ${COORDINATOR_LEASE_MS} ms (Redis unreachable?); the next session of each run completes it`);
   }
 
   /**

@@ -61,9 +61,18 @@ export class RunReconciler {
 
   constructor(private readonly deps: ReconcilerDeps) {}
 
-  /** Runs a pass now, then one every `reconcileMs` until {@link stop}. */
-  start(): void {
-    void this.pass();
+  /**
+   * Runs a pass now, then one every `reconcileMs` until {@link stop}.
+   * @param deferred the first pass waits `reconcileMs` too: nothing is outstanding yet and the
+   *   run record was just read (a new run), so a pass now would find nothing.
+   */
+  start(deferred = false): void {
+    if (!deferred) {
+      void this.pass();
+      return;
+    }
+    this.timer = setTimeout(() => void this.pass(), this.deps.reconcileMs);
+    this.timer.unref();
   }
 
   /** Runs a pass as soon as possible (now, or right after the one in progress). */

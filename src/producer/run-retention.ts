@@ -12,16 +12,20 @@ const BATCH = 500;
 // One script call per BATCH leases: PEXPIRE each lease's job hash, its log list and its lease
 // hash; a delivered lease also leaves its queue's BullMQ `completed` and `failed` sets (one
 // variadic ZREM per set). Placed leases live in different BullMQ queues, so every key is passed
-// in KEYS: the sets of each queue first (completed, failed), then three per lease. All share
-// the queue prefix's hash tag (placement queue names extend the base name), which keeps one
-// call in one Cluster slot. ARGV: retainMs, number of queues, then per lease its id and its
-// queue's 1-based number, 0 when it was not delivered.
+// in KEYS: the sets of each queue first (completed, failed), then three per lease, then (in the
+// last call only) the run's own keys, its record first. All share the queue prefix's hash tag
+// (placement queue names extend the base name), which keeps one call in one Cluster slot.
+// The last call also records endedAt (Redis TIME) and retainMs in the record and PEXPIREs the
+// run's own keys: a small run's retention is this one call.
+// ARGV: retainMs, number of queues, number of leases, endedAt field ('' = not the last call),
+// retainMs field, then per lease its id and its queue's 1-based number, 0 when it was not delivered.
 const RETAIN = redisScript('rqRetainLeases', `
 local ms = ARGV[1]
 local sets = tonumber(ARGV[2]) * 2
+local leases = tonumber(ARGV[3])
 local gone = {}
 local k = sets
-for i = 3, #ARGV, 2 do
+for i = 6, 5 + leases * 2, 2 do
   redis.call('PEXPIRE', KEYS[k + 1], ms)
   redis.call('PEXPIRE', KEYS[k + 2], ms)
   redis.call('PEXPIRE', KEYS[k + 3], ms)
@@ -37,14 +41,24 @@ for q, ids in pairs(gone) do
   redis.call('ZREM', KEYS[q * 2 - 1], unpack(ids))
   redis.call('ZREM', KEYS[q * 2], unpack(ids))
 end
+if ARGV[4] ~= '' then
+  local t = redis.call('TIME')
+  local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  redis.call('HSET', KEYS[k + 1], ARGV[4], now, ARGV[5], ms)
+  for i = k + 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ms) end
+end
 return 1`, 'any');
 
-/** PEXPIREs one batch of leases' keys and takes the delivered ones out of BullMQ's finished sets, in one script call. */
-async function retainBatch(redis: Redis, bull: BullKeys, keys: QueueKeys, leaseIds: readonly string[], delivered: ReadonlySet<string>, retainMs: number): Promise<void> {
+/**
+ * PEXPIREs one batch of leases' keys and takes the delivered ones out of BullMQ's finished sets,
+ * in one script call; with `ownKeys` (the last batch: the run's record first) it also records
+ * the end and PEXPIREs those.
+ */
+async function retainBatch(redis: Redis, bull: BullKeys, keys: QueueKeys, leaseIds: readonly string[], delivered: ReadonlySet<string>, retainMs: number, ownKeys?: readonly string[]): Promise<void> {
   const queueOf = new Map<string, number>();
   const sets: string[] = [];
   const leaseKeys: string[] = [];
-  const args: (string | number)[] = [retainMs, 0];
+  const args: (string | number)[] = [retainMs, 0, leaseIds.length, ownKeys ? RUN_FIELDS.endedAt : '', RUN_FIELDS.retainMs];
   for (const leaseId of leaseIds) {
     const job = leaseBullKey(bull, leaseId);
     leaseKeys.push(job, bullJobLogsKey(job), keys.lease(leaseId));
@@ -61,7 +75,7 @@ async function retainBatch(redis: Redis, bull: BullKeys, keys: QueueKeys, leaseI
     args.push(leaseId, q);
   }
   args[1] = sets.length / 2;
-  await RETAIN.run(redis, [...sets, ...leaseKeys], args);
+  await RETAIN.run(redis, [...sets, ...leaseKeys, ...(ownKeys ?? [])], args);
 }
 
 /** The Redis clock now, ms since the epoch (`TIME`): the one clock run timings use. */
@@ -84,17 +98,20 @@ async function runLeaseIds(redis: Redis, keys: QueueKeys, runId: string): Promis
  * sets at once, because a set entry does not expire with its job hash and would dangle (and
  * count in `getJobCounts`) forever; until the retention ends the jobs are still readable by id
  * (`Queue.getJob`) and the run by `status RUN_ID`. Records `endedAt` (Redis clock) and `retainMs`.
+ * Two round trips for up to 500 leases (one read, one script call), one more per further 500.
  * BullMQ's own `removeOnComplete: { age }` is not used: it counts from the job's finish, not its
  * delivery, and runs only when another job finishes (BullMQ docs "Auto-removal of jobs").
  */
 export async function applyRetention(redis: Redis, bull: BullKeys, keys: QueueKeys, runId: string, retainMs: number): Promise<void> {
   const { all, delivered, artifacts } = await runLeaseIds(redis, keys, runId);
   await bull.resolve?.(all);
-  for (let i = 0; i < all.length; i += BATCH) await retainBatch(redis, bull, keys, all.slice(i, i + BATCH), delivered, retainMs);
-  const endedAt = await redisNowMs(redis);
-  const tx = redis.multi().hset(keys.run(runId), RUN_FIELDS.endedAt, String(endedAt), RUN_FIELDS.retainMs, String(retainMs));
-  for (const key of [...runOwnKeys(keys, runId), ...artifacts.map((sha) => keys.runArtifact(runId, sha))]) tx.pexpire(key, retainMs);
-  await tx.exec();
+  const record = keys.run(runId);
+  const ownKeys = [record, ...runOwnKeys(keys, runId).filter((key) => key !== record), ...artifacts.map((sha) => keys.runArtifact(runId, sha))];
+  // At least one call (the last), even for a run without leases: it records the end.
+  for (let i = 0; i === 0 || i < all.length; i += BATCH) {
+    const last = i + BATCH >= all.length;
+    await retainBatch(redis, bull, keys, all.slice(i, i + BATCH), delivered, retainMs, last ? ownKeys : undefined);
+  }
 }
 
 /**

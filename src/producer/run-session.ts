@@ -42,6 +42,13 @@ export interface SessionDeps {
   readonly reconcileMs: number;
   /** Retention of a run once every Result is delivered, ms (see `applyRetention`). */
   readonly retainMs: number;
+  /**
+   * Runs a session's wrap-up after its last Result was delivered (completion mark, retention,
+   * lease release) off the consumer's path; the queue tracks it (`close()` awaits it) and logs its error.
+   */
+  readonly afterDelivery: (runId: string, work: () => Promise<void>) => void;
+  /** Resolves once the run's wrap-up in this process (if any) is done; never rejects. */
+  readonly wrappedUp: (runId: string) => Promise<void>;
   /** Routes QueueEvents of the run here; throws when the run already has a live session. */
   readonly register: (session: RunSession) => void;
   readonly unregister: (session: RunSession) => void;
@@ -81,6 +88,8 @@ export class RunSession {
   /** This process's right to deliver the run (one coordinator per run at a time). */
   private coordinatorLease: CoordinatorLease | undefined;
   private fence: DeliveryFence | undefined;
+  /** The enqueuer's run and its follow-up (spec count); never rejects. */
+  private enqueuing: Promise<void> = Promise.resolve();
   private readonly onAbort = (): void => this.ending.abortBy(this.plan.signal?.reason);
 
   constructor(private readonly deps: SessionDeps, private readonly plan: SessionPlan) {
@@ -143,16 +152,30 @@ export class RunSession {
       // After close() a Redis call may fail with "Connection is closed": say what really happened.
       throw this.closedError ? this.closedError() : err;
     } finally {
-      // The consumer broke out (or threw) holding a Result: it was delivered, like those it took
-      // before. If it was the last one (`rollout()` always returns that way), the run is complete.
+      // The consumer broke out (or threw) holding a Result: it was delivered, like those it took before.
       if (held) taken.push(held);
-      if (taken.length > 0 && !this.abandoned) {
-        await this.acknowledge(taken.splice(0)).catch((err: Error) => this.deps.logger.warn({ err: err.message }, 'acknowledge failed'));
-        const last = held !== undefined && this.enqueueDone && this.tracker.unfinishedCount === 0 && this.tracker.readyCount === 0 && !this.ending.begun;
-        if (last) await this.finish().catch(() => undefined);
-      }
-      await this.teardown();
+      await this.afterConsumer(taken.splice(0));
     }
+  }
+
+  /**
+   * The iterator ends. Results the consumer took (it broke out or threw holding the last one)
+   * were delivered: acknowledge them; then what follows (the run's end if that was its last
+   * Result: `rollout()` always returns that way) runs off the consumer's path ({@link wrapUp}).
+   * Else the session ends now.
+   */
+  private async afterConsumer(unacknowledged: readonly Result[]): Promise<void> {
+    const delivered = unacknowledged.length > 0 && !this.abandoned && await this.acknowledge(unacknowledged).then(() => true, (err: Error) => {
+      this.deps.logger.warn({ runId: this.runId, leases: unacknowledged.length, err: err.message }, 'acknowledge failed; those Results are delivered again by the next session of the run');
+      return false;
+    });
+    if (!delivered) return this.teardown();
+    // No live iterator any more: close() waits for the wrap-up instead of abandoning it, and a
+    // late abort of the caller's signal must not cancel a delivered run.
+    this.plan.signal?.removeEventListener('abort', this.onAbort);
+    this.reconciler.stop();
+    this.deps.unregister(this);
+    this.deps.afterDelivery(this.runId, () => this.wrapUp());
   }
 
   /** QueueEvents `completed` of one of this run's jobs (fast path). */
@@ -184,14 +207,20 @@ export class RunSession {
 
   private async start(): Promise<void> {
     const { store, logger } = this.deps;
+    // A wrap-up of this run still holds its coordinator lease: wait for it rather than for the lease.
+    await this.deps.wrappedUp(this.runId);
     this.deps.register(this);
-    const { signal } = this.plan;
+    const { signal, drafts } = this.plan;
     if (signal?.aborted) return this.ending.abortBy(signal.reason);
     signal?.addEventListener('abort', this.onAbort, { once: true });
-    this.coordinatorLease = await CoordinatorLease.acquire(this.deps.redis, this.deps.keys.runCoordinator(this.runId), this.runId, logger);
-    this.fence = new DeliveryFence(this.runId, this.coordinatorLease, store, this.tracker, logger);
-    const head = await store.readHead(this.runId);
-    if (!head && !this.plan.drafts) {
+    // A non-empty list has a first draft for sure: its run record is made with the lease, in one
+    // round trip (a stream makes it when its first draft arrives, DraftEnqueuer.prepareRun).
+    const create = Array.isArray(drafts) && drafts.length > 0 ? { runAttemptId: this.plan.runAttemptId, specCount: this.plan.specCount } : undefined;
+    const { lease, value: opened } = await CoordinatorLease.acquire(this.deps.redis, this.deps.keys.runCoordinator(this.runId), this.runId, logger, store.opener(this.runId, create));
+    this.coordinatorLease = lease;
+    this.fence = new DeliveryFence(this.runId, lease, store, this.tracker, logger);
+    const { head } = opened;
+    if (!head && !drafts) {
       throw new Error(`no run "${this.runId}" on queue "${this.deps.keys.queue}" (prefix "${this.deps.keys.prefix}"); check the run id, queue and prefix`);
     }
     if (head) {
@@ -200,21 +229,24 @@ export class RunSession {
         this.earlier = head;
         // Finish what a coordinator killed mid-stop left: no waiting job of a stopped run may start.
         for (const leaseId of await removeWaitingJobs(this.deps.redis, this.deps.queue, this.runId)) this.tracker.forget(leaseId);
-      } else if (head.status === 'completed' && this.plan.drafts) {
+      } else if (head.status === 'completed' && drafts) {
         // Running again inside its retention window: its records must not expire mid-run.
-        if (await store.setStatus(this.runId, 'running', ['completed'])) await persistRun(this.deps.redis, this.deps.keys, this.runId);
+        const reopened = opened.created ? opened.created.reopened : await store.setStatus(this.runId, 'running', ['completed']);
+        if (reopened) await persistRun(this.deps.redis, this.deps.keys, this.runId);
       }
       logger.info({ runId: this.runId, status: head.status, undelivered: this.tracker.unfinishedCount }, 'resuming run');
     }
-    this.reconciler.start();
+    // A new run has nothing to reconcile before its first job is added: its first pass waits.
+    this.reconciler.start(!head);
     if (!this.plan.drafts || this.earlier) {
       this.enqueueDone = true;
       return;
     }
+    const { created } = opened;
     const enqueuer = new DraftEnqueuer({
       runId: this.runId, queue: this.deps.queue, store, tracker: this.tracker, logger, placementFor: this.deps.placementFor,
       maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
-      prepareRun: () => store.ensureRun(this.runId, this.plan.runAttemptId, this.plan.specCount),
+      prepareRun: () => (created ? Promise.resolve(created.runAttemptId) : store.ensureRun(this.runId, this.plan.runAttemptId, this.plan.specCount)),
       artifacts: new ArtifactStorer(this.deps.redis, this.deps.keys),
       evaluations: new EvaluationCache(this.deps.redis, this.deps.keys, this.deps.retainMs),
       onCached: (result) => this.tracker.pushReady(result),
@@ -224,9 +256,10 @@ export class RunSession {
       },
     });
     this.enqueuer = enqueuer;
-    enqueuer.run(this.plan.drafts).then(async (exhausted) => {
+    this.enqueuing = enqueuer.run(this.plan.drafts).then(async (exhausted) => {
       // specCount becomes the number of distinct leases, which attach compares with what it finds.
-      if (exhausted && enqueuer.prepared && !this.abandoned) await store.setSpecCount(this.runId, enqueuer.distinctLeases);
+      const stored = created?.specCount;
+      if (exhausted && enqueuer.prepared && !this.abandoned && stored !== enqueuer.distinctLeases) await store.setSpecCount(this.runId, enqueuer.distinctLeases);
       this.enqueueDone ||= exhausted;
       this.tracker.notify();
     }).catch((err: Error) => {
@@ -305,6 +338,24 @@ export class RunSession {
     }
     const changed = await store.setStatus(this.runId, 'completed', ['running']);
     if (changed || (await store.readHead(this.runId))?.status === 'completed') await this.retain();
+  }
+
+  /**
+   * After the consumer took the last Result and it was acknowledged (off the consumer's path):
+   * once the enqueuer of a fully taken draft list finished recording, a run with nothing left
+   * is marked completed and retained; then the session ends (its coordinator lease is released
+   * last, so no other coordinator starts the run again before it is marked).
+   */
+  private async wrapUp(): Promise<void> {
+    try {
+      const finite = Array.isArray(this.plan.drafts) ? this.plan.drafts.length : undefined;
+      // Its jobs were added but their leases may still be being recorded: wait, not skip the end.
+      if (!this.enqueueDone && this.enqueuer && finite !== undefined && this.enqueuer.pulled >= finite) await this.enqueuing;
+      const last = this.enqueueDone && !this.failure && this.tracker.unfinishedCount === 0 && this.tracker.readyCount === 0 && !this.ending.begun;
+      if (last) await this.finish();
+    } finally {
+      await this.teardown();
+    }
   }
 
   private async retain(): Promise<void> {

@@ -1,7 +1,23 @@
 import type { Redis } from 'ioredis';
 import { redisScript } from '../platform/redis-script.js';
+import type { LeaseTake } from './coordinator-lease.js';
 import { incrementRunCounter, RUN_FIELDS, type QueueKeys, type RunStatus } from '../lease/index.js';
 import type { Result } from '../spec/index.js';
+
+/** What {@link RunStore.opener} found (and made) when it took the coordinator lease. */
+export interface OpenedRun {
+  /** The run record as it was before this call; undefined when no such run existed. */
+  readonly head: RunHead | undefined;
+  /** With `create` (and a run neither stopped nor cancelled): the record as it is now. */
+  readonly created?: {
+    /** The stored runAttemptId (an existing run keeps its own). */
+    readonly runAttemptId: string;
+    /** The stored specCount (an existing run keeps its own), null when unknown. */
+    readonly specCount: number | null;
+    /** The run was completed and is running again: undo its retention (`persistRun`). */
+    readonly reopened: boolean;
+  };
+}
 
 /** The parts of a run record the producer steers by. */
 export interface RunHead {
@@ -115,7 +131,63 @@ for i = 5, #ARGV do
 end
 return 0`, 1);
 
+// A session's first round trip: take the coordinator lease (SET NX PX) and, once taken, read
+// the run head; with `create`, also make the run record (HSETNX, as ensureRun) unless the run
+// was stopped or cancelled, turning a completed run back to running (its retention is undone
+// by the caller). Returns {0, holder} when the lease is held by another, else {1, head fields
+// before any change, reopened 0/1, stored runAttemptId, stored specCount} (the last two only with create).
+// KEYS: runCoordinator, run, runs. ARGV: token, ttl ms, create '1'/'0', runId, createdAt,
+// runAttemptId, specCount ('' = unknown), then fields status, stopReason, runAttemptId, specCount, enqueued, createdAt.
+const OPEN_RUN = redisScript('rqOpenRun', `
+if not redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {0, redis.call('GET', KEYS[1])} end
+local head = redis.call('HMGET', KEYS[2], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12])
+local status = head[1]
+if ARGV[3] ~= '1' or status == 'stopped' or status == 'cancelled' then return {1, head, 0} end
+local reopened = 0
+if status == 'completed' then
+  redis.call('HSET', KEYS[2], ARGV[8], 'running')
+  reopened = 1
+end
+redis.call('HSETNX', KEYS[2], ARGV[13], ARGV[5])
+redis.call('HSETNX', KEYS[2], ARGV[8], 'running')
+redis.call('HSETNX', KEYS[2], ARGV[10], ARGV[6])
+if ARGV[7] ~= '' then redis.call('HSETNX', KEYS[2], ARGV[11], ARGV[7]) end
+redis.call('SADD', KEYS[3], ARGV[4])
+return {1, head, reopened, redis.call('HGET', KEYS[2], ARGV[10]), redis.call('HGET', KEYS[2], ARGV[11]) or ''}`, 3);
+
+// LEASE_FLAGS and STAMP_ENQUEUED of one batch in one call: the flags of every lease in ARGV,
+// and the enqueue clock (HSETNX, as STAMP_ENQUEUED) of each lease marked stampable whose flags
+// are 0 (neither enqueued nor delivered: it is about to be added). Returns {now, flags...}.
+// KEYS: runLeases, runDelivered, runEnqueuedAt. ARGV: leaseId, stamp '1'/'0', start, close quads.
+const CHECK_AND_STAMP = redisScript('rqCheckAndStamp', `
+local t = redis.call('TIME')
+local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local reply = {now}
+for i = 1, #ARGV, 4 do
+  local f = 0
+  if redis.call('ZSCORE', KEYS[1], ARGV[i]) then f = 1 end
+  if redis.call('SISMEMBER', KEYS[2], ARGV[i]) == 1 then f = f + 2 end
+  if f == 0 and ARGV[i + 1] == '1' then
+    redis.call('HSETNX', KEYS[3], ARGV[i], '[' .. now .. ',' .. ARGV[i + 2] .. ',' .. ARGV[i + 3] .. ']')
+  end
+  reply[#reply + 1] = f
+end
+return reply`, 3);
+
 const int = (value: string | null | undefined): number | null => (value ? Number.parseInt(value, 10) : null);
+
+const headOf = (values: readonly (string | null)[]): RunHead | undefined => {
+  const [status, stopReason, runAttemptId, specCount, enqueued] = values;
+  if (values.every((value) => value === null || value === undefined)) return undefined;
+  return {
+    status: (status as RunStatus | null) ?? 'running',
+    stopReason: stopReason ?? null,
+    runAttemptId: runAttemptId ?? null,
+    specCount: int(specCount),
+    enqueued: int(enqueued) ?? 0,
+  };
+};
+
 
 /**
  * The producer's reads and writes of its own run bookkeeping (`keys.run`, `runLeases`,
@@ -131,16 +203,28 @@ export class RunStore {
   /** The run's status and counts, or undefined when no such run exists on this queue. */
   async readHead(runId: string): Promise<RunHead | undefined> {
     const f = RUN_FIELDS;
-    const [status, stopReason, runAttemptId, specCount, enqueued] = await this.redis.hmget(
-      this.keys.run(runId), f.status, f.stopReason, f.runAttemptId, f.specCount, f.enqueued,
-    );
-    if ([status, stopReason, runAttemptId, specCount, enqueued].every((value) => value === null)) return undefined;
-    return {
-      status: (status as RunStatus | null) ?? 'running',
-      stopReason: stopReason ?? null,
-      runAttemptId: runAttemptId ?? null,
-      specCount: int(specCount),
-      enqueued: int(enqueued) ?? 0,
+    return headOf(await this.redis.hmget(this.keys.run(runId), f.status, f.stopReason, f.runAttemptId, f.specCount, f.enqueued));
+  }
+
+  /**
+   * A {@link LeaseTake} for the run's coordinator lease that also reads the run head, and with
+   * `create` makes the record as {@link ensureRun} does (unless the run was stopped or
+   * cancelled; a completed run becomes running again), all in the one script call that takes the
+   * lease: a session's start costs one round trip, not three.
+   * @param create the record for new drafts: their runAttemptId and count (undefined: unknown); omit to only read.
+   */
+  opener(runId: string, create?: { readonly runAttemptId: string; readonly specCount: number | undefined }): LeaseTake<OpenedRun> {
+    const f = RUN_FIELDS;
+    return async (token, ttlMs) => {
+      const reply = (await OPEN_RUN.run(this.redis, [this.keys.runCoordinator(runId), this.keys.run(runId), this.keys.runs()], [
+        token, ttlMs, create ? '1' : '0', runId, new Date().toISOString(), create?.runAttemptId ?? '', create?.specCount ?? '',
+        f.status, f.stopReason, f.runAttemptId, f.specCount, f.enqueued, f.createdAt,
+      ])) as [0, string | null] | [1, (string | null)[], number, (string | null)?, string?];
+      if (reply[0] === 0) return { taken: false, holder: reply[1] };
+      const [, values, reopened, runAttemptId, specCount] = reply;
+      const head = headOf(values);
+      if (!create || runAttemptId === undefined) return { taken: true, value: { head } };
+      return { taken: true, value: { head, created: { runAttemptId: runAttemptId ?? create.runAttemptId, specCount: int(specCount), reopened: reopened === 1 } } };
     };
   }
 
@@ -200,6 +284,27 @@ export class RunStore {
       flags.set(leaseId, { enqueued: (f & 1) !== 0, delivered: (f & 2) !== 0 });
     });
     return flags;
+  }
+
+  /**
+   * {@link leaseFlags} and {@link stampEnqueued} of one batch in one script call: the flags of
+   * every lease in `leaseIds`, and the enqueue clock of each lease in `stamp` that is neither
+   * enqueued nor delivered (about to be added; a lease stamped before keeps its first time).
+   * @returns the flags, and the time stamped (ms since the epoch, Redis clock).
+   */
+  async checkAndStamp(runId: string, leaseIds: readonly string[], stamp: readonly Omit<LeaseToRecord, 'index'>[]): Promise<{ flags: Map<string, LeaseFlags>; stampedAt: number }> {
+    const deadlines = new Map(stamp.map((lease) => [lease.leaseId, lease]));
+    const args = leaseIds.flatMap((leaseId) => {
+      const lease = deadlines.get(leaseId);
+      return [leaseId, lease ? '1' : '0', lease?.scheduleToStartMs ?? 0, lease?.scheduleToCloseMs ?? 0];
+    });
+    const [now, ...replies] = (await CHECK_AND_STAMP.run(this.redis, [this.keys.runLeases(runId), this.keys.runDelivered(runId), this.keys.runEnqueuedAt(runId)], args)) as [string, ...number[]];
+    const flags = new Map<string, LeaseFlags>();
+    leaseIds.forEach((leaseId, i) => {
+      const f = replies[i] ?? 0;
+      flags.set(leaseId, { enqueued: (f & 1) !== 0, delivered: (f & 2) !== 0 });
+    });
+    return { flags, stampedAt: Number(now) };
   }
 
   /**

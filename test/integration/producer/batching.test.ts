@@ -56,7 +56,8 @@ describe('batched enqueuing', () => {
     const inspect = fx.inspect(queue);
     const adds = spyOnAdds();
     const record = vi.spyOn(RunStore.prototype, 'recordLeases');
-    const check = vi.spyOn(RunStore.prototype, 'leaseFlags');
+    const check = vi.spyOn(RunStore.prototype, 'checkAndStamp');
+    const stamp = vi.spyOn(RunStore.prototype, 'stampEnqueued');
     const count = 3 * MAX_BATCH + 50;
     const runId = fx.runId();
     const before = await commandCalls();
@@ -72,6 +73,8 @@ describe('batched enqueuing', () => {
     // except ioredis's first use of a script on a connection (hence the slack of 2).
     expect(record).toHaveBeenCalledTimes(batches);
     expect(check).toHaveBeenCalledTimes(batches);
+    // The enqueue clock rides with the check: no script of its own for rollouts.
+    expect(stamp).not.toHaveBeenCalled();
     expect(evals).toBeLessThanOrEqual(2 * batches + 2);
     expect(evals).toBeLessThan(count / 20);
     expect(adds.singles()).toBe(0);
