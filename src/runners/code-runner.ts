@@ -112,7 +112,7 @@ async function runCode(
   const dir = sandbox.dir;
   try {
     try {
-      await writeArtifact(dir, files, options.entrypoint);
+      writeArtifact(dir, files, options.entrypoint);
     } catch (err) {
       throw new InfrastructureError(`codeRunner: could not write the artifact to ${dir}: ${errorText(err)}`, { cause: err });
     }

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -31,21 +30,54 @@ export interface SandboxUsage {
   readonly oomKills: number;
 }
 
-/** Joins the attempt's cgroups (`cgroup.procs` files before `--`), then execs the rest: so the artifact is inside before its first fork. */
+/**
+ * Joins the attempt's cgroups (`cgroup.procs` files before `--`), then execs the rest: so the
+ * artifact is inside before its first fork. Only without a PID namespace; with one, its init joins.
+ */
 const JOIN_SCRIPT = 'unset PWD; for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || { echo "rollout-queue sandbox: cannot join cgroup $f" >&2; exit 125; }; shift; done; shift; exec "$@"';
 
 /**
- * PID 1 of the attempt's namespace: runs the artifact as its child (pid 2, so the artifact
- * keeps ordinary signal semantics; PID 1 ignores signals it has no handler for), reaps every
- * orphan the artifact leaves (the shell's wait reaps any child), and exits with the artifact's
- * status, 128+n for a signal. Its exit makes the kernel kill whatever is left in the namespace.
+ * PID 1 of the attempt's namespace: first joins the attempt's cgroups (`cgroup.procs` files
+ * before `--`; `$$` is 1 here, which the kernel reads in the writer's own namespace), so the
+ * artifact is inside before it starts, without a shell layer of its own. Then runs the artifact
+ * as its child (pid 2, so the artifact keeps ordinary signal semantics; PID 1 ignores signals
+ * it has no handler for), reaps every orphan the artifact leaves (the shell's wait reaps any
+ * child), and exits with the artifact's status, 128+n for a signal. Its exit makes the kernel
+ * kill whatever is left in the namespace.
  * A non-interactive shell gives a background job /dev/null as stdin, so stdin goes through fd 3;
  * the shell's own notes ("Killed") go to /dev/null, the artifact's stderr through fd 4.
  * Both scripts unset the PWD the shell exports, so the artifact's environment stays exactly the runner's.
  */
-const INIT_SCRIPT = 'unset PWD; exec 3<&0 4>&2 2>/dev/null; "$@" 0<&3 2>&4 3<&- 4>&- & exec 3<&- 4>&-; wait $!';
+const INIT_SCRIPT =
+  'unset PWD; for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || { echo "rollout-queue sandbox: cannot join cgroup $f" >&2; exit 125; }; shift; done; shift; ' +
+  'exec 3<&0 4>&2 2>/dev/null; "$@" 0<&3 2>&4 3<&- 4>&- & exec 3<&- 4>&-; wait $!';
 
 const live = new Set<Sandbox>();
+
+/**
+ * Makes `<work root>/<prefix>XXXXXX` (mode 0700), and the work root when it is missing.
+ * Synchronous: two syscalls on the rollout child's own thread cost less than the thread-pool
+ * round trips of the promise API, and a rollout child runs one attempt at a time.
+ */
+function makeWorkDir(prefix: string): string {
+  const template = path.join(workRoot(), prefix);
+  try {
+    return mkdtempSync(template);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    mkdirSync(workRoot(), { recursive: true });
+    return mkdtempSync(template);
+  }
+}
+
+/** Removes a work directory; what cannot be removed now is left to the sweep of dead attempts. */
+function removeWorkDir(dir: string, maxRetries: number): void {
+  try {
+    rmSync(dir, { recursive: true, force: true, maxRetries });
+  } catch {
+    // Left to the sweep of dead attempts.
+  }
+}
 
 function signalQuietly(pid: number, sig: NodeJS.Signals): void {
   try {
@@ -87,15 +119,13 @@ export class Sandbox {
    */
   static async create(request: SandboxRequest): Promise<Sandbox> {
     const containment = request.containment ?? currentContainment();
-    const root = workRoot();
-    await mkdir(root, { recursive: true });
-    const dir = await mkdtemp(path.join(root, `${request.name}-${identityMarker(ownIdentity())}-`));
+    const dir = makeWorkDir(`${request.name}-${identityMarker(ownIdentity())}-`);
     let cgroup: AttemptCgroup | undefined;
     if (containment.cgroup) {
       try {
         cgroup = AttemptCgroup.create(containment.cgroup, path.basename(dir), request.memoryMb, request.pidsMax ?? DEFAULT_PIDS_MAX);
       } catch (err) {
-        await rm(dir, { recursive: true, force: true });
+        rmSync(dir, { recursive: true, force: true });
         throw err;
       }
     }
@@ -104,14 +134,18 @@ export class Sandbox {
     return box;
   }
 
-  /** The argv that runs `argv` inside this sandbox (launcher chain first). */
+  /**
+   * The argv that runs `argv` inside this sandbox (launcher chain first). Every layer is an
+   * exec except `unshare --fork` and the namespace's init: each layer costs a program start.
+   */
   command(argv: readonly [string, ...string[]]): [string, ...string[]] {
     const { containment, cgroup, memoryMb } = this;
+    const procsFiles = cgroup?.procsFiles ?? [];
     const chain: string[] = [];
-    if (cgroup) chain.push('/bin/sh', '-c', JOIN_SCRIPT, 'rq-join', ...cgroup.procsFiles, '--');
+    if (cgroup && !containment.pidNamespace) chain.push('/bin/sh', '-c', JOIN_SCRIPT, 'rq-join', ...procsFiles, '--');
     if (!cgroup && memoryMb !== undefined && containment.prlimit) chain.push('prlimit', `--data=${memoryMb * 1024 * 1024}`, '--');
     if (containment.pdeathsig) chain.push('setpriv', '--pdeathsig', 'KILL', '--');
-    if (containment.pidNamespace) chain.push(...containment.pidNamespace, '--', '/bin/sh', '-c', INIT_SCRIPT, 'rq-init');
+    if (containment.pidNamespace) chain.push(...containment.pidNamespace, '--', '/bin/sh', '-c', INIT_SCRIPT, 'rq-init', ...procsFiles, '--');
     return [...chain, ...argv] as [string, ...string[]];
   }
 
@@ -199,7 +233,7 @@ export class Sandbox {
           await delay(20);
         }
       }
-      await rm(this.dir, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined);
+      removeWorkDir(this.dir, 3);
       live.delete(this);
     })();
     return this.destroying;
@@ -209,11 +243,7 @@ export class Sandbox {
   destroySync(): void {
     this.signal('SIGKILL');
     this.cgroup?.remove();
-    try {
-      rmSync(this.dir, { recursive: true, force: true, maxRetries: 2 });
-    } catch {
-      // Left to the sweep of dead attempts.
-    }
+    removeWorkDir(this.dir, 2);
     live.delete(this);
   }
 }
