@@ -112,8 +112,20 @@ export class RolloutProcessor {
     if (spec.leaseId !== job.id) {
       return this.finish(job, spec, startedAt, { kind: 'caller', error: { type: 'InvalidSpec', message: `job id "${job.id}" differs from spec.leaseId "${spec.leaseId}"; add the job with jobId = leaseId` } });
     }
+    const { overLimit, runStatus, start } = await this.noteStart(job, spec);
+    try {
+      return await this.attempt(job, token, spec, startedAt, overLimit, runStatus);
+    } finally {
+      // A re-dispatched attempt of the same lease may already run here (BullMQ fetched it while
+      // this one was still handing it back): never remove what belongs to that one.
+      if (this.starts.get(spec.leaseId) === start) this.starts.delete(spec.leaseId);
+    }
+  };
+
+  /** One attempt after its start was recorded: the checks before running it, the child, the Result. */
+  private async attempt(job: Job, token: string | undefined, parsedSpec: RolloutSpec, startedAt: number, overLimit: boolean, runStatus: string | undefined): Promise<Result> {
+    let spec = parsedSpec;
     const log = this.logger.child({ runId: spec.runId, leaseId: spec.leaseId });
-    const { overLimit, runStatus } = await this.noteStart(job, spec);
     if (runStatus === 'cancelled') {
       return this.finish(job, spec, startedAt, { kind: 'caller', error: { type: 'Cancelled', message: 'the run was cancelled before this rollout started' } });
     }
@@ -146,7 +158,8 @@ export class RolloutProcessor {
     }
     const secrets = Object.fromEntries(spec.sandbox.env.map((name) => [name, process.env[name] as string]));
     const controller = new AbortController();
-    this.active.set(spec.leaseId, { runId: spec.runId, controller });
+    const active = { runId: spec.runId, controller };
+    this.active.set(spec.leaseId, active);
     this.events.onStart();
     try {
       let child;
@@ -178,10 +191,9 @@ export class RolloutProcessor {
       await this.ledger.recordCosts(spec.leaseId, redactSecretsDeep(outcome.costs, secrets) as CostReceipt[]);
       return await this.settle(job, token, spec, startedAt, Math.round(performance.now() - runStarted), outcome);
     } finally {
-      this.active.delete(spec.leaseId);
-      this.starts.delete(spec.leaseId);
+      if (this.active.get(spec.leaseId) === active) this.active.delete(spec.leaseId);
     }
-  };
+  }
 
   /**
    * Records the start of an attempt. The first attempt of a job this project's producer added
@@ -190,15 +202,17 @@ export class RolloutProcessor {
    * cancellation from what this worker heard (pub/sub, run records), without a round trip.
    * Every other attempt runs the ledger's start script (stalls become re-dispatches).
    */
-  private async noteStart(job: Job, spec: RolloutSpec): Promise<{ overLimit: boolean; runStatus: string | undefined }> {
+  private async noteStart(job: Job, spec: RolloutSpec): Promise<{ overLimit: boolean; runStatus: string | undefined; start: AttemptStart }> {
     const enqueuedAt = enqueuedAtOf(job.opts);
     if (enqueuedAt !== undefined && (job.attemptsStarted ?? 0) <= 1 && (job.stalledCounter ?? 0) === 0) {
-      this.starts.set(spec.leaseId, { queuedMs: Math.max(0, this.clock.nowMs() - enqueuedAt), enqueuedAt });
-      return { overLimit: false, runStatus: this.cancelledRuns.has(spec.runId) ? 'cancelled' : undefined };
+      const start = { queuedMs: Math.max(0, this.clock.nowMs() - enqueuedAt), enqueuedAt };
+      this.starts.set(spec.leaseId, start);
+      return { overLimit: false, runStatus: this.cancelledRuns.has(spec.runId) ? 'cancelled' : undefined, start };
     }
     const { overLimit, runStatus, queuedMs } = await this.ledger.noteStart(spec.leaseId, spec.runId, job.stalledCounter ?? 0);
-    this.starts.set(spec.leaseId, { queuedMs });
-    return { overLimit, runStatus };
+    const start = { queuedMs };
+    this.starts.set(spec.leaseId, start);
+    return { overLimit, runStatus, start };
   }
 
   private rememberCancelled(runId: string): void {
@@ -344,7 +358,6 @@ export class RolloutProcessor {
     const error = outcome.error ? { type: redactSecrets(outcome.error.type, secrets), message: redactSecrets(outcome.error.message, secrets) } : null;
     const output = redactSecretsDeep(outcome.output ?? null, secrets);
     const start = this.starts.get(spec.leaseId);
-    this.starts.delete(spec.leaseId);
     const { redispatched, costs, nowMs, verdict } = await this.noteFinish(spec, start, isTruncatedOutput(output), costsRecorded);
     if (verdict) {
       // The coordinator already ended this lease (NoWorker / DeadlineExceeded): it delivers its

@@ -109,8 +109,9 @@ describe('lost, frozen and restarted workers', () => {
 
   it('a rolling restart twice during one long rollout does not use the re-dispatch budget', async () => {
     const q = new RawQueue(redis.url);
-    // Long enough to outlive two worker start-ups on a loaded 2-core machine.
-    const spec = makeSpec('rolling', 'long', { task: { id: 'long', delayMs: 6000 } });
+    // Attempts 1 and 2 hold until their worker hands them back: however slowly the next worker
+    // starts, the rollout cannot finish on the worker being restarted.
+    const spec = makeSpec('rolling', 'long', { task: { id: 'long' }, run: fixture('holdsFirstAttempt', { releaseOnAttempt: 3 }) });
     await q.add([spec]);
     let current = await startWorkerProcess(q.workerOptions({ ...FAST }));
     try {
