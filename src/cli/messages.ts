@@ -262,7 +262,8 @@ export const MSG = {
   statusRun: (runId: string, status: string, created: string | null) => `Run ${runId}: ${status}${created ? ` (created ${created})` : ''}`,
   statusStopReason: (reason: string) => `  stop reason     ${reason}`,
   statusRetention: (endedAt: string, expiresAt: string) => `  delivered       ${endedAt}; expires from Redis at ${expiresAt} (purge removes it now)`,
-  statusRuns: (runs: string) => `Runs: ${runs}`,
+  statusRuns: (runs: readonly string[], total: number) =>
+    total > runs.length ? `Runs (the newest ${runs.length} of ${total}; \`status --json\` lists all): ${runs.join(', ')}` : `Runs: ${runs.join(', ')}`,
   statusQuarantined: (count: number) => `Quarantined leases (ended by the re-dispatch limit): ${count}`,
   statusQuarantineLine: (leaseId: string, exitCode: string, signal: string, reason: string) =>
     `  ${leaseId}  exit code ${exitCode}, signal ${signal}${reason ? `: ${reason}` : ''}`,

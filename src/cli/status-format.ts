@@ -13,6 +13,9 @@ export interface StatusPlace {
 }
 
 const KINDS: readonly ResultKind[] = ['ok', 'model', 'infrastructure', 'caller'];
+/** Runs `status` names without a run id (the newest: the list comes oldest first); `--json` lists every one. */
+const MAX_RUNS_LISTED = 20;
+
 const row = (label: string, value: unknown): string => `  ${label.padEnd(20)}${String(value)}`;
 const text = (value: unknown): string => (value === undefined || value === null || value === '' ? '-' : String(value));
 
@@ -55,7 +58,7 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
   }
   const { run } = view;
   if (!run) {
-    if (place.runs.length > 0) lines.push(MSG.statusRuns(place.runs.slice(-20).join(', ')));
+    if (place.runs.length > 0) lines.push(MSG.statusRuns(place.runs.slice(-MAX_RUNS_LISTED), place.runs.length));
     return lines.join('\n');
   }
   lines.push(MSG.statusRun(run.runId, run.status, run.createdAt));

@@ -1,4 +1,4 @@
-import { queueKeys } from '../../lease/index.js';
+import { queueKeys, RUN_FIELDS } from '../../lease/index.js';
 import { createRedisClient } from '../../platform/redis-connection.js';
 import { cliEnvironment, type CliEnvironment } from '../environment.js';
 import { CliError, EXIT, type ExitCode } from '../errors.js';
@@ -30,7 +30,7 @@ export async function statusAction(runId: string | undefined, options: StatusCom
 }
 
 /**
- * Run ids recorded on the queue (the `runs` set of the key layout), sorted, and each
+ * Run ids recorded on the queue (the `runs` set of the key layout), oldest first, and each
  * connected worker's containment level from the info key it refreshes (`keys.workerInfo`).
  */
 async function queueExtras(env: CliEnvironment, queue: string, workers: readonly string[]): Promise<{ runs: string[]; containment: Map<string, string> }> {
@@ -39,10 +39,14 @@ async function queueExtras(env: CliEnvironment, queue: string, workers: readonly
   try {
     await redis.connect();
     const keys = queueKeys(env.prefix, queue);
-    const known = await redis.smembers(keys.runs());
+    const known = (await redis.smembers(keys.runs())).sort();
     // A run past its retention has no record any more; it is no longer a known run.
-    const exists = known.length === 0 ? [] : ((await known.reduce((pipe, id) => pipe.exists(keys.run(id)), redis.pipeline()).exec()) ?? []);
-    const runs = known.filter((_, i) => exists[i]?.[1] === 1).sort();
+    const created = known.length === 0 ? [] : ((await known.reduce((pipe, id) => pipe.hget(keys.run(id), RUN_FIELDS.createdAt), redis.pipeline()).exec()) ?? []);
+    const runs = known
+      .map((id, i) => ({ id, createdAt: created[i]?.[1] as string | null | undefined }))
+      .filter((entry): entry is { id: string; createdAt: string } => typeof entry.createdAt === 'string')
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt))
+      .map((entry) => entry.id);
     const infos = workers.length > 0 ? await redis.mget(...workers.map((name) => keys.workerInfo(name))) : [];
     const containment = new Map<string, string>();
     workers.forEach((name, i) => {

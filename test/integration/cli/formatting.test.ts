@@ -35,6 +35,13 @@ describe('status output', () => {
     expect(text).toContain('invariant failed: stock < 0');
   });
 
+  it('without a run id names the newest 20 runs and says how many there are (fresh-user report: older runs vanished silently)', () => {
+    const runs = Array.from({ length: 31 }, (_, i) => `run-${i}`);
+    const text = formatStatus({ ...view, run: undefined }, { ...place, runs });
+    expect(text).toContain(`Runs (the newest 20 of 31; \`status --json\` lists all): ${runs.slice(11).join(', ')}`);
+    expect(formatStatus({ ...view, run: undefined }, { ...place, runs: ['a', 'b'] })).toContain('Runs: a, b');
+  });
+
   it('as JSON keeps the run record whole', () => {
     expect(statusJson(view, place)).toMatchObject({ queue: 'rollouts', run: { quarantined: { 'r1.t9': { signal: 'SIGABRT' } } }, workers: [{ name: 'w1' }] });
   });
