@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { ModelError, type DispatchRequest, type RolloutContext } from '../spec/index.js';
+import { dispatchIdentity, ModelError, type DispatchRequest, type RolloutContext } from '../spec/index.js';
 import type { DispatchContext, DispatchCostReceipt, DispatchSpan, PaidCallCost } from './dispatch-types.js';
 
 /** What the worker-side ctx collected while the dispatch ran. */
@@ -43,12 +43,7 @@ export function workerDispatchContext(request: DispatchRequest, ctx: RolloutCont
   const priced = (callId: string, cost: PaidCallCost): DispatchCostReceipt => ({ callId, ...cost });
   const placement = typeof request.placement === 'string' ? { queue: request.placement } : (request.placement ?? ctx.placement);
   const dispatchCtx: DispatchContext = {
-    cellId: request.cellId,
-    runAttemptId: request.runAttemptId,
-    rep: request.rep,
-    seed: request.seed,
-    ...(request.generation !== undefined ? { generation: request.generation } : {}),
-    ...(request.cycleId !== undefined ? { cycleId: request.cycleId } : {}),
+    ...dispatchIdentity(request),
     placement: Object.freeze({ ...placement }),
     signal: ctx.signal,
     cost: {

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { DispatchCostReceipt } from '../dispatch/index.js';
 import type { Logger } from '../platform/logger.js';
 import { DispatchError, type QueueDispatch } from '../producer/index.js';
-import { DispatchRequestSchema } from '../spec/index.js';
+import { dispatchIdentity, DispatchRequestSchema } from '../spec/index.js';
 import { sendError, sendJson } from './http-io.js';
 
 /** HTTP status of each dispatch outcome (the harness' wire, plus 400 for terminal problems). */
@@ -43,12 +43,7 @@ export async function handleDispatch(req: IncomingMessage, res: ServerResponse, 
   const files: Record<string, string> = {};
   try {
     const artifact = await dispatch(request.scenario, {
-      cellId: request.cellId,
-      runAttemptId: request.runAttemptId,
-      rep: request.rep,
-      seed: request.seed,
-      ...(request.generation !== undefined ? { generation: request.generation } : {}),
-      ...(request.cycleId !== undefined ? { cycleId: request.cycleId } : {}),
+      ...dispatchIdentity(request),
       ...(request.placement !== undefined ? { placement: request.placement } : {}),
       signal: clientGone.signal,
       cost: { record: (receipt) => void costReceipts.push(receipt) },

@@ -26,6 +26,28 @@ export const DispatchRequestSchema = z
   .meta({ id: 'DispatchRequest' });
 export type DispatchRequest = z.infer<typeof DispatchRequestSchema>;
 
+/** The fields of a dispatch request that name its call, as the harness' ctx carries them. */
+export interface DispatchIdentity {
+  readonly cellId: string;
+  readonly runAttemptId: string;
+  readonly rep: number;
+  readonly seed: number;
+  readonly generation?: number;
+  readonly cycleId?: string;
+}
+
+/** The {@link DispatchIdentity} of a request (optional fields only when set), for a Dispatch's ctx. */
+export function dispatchIdentity(request: DispatchRequest): DispatchIdentity {
+  return {
+    cellId: request.cellId,
+    runAttemptId: request.runAttemptId,
+    rep: request.rep,
+    seed: request.seed,
+    ...(request.generation !== undefined ? { generation: request.generation } : {}),
+    ...(request.cycleId !== undefined ? { cycleId: request.cycleId } : {}),
+  };
+}
+
 /** One finished span of `ctx.trace.span` on the worker. */
 export const DispatchSpanSchema = z.object({
   name: z.string(),
