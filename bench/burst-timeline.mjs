@@ -12,7 +12,8 @@ import { RolloutQueue } from '../dist/producer/index.js';
 import { RolloutWorker } from '../dist/consumer/index.js';
 import { createLogger } from '../dist/platform/logger.js';
 import { RolloutChild } from '../dist/consumer/rollout-child.js';
-import { LeaseLedger } from '../dist/consumer/lease-ledger.js';
+import { RolloutProcessor } from '../dist/consumer/rollout-processor.js';
+import { stamper } from './bench-redis.mjs';
 import { LeaseTracker } from '../dist/producer/lease-tracker.js';
 import { RunStore } from '../dist/producer/run-store.js';
 import { PlacementQueues } from '../dist/producer/placement-queues.js';
@@ -30,22 +31,21 @@ const events = {};
 const mark = (step) => {
   if (on) (events[step] ??= []).push(performance.now() - t0);
 };
-const stamp = (proto, name, before, after) => {
-  const original = proto[name];
-  proto[name] = function (...args) {
-    if (before) mark(before);
-    const out = original.apply(this, args);
-    if (after && typeof out?.then === 'function') out.then(() => mark(after), () => {});
-    return out;
-  };
-};
+const stamp = stamper(mark);
 stamp(PlacementQueues.prototype, 'addBulk', 'addBulk sent', 'addBulk done');
-stamp(LeaseLedger.prototype, 'noteStart', 'worker: job start', 'worker: noteStart done');
+stamp(RolloutProcessor.prototype, 'noteStart', 'worker: job start', 'worker: start noted');
 stamp(RolloutChild.prototype, 'run', 'worker: IPC to child sent', 'worker: child done');
-stamp(LeaseLedger.prototype, 'noteFinish', null, 'worker: noteFinish done');
+stamp(RolloutProcessor.prototype, 'noteFinish', null, 'worker: finish noted');
 stamp(Job.prototype, 'moveToCompleted', null, 'worker: moveToFinished done');
 stamp(LeaseTracker.prototype, 'finish', 'coordinator: Result ready', null);
-stamp(RunStore.prototype, 'acknowledge', 'coordinator: yielded', 'coordinator: ack done');
+stamp(RunStore.prototype, 'acknowledgeMany', null, 'coordinator: ack call done');
+// One mark per Result handed to the consumer (acknowledgements go in batches, so not per ack call).
+const takeReady = LeaseTracker.prototype.takeReady;
+LeaseTracker.prototype.takeReady = function () {
+  const result = takeReady.call(this);
+  if (result) mark('coordinator: yielded');
+  return result;
+};
 // A child's first rollout loads the Ref modules and runs cold code: timed apart.
 const childRoundTrip = { first: [], later: [] };
 {

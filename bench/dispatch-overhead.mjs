@@ -10,11 +10,8 @@
 // Usage: node bench/dispatch-overhead.mjs [CALLS=200] [REPS=3]
 // Redis: REDIS_URL, else a private redis-server on a free loopback port (removed afterwards).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchRedis } from './bench-redis.mjs';
 
 const here = fileURLToPath(import.meta.url);
 const WARMUP = 20;
@@ -64,33 +61,6 @@ async function trial(mode, calls, url, queue) {
   process.stdout.write(`${JSON.stringify({ p50: ms[Math.floor(ms.length / 2)], p90: ms[Math.floor(ms.length * 0.9)] })}\n`);
 }
 
-async function freePort() {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function ping(url) {
-  const { Redis } = await import('ioredis');
-  for (let i = 0; i < 100; i++) {
-    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    client.on('error', () => {});
-    try {
-      await client.connect();
-      await client.ping();
-      return;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    } finally {
-      client.disconnect();
-    }
-  }
-  throw new Error(`redis at ${url} did not answer`);
-}
-
 function run(args, env = {}) {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
@@ -109,19 +79,8 @@ const f = (n) => n.toFixed(3).padStart(9);
 async function main() {
   const calls = Number(process.argv[2] ?? 200);
   const reps = Number(process.argv[3] ?? 3);
-  let url = process.env.REDIS_URL;
-  let stopRedis = () => {};
-  if (!url) {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'rq-bench-'));
-    const port = await freePort();
-    const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    url = `redis://127.0.0.1:${port}`;
-    stopRedis = () => {
-      proc.kill();
-      rmSync(dir, { recursive: true, force: true });
-    };
-  }
-  await ping(url);
+  const redis = await benchRedis();
+  const { url } = redis;
   const queue = `bench-dispatch-${Date.now()}`;
   const { RolloutWorker } = await import('../dist/consumer/index.js');
   const { createLogger } = await import('../dist/platform/logger.js');
@@ -137,7 +96,7 @@ async function main() {
     }
   } finally {
     await worker.close();
-    stopRedis();
+    await redis.stop();
   }
   const base = stats(p50['in-process']);
   const queued = stats(p50.queueDispatch);

@@ -12,7 +12,8 @@ import { RolloutQueue } from '../dist/producer/index.js';
 import { RolloutWorker } from '../dist/consumer/index.js';
 import { createLogger } from '../dist/platform/logger.js';
 import { RolloutChild } from '../dist/consumer/rollout-child.js';
-import { LeaseLedger } from '../dist/consumer/lease-ledger.js';
+import { RolloutProcessor } from '../dist/consumer/rollout-processor.js';
+import { stamper } from './bench-redis.mjs';
 import { LeaseTracker } from '../dist/producer/lease-tracker.js';
 import { RunStore } from '../dist/producer/run-store.js';
 import { PlacementQueues } from '../dist/producer/placement-queues.js';
@@ -27,30 +28,17 @@ let marks = null;
 const mark = (step) => {
   if (marks && !(step in marks)) marks[step] = performance.now();
 };
-/** Stamps `before` when `proto[name]` is called and `after` when its promise settles. */
-const stamp = (proto, name, before, after) => {
-  const original = proto[name];
-  proto[name] = function (...args) {
-    if (before) mark(before);
-    const out = original.apply(this, args);
-    if (after && typeof out?.then === 'function') out.then(() => mark(after), () => {});
-    return out;
-  };
-};
+const stamp = stamper(mark);
 stamp(CoordinatorLease, 'acquire', 'coordinator lease: acquire', 'coordinator lease: acquired (+ run head, record)');
-stamp(RunStore.prototype, 'readHead', null, 'run head read');
-stamp(RunStore.prototype, 'ensureRun', null, 'run record written');
-stamp(RunStore.prototype, 'leaseFlags', null, 'lease flags read');
 stamp(RunStore.prototype, 'checkAndStamp', null, 'lease flags read + clock stamped');
-stamp(RunStore.prototype, 'stampEnqueued', null, 'enqueue clock stamped');
 stamp(PlacementQueues.prototype, 'addBulk', null, 'job added (addBulk done)');
 stamp(RunStore.prototype, 'recordLeases', null, 'leases recorded');
-stamp(LeaseLedger.prototype, 'noteStart', 'worker: job start (noteStart)', 'worker: noteStart done');
+stamp(RolloutProcessor.prototype, 'noteStart', 'worker: job start', 'worker: start noted');
 stamp(RolloutChild.prototype, 'run', 'worker: IPC to child sent', 'worker: child done received');
-stamp(LeaseLedger.prototype, 'noteFinish', null, 'worker: noteFinish done');
+stamp(RolloutProcessor.prototype, 'noteFinish', null, 'worker: finish noted');
 stamp(Job.prototype, 'moveToCompleted', 'worker: moveToFinished sent', 'worker: moveToFinished done');
 stamp(LeaseTracker.prototype, 'finish', 'coordinator: QueueEvents completed', null);
-stamp(RunStore.prototype, 'acknowledge', null, 'coordinator: ack done');
+stamp(RunStore.prototype, 'acknowledgeMany', null, 'coordinator: ack done');
 stamp(RunStore.prototype, 'setStatus', null, 'coordinator: run marked completed');
 stamp(CoordinatorLease.prototype, 'release', 'coordinator: retention applied', 'coordinator: lease released');
 

@@ -3,22 +3,13 @@
 // the worker's default lockDuration (5 s) and stalledInterval (2 s). Real processes, real
 // signal, one private Redis. Usage: node bench/recovery.mjs [TRIALS]
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { Queue } from 'bullmq';
 import { RolloutSpecSchema } from '../dist/spec/index.js';
+import { startLocalRedis } from '../dist/cli/local-redis.js';
 
 const TRIALS = Number(process.argv[2] ?? 3);
 const bin = path.join(import.meta.dirname, '..', 'bin', 'rollout-queue.js');
-
-const freePort = () => new Promise((resolve) => {
-  const server = net.createServer().listen(0, '127.0.0.1', () => {
-    const { port } = server.address();
-    server.close(() => resolve(port));
-  });
-});
 
 function startWorker(url, queue) {
   const proc = spawn(process.execPath, [bin, 'worker', '--queue', queue, '--allow', 'rq-fixtures/*', '--concurrency', '1'], {
@@ -29,11 +20,9 @@ function startWorker(url, queue) {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const dir = mkdtempSync(path.join(os.tmpdir(), 'rq-recovery-'));
-const port = await freePort();
-const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', ''], { stdio: 'ignore' });
-await sleep(300);
-const url = `redis://127.0.0.1:${port}`;
+// Its own Redis always: the trials SIGKILL workers, never a shared server's clients.
+const redis = await startLocalRedis();
+const { url } = redis;
 const samples = [];
 try {
   for (let trial = 0; trial < TRIALS; trial++) {
@@ -65,6 +54,5 @@ try {
   console.log(`SIGKILL → lease running on another worker, defaults (lockDuration 5 s, stalledInterval 2 s), ${TRIALS} trials:`);
   console.log(`min ${samples[0].toFixed(1)} s, median ${samples[Math.floor(samples.length / 2)].toFixed(1)} s, max ${samples.at(-1).toFixed(1)} s`);
 } finally {
-  redis.kill();
-  rmSync(dir, { recursive: true, force: true });
+  await redis.stop();
 }

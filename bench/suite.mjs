@@ -10,12 +10,12 @@
 // Usage: node bench/suite.mjs [REPS=3]   (npm run bench)
 // Redis: REDIS_URL, else a private redis-server on a free loopback port (removed afterwards).
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchRedis } from './bench-redis.mjs';
 
 const here = fileURLToPath(import.meta.url);
 const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim() || 100);
@@ -299,34 +299,12 @@ if (process.argv[2] === '--trial') {
 
 const REPS = Number(process.argv[2] ?? 3);
 
-const freePort = () => new Promise((resolve) => {
-  const server = net.createServer().listen(0, '127.0.0.1', () => {
-    const { port } = server.address();
-    server.close(() => resolve(port));
-  });
-});
-
 async function startRedis() {
-  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, stop: async () => {} };
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'rq-bench-'));
-  const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  const url = `redis://127.0.0.1:${port}`;
+  const redis = await benchRedis();
+  if (!redis.private) return redis;
   const { Redis } = await import('ioredis');
-  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => 50 });
-  for (let i = 0; i < 100; i++) {
-    try {
-      await probe.connect();
-      break;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  return {
-    url,
-    flush: () => probe.flushall(),
-    stop: async () => { probe.disconnect(); proc.kill(); rmSync(dir, { recursive: true, force: true }); },
-  };
+  const probe = new Redis(redis.url);
+  return { ...redis, flush: () => probe.flushall(), stop: async () => { probe.disconnect(); await redis.stop(); } };
 }
 
 function runTrial(name, url, params) {

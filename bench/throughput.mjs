@@ -5,9 +5,6 @@
 //   3. rollout-queue: RolloutQueue.mapRollouts → RolloutWorker → supervised child per slot.
 // Prints rollouts/s of each and the ratios. Usage: node bench/throughput.mjs [N] [CONCURRENCY]
 // Redis: REDIS_URL, else a private redis-server on a free loopback port (removed afterwards).
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,29 +12,12 @@ import { Queue, QueueEvents, Worker } from 'bullmq';
 import { RolloutQueue } from '../dist/producer/index.js';
 import { RolloutWorker } from '../dist/consumer/index.js';
 import { createLogger } from '../dist/platform/logger.js';
+import { benchRedis } from './bench-redis.mjs';
 
 const N = Number(process.argv[2] ?? 500);
 const CONCURRENCY = Number(process.argv[3] ?? 4);
 const here = path.dirname(fileURLToPath(import.meta.url));
 const quiet = createLogger({}, { write: () => true });
-
-async function freePort() {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function redisUrl() {
-  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, stop: async () => {} };
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'rq-bench-'));
-  const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  await new Promise((r) => setTimeout(r, 300));
-  return { url: `redis://127.0.0.1:${port}`, stop: async () => { proc.kill(); rmSync(dir, { recursive: true, force: true }); } };
-}
 
 async function bullmq(url, processor, label) {
   const name = `bench-${label}-${Date.now()}`;
@@ -83,7 +63,7 @@ async function rolloutQueue(url) {
   return N / seconds;
 }
 
-const redis = await redisUrl();
+const redis = await benchRedis();
 try {
   const raw = await bullmq(redis.url, async (job) => ({ id: job.id }), 'inproc');
   const sandboxed = await bullmq(redis.url, path.join(here, 'fixtures', 'bullmq-sandboxed-processor.mjs'), 'sandboxed');
