@@ -125,8 +125,9 @@ export class RunSession {
         const { stop, abort } = this.ending;
         // Everything taken is acknowledged before the iteration ends or waits, so a Result
         // the consumer has is never left unacknowledged while nothing else happens.
-        const ending = abort || this.failure || (stop && stop.result === null && !(stop.drain && this.tracker.unfinishedCount > 0));
-        if (taken.length >= max || this.tracker.readyCount === 0 || ending) await this.acknowledge(taken.splice(0));
+        // Read again after each await: leases finish meanwhile.
+        const stopNow = (): boolean => stop !== undefined && stop.result === null && !(stop.drain && this.tracker.unfinishedCount > 0);
+        if (taken.length >= max || this.tracker.readyCount === 0 || abort || this.failure || stopNow()) await this.acknowledge(taken.splice(0));
         if (abort) throw await this.ended(abort);
         if (this.failure) throw this.failure;
         // The fence: deliver only while holding the coordinator lease, and never a lease another
@@ -144,7 +145,7 @@ export class RunSession {
           }
           continue;
         }
-        if (stop && stop.result === null && !(stop.drain && this.tracker.unfinishedCount > 0)) throw await this.ended(stop);
+        if (stop && stopNow()) throw await this.ended(stop);
         if (this.enqueueDone && this.tracker.unfinishedCount === 0) return await this.finish();
         await this.tracker.changed();
       }

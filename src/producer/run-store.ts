@@ -98,10 +98,8 @@ export interface LeaseFlags {
 
 // SADD delivered, and count the kind only when the lease was not delivered before: the
 // consumer may see a Result twice (at-least-once), the counters count it once. Fenced: only
-// the holder of the coordinator lease (its token in KEYS[3]) may acknowledge; else -1.
-// KEYS: runDelivered, run, runCoordinator. ARGV: leaseId, kind field, lease token.
-// Batched: ARGV[2..] are (leaseId, kind field) pairs; replies one flag per pair (1 new, 0
-// again), or a single -1 when fenced (nothing written).
+// the holder of the coordinator lease (its token in KEYS[3]) may acknowledge. Replies one flag
+// per (leaseId, kind field) pair (1 new, 0 again), or a single -1 when fenced (nothing written).
 // KEYS: runDelivered, run, runCoordinator. ARGV: lease token, then leaseId, kind field pairs.
 const ACKNOWLEDGE = redisScript('rqAcknowledge', `
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
@@ -330,18 +328,9 @@ export class RunStore {
   }
 
   /**
-   * Marks a Result delivered and counts its kind, once per lease, if `token` still holds the
-   * run's coordinator lease (checked in the same script).
-   * @returns `new`, `again` (delivered before), or `fenced` (the lease is not ours: nothing written).
-   */
-  async acknowledge(result: Result, token: string): Promise<'new' | 'again' | 'fenced'> {
-    const reply = await this.acknowledgeMany(result.runId, [result], token);
-    return reply === 'fenced' ? 'fenced' : reply[0] ?? 'again';
-  }
-
-  /**
-   * {@link acknowledge} for many Results of one run in one script call: all or none (when the
-   * coordinator lease is not `token`'s, nothing is written and `fenced` is returned).
+   * Marks Results of one run delivered and counts each one's kind, once per lease, in one script
+   * call, if `token` still holds the run's coordinator lease (checked in the same script): all
+   * or none (otherwise nothing is written and `fenced` is returned).
    * @returns per Result, in order, `new` or `again`; or `fenced`.
    */
   async acknowledgeMany(runId: string, results: readonly Result[], token: string): Promise<('new' | 'again')[] | 'fenced'> {
