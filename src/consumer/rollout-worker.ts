@@ -329,12 +329,25 @@ export class RolloutWorker {
     }
   }
 
+  /**
+   * Removes what attempts of dead creators left (work dirs, cgroups) while this worker runs, not
+   * only at its start: a SIGKILLed worker on this machine leaves its attempts' dirs, and the next
+   * start may be far off. Cheap: one listing of the work root; concurrent sweeps by other workers
+   * are harmless (removal is forced, a dir already gone is skipped).
+   */
+  private async sweepDeadAttempts(): Promise<void> {
+    const swept = await sweepDeadSandboxes({ containment: this.containment });
+    if (swept.dirs + swept.cgroups > 0) this.logger.info({ dirs: swept.dirs, cgroups: swept.cgroups }, `swept ${swept.dirs} work dir(s) and ${swept.cgroups} cgroup(s) left by dead attempts`);
+  }
+
   /** Samples the queue for the liveness check: due work with free slots and no start here. */
   private async sampleLiveness(): Promise<void> {
     try {
       await this.publishInfo();
       await this.clock.sample();
       await this.abortCancelledRuns();
+      // A failed sweep (a dir still being written) is retried by the next sample.
+      await this.sweepDeadAttempts().catch(() => undefined);
       const waiting = await this.queue.getWaitingCount();
       const free = this.processor.active.size < this.options.concurrency;
       if (waiting > 0 && free && this.state === 'running') {

@@ -73,6 +73,36 @@ describe('containment seen from the worker', () => {
     }
   });
 
+  it('a worker that stays up removes the work dirs of a SIGKILLed worker\'s attempts, without a worker start (fresh-user report)', async () => {
+    const survivorQueue = new RawQueue(redis.url);
+    const survivor = await startWorkerProcess(survivorQueue.workerOptions({ ...FAST, concurrency: 1 }));
+    const q = new RawQueue(redis.url);
+    const rq = await RolloutQueue.create({ redisUrl: redis.url, queue: q.name, prefix: TEST_PREFIX });
+    const runId = `leftover${Date.now().toString(36)}`;
+    const [task] = caseTasks('worker-sigkill-orphans-rollout');
+    const pending = rq.rollout(
+      { rendered: { files: { 'main.js': caseFile('worker-sigkill-orphans-rollout', 'artifact/main.js') } }, task: task as Record<string, unknown>, run: codeRunner({ entrypoint: 'main.js', timeoutMs: 300_000 }), reward: lastNumber },
+      { runId },
+    ).catch((err: unknown) => err);
+    const prefix = `${runId}.long.`;
+    const victim = await startWorkerProcess(q.workerOptions({ ...FAST, concurrency: 1 }));
+    try {
+      expect(await until(() => artifactProcesses(prefix, 'main.js').length === 1, 30_000)).toBe(true);
+      expect(workDirs(prefix)).toHaveLength(1);
+      expect((await victim.kill()).signal).toBe('SIGKILL');
+      expect(await until(() => artifactProcesses(prefix, 'main.js').length === 0, 5_000)).toBe(true);
+      // No worker starts from here on: the survivor's liveness sample (every 5 s) sweeps it.
+      expect(await until(() => workDirs(prefix).length === 0, 20_000)).toBe(true);
+    } finally {
+      survivor.signal('SIGTERM');
+      await survivor.exited();
+      await rq.close();
+      await pending;
+      await q.close();
+      await survivorQueue.close();
+    }
+  });
+
   it('BR-44: runMs, cancel and shutdown each leave no work dir (the worker cleans up, not the killed code)', async () => {
     const q = new RawQueue(redis.url);
     const worker = await startWorkerProcess(q.workerOptions({ ...FAST, concurrency: 2 }));
