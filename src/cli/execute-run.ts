@@ -48,6 +48,19 @@ export interface CoordinatorMetricsAddress {
   readonly host: string;
 }
 
+/**
+ * `run` again with a run id is how a run is resumed, with the same tasks file: a run id that
+ * already names a run of another number of specs would merge two task sets into one record
+ * (the library allows growing a run on purpose; the CLI's run id stands for one tasks file).
+ * @throws CliError (usage) naming both counts and the fix.
+ */
+async function refuseOtherTasks(q: RolloutQueue, runId: string, queue: string, specs: number): Promise<void> {
+  const existing = (await q.status(runId)).run;
+  if (existing && existing.specCount !== null && existing.specCount !== specs) {
+    throw new CliError(MSG.runIdHoldsOtherTasks(runId, queue, existing.status, existing.specCount, specs), EXIT.usage);
+  }
+}
+
 /** Longest wait for closing the queue or reading counters after an interrupt, ms. */
 const WIND_DOWN_MS = 3000;
 
@@ -79,6 +92,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       endpoint = await serveCoordinatorMetrics(q, runId, options.metrics);
       stderr.write(`${MSG.coordinatorMetrics(`http://${options.metrics.host.includes(':') ? `[${options.metrics.host}]` : options.metrics.host}:${endpoint.port}/metrics`)}\n`);
     }
+    if (source.kind === 'map') await refuseOtherTasks(q, runId, queue, source.drafts.length);
     const total = source.kind === 'map' ? source.drafts.length : await attachTotal(q, options);
     if (options.warnNoWorker !== false) {
       const workers = await within(readStatus(q), WIND_DOWN_MS);

@@ -262,6 +262,9 @@ export const MSG = {
   statusRun: (runId: string, status: string, created: string | null) => `Run ${runId}: ${status}${created ? ` (created ${created})` : ''}`,
   statusStopReason: (reason: string) => `  stop reason     ${reason}`,
   statusRetention: (endedAt: string, expiresAt: string) => `  delivered       ${endedAt}; expires from Redis at ${expiresAt} (purge removes it now)`,
+  runIdHoldsOtherTasks: (runId: string, queue: string, status: string, had: number, now: number) =>
+    `run id ${runId} already names a ${status} run of ${had} spec(s) on queue ${queue}; this tasks file has ${now}. ` +
+    `Running it again resumes a run with the same tasks: give new tasks a new --run-id (or leave it out)`,
   statusRuns: (runs: readonly string[], total: number) =>
     total > runs.length ? `Runs (the newest ${runs.length} of ${total}; \`status --json\` lists all): ${runs.join(', ')}` : `Runs: ${runs.join(', ')}`,
   statusQuarantined: (count: number) => `Quarantined leases (ended by the re-dispatch limit): ${count}`,

@@ -155,6 +155,18 @@ describe('rollout-queue run', () => {
     expect(readFileSync(out, 'utf8')).toBe(before);
   });
 
+  it('a run id of a finished run with another tasks file is refused (exit 2), nothing merged into it (fresh-user report)', async () => {
+    const first = await runCli(runArgs(['--run-id', 'reused', '--out', path.join(dir, 'reused.jsonl')]), { env, cwd: dir });
+    expect(first.code, first.stderr).toBe(0);
+    const otherTasks = path.join(dir, 'other-tasks.jsonl');
+    await writeFile(otherTasks, `${JSON.stringify({ id: 'x1', a: 1, b: 2, answer: 3 })}\n${JSON.stringify({ id: 'x2', a: 2, b: 4, answer: 6 })}\n`);
+    const again = await runCli(runArgs(['--run-id', 'reused', '--out', path.join(dir, 'reused-2.jsonl')]).map((arg) => (arg === tasksFile ? otherTasks : arg)), { env, cwd: dir });
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain(`run id reused already names a completed run of ${TASKS} spec(s) on queue ${queue}; this tasks file has 2`);
+    const status = await runCli(['status', 'reused', '--queue', queue, '--json'], { env });
+    expect(JSON.parse(status.stdout).run).toMatchObject({ status: 'completed', specCount: TASKS, enqueued: TASKS });
+  });
+
   it('a Ref outside the allowlist stops the run on a caller result: exit 3, names the lease', async () => {
     const out = path.join(dir, 'caller.jsonl');
     const outcome = await runCli(
