@@ -1,3 +1,5 @@
+import type { DispatchIdentity } from '../spec/index.js';
+
 /**
  * The evaluation harness' Dispatch contract, as rollout-queue implements it on both sides of
  * the queue: `Dispatch = (scenario, ctx) => Promise<artifact>`. On the coordinator
@@ -69,15 +71,7 @@ export interface DispatchArtifacts {
 }
 
 /** What a Dispatch receives besides the scenario (the harness' ctx). */
-export interface DispatchContext {
-  /** Names the cell (scenario × rep) of the evaluation; with `runAttemptId` it keys the lease. */
-  readonly cellId: string;
-  /** Names this attempt of the evaluation run; a retried call of the same cell attempt attaches to the same lease. */
-  readonly runAttemptId: string;
-  readonly rep: number;
-  readonly seed: number;
-  readonly generation?: number;
-  readonly cycleId?: string;
+export interface DispatchContext extends DispatchIdentity {
   /**
    * Where it should run. A string is a queue name; an object `{ queue?, ...labels }` picks the
    * queue (default: queueDispatch's `queue`) and passes its other string labels as `spec.placement`.

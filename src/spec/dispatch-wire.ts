@@ -28,7 +28,9 @@ export type DispatchRequest = z.infer<typeof DispatchRequestSchema>;
 
 /** The fields of a dispatch request that name its call, as the harness' ctx carries them. */
 export interface DispatchIdentity {
+  /** Names the cell (scenario × rep) of the evaluation; with `runAttemptId` it keys the lease. */
   readonly cellId: string;
+  /** Names this attempt of the evaluation run; a retried call of the same cell attempt attaches to the same lease. */
   readonly runAttemptId: string;
   readonly rep: number;
   readonly seed: number;
