@@ -154,8 +154,18 @@ export const MSG = {
     `${file}:${line}: the task is ${bytes} bytes as JSON, over the ${limit}-byte task limit; keep large inputs out of the task (put them where the worker can read them and pass their path or key). Nothing was enqueued.`,
   taskEmptyId: (file: string, line: number) =>
     `${file}:${line}: task.id is empty; give it a non-empty id or remove it to use the line number. Nothing was enqueued.`,
-  taskDuplicate: (file: string, line: number, key: string, first: number) =>
-    `${file}:${line}: task id "${key}" repeats line ${first}; task ids name leases and must be unique within a run. Nothing was enqueued.`,
+  /**
+   * Two lines share a lease key. A task without an id is keyed by its line number, so either
+   * side may be a line number rather than an id: the message says which, and what to change.
+   */
+  taskDuplicate: (file: string, line: number, key: string, first: { line: number; byId: boolean }, byId: boolean) =>
+    `${file}:${line}: ${
+      byId
+        ? first.byId
+          ? `task id "${key}" repeats line ${first.line}`
+          : `task id "${key}" is the key of line ${first.line}, a task without an id (it is named by its line number)`
+        : `this task has no id, so it is named by its line number "${key}", which line ${first.line} already uses as its task id`
+    }; task ids name leases and must be unique within a run: give ${byId && first.byId ? 'one of them another id' : 'the task without an id an id of its own'}. Nothing was enqueued.`,
   artifactMissing: (file: string, why: string) => `cannot read --artifact ${file}: ${why}`,
   artifactBinary: (file: string) =>
     `--artifact: ${file} is not valid UTF-8 text; binary files are not supported in rendered.files. Put binary data where the worker can read it, or base64 it and decode it in the artifact`,

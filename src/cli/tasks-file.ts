@@ -36,7 +36,8 @@ export async function readTasksFile(file: string, options: ReadTasksOptions = {}
     throw new UsageError(MSG.tasksUnreadable(label, (err as NodeJS.ErrnoException).code ?? (err as Error).message));
   }
   const tasks: TaskLine[] = [];
-  const firstLineOf = new Map<string, number>();
+  /** The first line holding each lease key, and whether that key is its id (else its line number). */
+  const firstOf = new Map<string, { line: number; byId: boolean }>();
   const lines = text.split('\n');
   for (let index = 0; index < lines.length; index += 1) {
     if (options.limit !== undefined && tasks.length >= options.limit) break;
@@ -49,11 +50,12 @@ export async function readTasksFile(file: string, options: ReadTasksOptions = {}
     // anything is enqueued rather than midway through it.
     const bytes = Buffer.byteLength(JSON.stringify(task), 'utf8');
     if (bytes > DEFAULT_MAX_TASK_BYTES) throw new UsageError(MSG.taskTooBig(label, line, bytes, DEFAULT_MAX_TASK_BYTES));
-    const taskKey = typeof task.id === 'string' || typeof task.id === 'number' ? task.id : line;
+    const byId = typeof task.id === 'string' || typeof task.id === 'number';
+    const taskKey = byId ? (task.id as string | number) : line;
     const key = String(taskKey);
-    const first = firstLineOf.get(key);
-    if (first !== undefined) throw new UsageError(MSG.taskDuplicate(label, line, key, first));
-    firstLineOf.set(key, line);
+    const first = firstOf.get(key);
+    if (first !== undefined) throw new UsageError(MSG.taskDuplicate(label, line, key, first, byId));
+    firstOf.set(key, { line, byId });
     tasks.push({ taskKey, task, line });
   }
   if (tasks.length === 0) throw new UsageError(MSG.tasksEmpty(label));

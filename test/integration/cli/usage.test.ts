@@ -85,6 +85,9 @@ describe('a bad tasks file exits 2 naming file:line, and nothing is enqueued', (
     ['malformed JSON on line 3', '{"id":"a"}\n\n{"id": "b",,}\n{"id":"c"}\n', /bad\.jsonl:3: not valid JSON/],
     ['an array on line 2', '{"id":"a"}\n[1,2]\n', /bad\.jsonl:2: expected a JSON object, got array/],
     ['a repeated task id', '{"id":"a"}\n{"id":"b"}\n{"id":"a"}\n', /bad\.jsonl:3: task id "a" repeats line 1/],
+    // A task without an id is named by its line number: the message says so instead of "repeats".
+    ['a task id equal to an earlier id-less line\'s number', '{"q":"x"}\n{"id":"1"}\n', /bad\.jsonl:2: task id "1" is the key of line 1, a task without an id \(it is named by its line number\)/],
+    ['an id-less task whose line number an earlier id took', '{"id":2}\n{"q":"x"}\n', /bad\.jsonl:2: this task has no id, so it is named by its line number "2", which line 1 already uses as its task id/],
     ['a task id that is an object', '{"id":{"x":1}}\n', /bad\.jsonl:1: task\.id/],
     ['only blank lines', '\n\n  \n', /holds no tasks/],
   ];
