@@ -112,6 +112,7 @@ export class LeaseDeadlines {
       Promise.all(names.map((name) => (queue.workerCount && name !== keys.queue ? queue.workerCount(name) : queue.getWorkers().then((list) => list.length)).catch(() => 1))),
     ]);
     const noWorkerMsOf = new Map(names.map((name, i) => [name, this.noticeWorkers(name, counts[i] ?? 1)]));
+    const ended: Ended = new Map();
     for (const [leaseId, json] of clocks) {
       const queueName = queueOf(leaseId);
       const noWorkerMs = noWorkerMsOf.get(queueName) ?? -1;
@@ -119,7 +120,7 @@ export class LeaseDeadlines {
       const waited = now - at;
       if (closeMs > 0 && waited >= closeMs) {
         const verdict = await this.decide(leaseId, 'DeadlineExceeded',
-          `lease ${leaseId} had no Result ${closeMs} ms after it was enqueued (timeouts.scheduleToCloseMs); the coordinator ended it. An attempt still running is not killed; its late answer is dropped`, now);
+          `lease ${leaseId} had no Result ${closeMs} ms after it was enqueued (timeouts.scheduleToCloseMs); the coordinator ended it. An attempt still running is not killed; its late answer is dropped`, now, ended);
         if (verdict) verdicts.push(verdict);
       } else if (startMs > 0 && waited >= startMs && noWorkerMs >= startMs) {
         // Started once but no worker left to finish or re-dispatch it (BullMQ's stalled check
@@ -131,11 +132,23 @@ export class LeaseDeadlines {
           : `no worker started lease ${leaseId} within ${startMs} ms of its enqueue, and no worker served ${where} (prefix "${keys.prefix}") in that time`;
         const fix = queueName === keys.queue ? `\`rollout-queue worker --queue ${keys.queue}\`` : `\`rollout-queue worker --queue ${keys.queue} --placement KEY=VALUE …\` with the lease's placement labels (and --fingerprint when it names sandbox.fingerprint)`;
         const verdict = await this.decide(leaseId, 'NoWorker',
-          `${what} (timeouts.scheduleToStartMs); start workers with ${fix} and re-run the spec under a new run id`, now);
+          `${what} (timeouts.scheduleToStartMs); start workers with ${fix} and re-run the spec under a new run id`, now, ended);
         if (verdict) verdicts.push(verdict);
       }
     }
+    this.logEnded(ended);
     return verdicts;
+  }
+
+  /**
+   * One warning per verdict type and pass, not one per lease: a run of thousands of leases that
+   * no worker served ends them all in one pass, and each Result already carries its own message.
+   */
+  private logEnded(ended: Ended): void {
+    const { runId, logger } = this.deps;
+    for (const [type, { count, leaseId, message }] of ended) {
+      logger.warn({ runId, type, leases: count, leaseId }, count === 1 ? message : `${count} leases of run ${runId} ended ${type}; the first: ${message}`);
+    }
   }
 
   /** Records the worker count of one queue; returns for how long no worker served it, ms (-1: served). */
@@ -155,8 +168,8 @@ export class LeaseDeadlines {
     return performance.now() - since;
   }
 
-  private async decide(leaseId: string, type: string, message: string, nowMs: number): Promise<Result | undefined> {
-    const { redis, keys, runId, queue, logger } = this.deps;
+  private async decide(leaseId: string, type: string, message: string, nowMs: number, ended: Ended): Promise<Result | undefined> {
+    const { redis, keys, runId, queue } = this.deps;
     const result = { ...producerResult('infrastructure', leaseId, runId, taskKeyOf(leaseId, runId), type, message), finishedAt: new Date(nowMs).toISOString() };
     const json = JSON.stringify(result);
     const outcome = await VERDICT.run(redis, [leaseBullKey(queue, leaseId, 'completed'), leaseBullKey(queue, leaseId, 'failed'), keys.runVerdicts(runId)], [leaseId, json]);
@@ -164,10 +177,15 @@ export class LeaseDeadlines {
     if (outcome === 2) return parseVerdict(await redis.hget(keys.runVerdicts(runId), leaseId));
     // Refused while a worker holds it: that attempt runs to its end and its answer is dropped.
     await queue.remove(leaseId).catch(() => 0);
-    logger.warn({ runId, leaseId, type }, message);
+    const seen = ended.get(type);
+    if (seen) seen.count += 1;
+    else ended.set(type, { count: 1, leaseId, message });
     return result;
   }
 }
+
+/** Leases one deadline pass ended, per verdict type: how many, and the first one's id and message. */
+type Ended = Map<string, { count: number; leaseId: string; message: string }>;
 
 function parseVerdict(json: string | null | undefined): Result | undefined {
   if (!json) return undefined;

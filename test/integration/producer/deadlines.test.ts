@@ -44,6 +44,30 @@ describe('timeouts.scheduleToStartMs', () => {
     expect(await fx.inspect(queue).getJob(`${runId}.a`)).toBeUndefined();
   });
 
+  it('ending many leases logs one warning per pass with their count, not one line per lease (240 lines for the demo run before)', async () => {
+    const queue = fx.queueName();
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = createLogger({}, { write: (line: string) => (lines.push(JSON.parse(line) as Record<string, unknown>), true) });
+    const rq = await RolloutQueue.create({ redisUrl: redis.url, queue, prefix: TEST_PREFIX, reconcileMs: 200, logger });
+    try {
+      const runId = fx.runId();
+      const drafts = Array.from({ length: 30 }, (_, i) => withTimeouts(`t${i}`, { scheduleToStartMs: 1000 }));
+      const { items, error } = await collect(rq.mapRollouts(drafts, { runId }));
+      expect(error).toBeUndefined();
+      expect(items.map((r) => r.error?.type)).toEqual(Array(30).fill('NoWorker'));
+      // Each Result still names its own lease.
+      for (const r of items) expect(r.error?.message).toContain(`lease ${r.leaseId} `);
+      const warnings = lines.filter((line) => line.type === 'NoWorker');
+      // The 30 leases share one deadline: one pass ends them, two at most when the enqueue straddled a pass.
+      expect(warnings.length).toBeGreaterThan(0);
+      expect(warnings.length).toBeLessThanOrEqual(2);
+      expect(warnings.reduce((sum, line) => sum + Number(line.leases), 0)).toBe(30);
+      if (warnings[0]?.leases !== 1) expect(warnings[0]?.msg).toMatch(new RegExp(`^\\d+ leases of run ${runId} ended NoWorker; the first: no worker started lease`));
+    } finally {
+      await rq.close();
+    }
+  });
+
   it('never fires while a worker serves the queue, even for a lease that waits longer behind busy slots', async () => {
     const queue = fx.queueName();
     const rq = await fx.open(queue);
