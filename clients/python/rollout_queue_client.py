@@ -169,8 +169,8 @@ class Client:
         return answer.get("artifact")
 
     # ── the runs API ───────────────────────────────────────────────────────
-    def map_rollouts(self, drafts, run_id):
-        # type: (Iterable[Dict[str, Any]], str) -> Iterator[Dict[str, Any]]
+    def map_rollouts(self, drafts, run_id, ack_interval_s=0.2):
+        # type: (Iterable[Dict[str, Any]], str, float) -> Iterator[Dict[str, Any]]
         """Runs every draft as one rollout and yields each Result dict once, in completion order.
 
         drafts are rollout drafts as in schema/rollout-spec.json without v, leaseId, runId and
@@ -178,13 +178,17 @@ class Client:
         "reward": {"$ref": ...}}). Results of kind model/infrastructure are yielded, not raised.
         Resumable: calling it again with the same run_id (also from a new process, or after the
         gateway restarted) enqueues nothing twice and continues after the last acknowledged
-        Result (the stream's cursor acknowledges what the client had when it reconnected).
+        Result. A Result counts as consumed once the caller asks for the next one; consumed
+        Results are acknowledged to the gateway (POST /runs/ID/ack) at most every
+        ack_interval_s seconds, so a process killed even with SIGKILL sees again only the Result
+        it was handling and those consumed in the last ack_interval_s (0: acknowledge each one).
         Raises CallerError when a caller Result stopped the run, CancelledError when it was
         cancelled, InfrastructureError when the gateway stays unreachable.
         """
         drafts = list(drafts)
         quoted = urllib.parse.quote(run_id, safe="")
         count = None  # type: Optional[int]
+        acked_at = time.monotonic()
         failures = 0
         while True:
             try:
@@ -213,6 +217,10 @@ class Client:
                         failures = 0
                         count += 1
                         yield item
+                        # Back here, the caller has consumed ``item`` (it asked for the next one).
+                        if time.monotonic() - acked_at >= ack_interval_s:
+                            self._acknowledge(quoted, count)
+                            acked_at = time.monotonic()
                 # The stream ended without a trailer: the gateway went away; reconnect.
                 raise InfrastructureError("the results stream of run %s ended early" % run_id, "StreamCut")
             except urllib.error.HTTPError as err:
@@ -229,9 +237,11 @@ class Client:
 
     def _acknowledge(self, quoted_run_id, count):
         # type: (str, Optional[int]) -> None
-        """Moves the server's cursor to ``count`` (a results request acknowledges its ``after``)."""
+        """Moves the server's cursor to ``count`` Results consumed. Best effort: an ack that
+        fails (gateway restarting) only means those Results may be read once more after a
+        restart of this client; the next ack, or the reconnect's ``after``, moves it on."""
         try:
-            with self._open("GET", "/runs/%s/results?after=%d" % (quoted_run_id, count or 0)) as response:
+            with self._open("POST", "/runs/%s/ack" % quoted_run_id, {"count": count or 0}) as response:
                 response.read()
         except _TRANSPORT_ERRORS:
             pass

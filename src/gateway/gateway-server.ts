@@ -9,7 +9,7 @@ import { compileGatewayOptions, type GatewayOptions } from './gateway-options.js
 import { BodyTooLargeError, hasBearer, readBody, sendError } from './http-io.js';
 import { RunLog } from './run-log.js';
 import type { RunPump } from './run-pump.js';
-import { cancelRunRoute, getRun, postRun, streamResults, type RunsDeps } from './runs-routes.js';
+import { acknowledgeRoute, cancelRunRoute, getRun, postRun, streamResults, type RunsDeps } from './runs-routes.js';
 
 /** A running gateway. */
 export interface Gateway {
@@ -30,7 +30,7 @@ const MAX_PRODUCER_BYTES = 512 * 1024 * 1024;
 /** How long close() waits for in-flight requests to be answered, ms. */
 const CLOSE_WAIT_MS = 5000;
 
-const RUN_PATH = /^\/runs\/([A-Za-z0-9_-]{1,200})(\/results|\/cancel)?$/;
+const RUN_PATH = /^\/runs\/([A-Za-z0-9_-]{1,200})(\/results|\/ack|\/cancel)?$/;
 
 /**
  * Serves the harness' `POST /dispatch` wire and the runs API over one long-lived producer
@@ -71,20 +71,28 @@ export async function startGateway(input: GatewayOptions): Promise<Gateway> {
     const url = new URL(req.url ?? '/', 'http://gateway');
     const run = RUN_PATH.exec(url.pathname);
     if (req.method === 'POST' && url.pathname === '/dispatch') return handleDispatch(req, res, await readBody(req, options.maxBodyBytes), dispatch, logger);
-    if (req.method === 'POST' && url.pathname === '/runs') {
+    // A JSON body, or a 400 naming the shape to send (undefined: answered already).
+    const jsonBody = async (shape: string): Promise<{ value: unknown } | undefined> => {
       const body = await readBody(req, options.maxBodyBytes);
-      let parsed: unknown;
       try {
-        parsed = JSON.parse(body.toString('utf8'));
+        return { value: JSON.parse(body.toString('utf8')) as unknown };
       } catch (err) {
-        return sendError(res, 400, 'MalformedJson', `the body is not JSON (${(err as Error).message}); send {"runId": "...", "drafts": [...]}`);
+        sendError(res, 400, 'MalformedJson', `the body is not JSON (${(err as Error).message}); send ${shape}`);
+        return undefined;
       }
-      return postRun(res, parsed, deps);
+    };
+    if (req.method === 'POST' && url.pathname === '/runs') {
+      const body = await jsonBody('{"runId": "...", "drafts": [...]}');
+      return body && postRun(res, body.value, deps);
     }
     if (run && req.method === 'GET' && run[2] === undefined) return getRun(res, run[1] as string, deps);
     if (run && req.method === 'GET' && run[2] === '/results') return streamResults(req, res, run[1] as string, url.searchParams.get('after'), deps);
     if (run && req.method === 'POST' && run[2] === '/cancel') return cancelRunRoute(res, run[1] as string, deps);
-    return sendError(res, 404, 'NotFound', `no route ${req.method} ${url.pathname}; the gateway serves POST /dispatch, POST /runs, GET /runs/ID, GET /runs/ID/results?after=N, POST /runs/ID/cancel`);
+    if (run && req.method === 'POST' && run[2] === '/ack') {
+      const body = await jsonBody('{"count": N}');
+      return body && acknowledgeRoute(res, run[1] as string, body.value, deps);
+    }
+    return sendError(res, 404, 'NotFound', `no route ${req.method} ${url.pathname}; the gateway serves POST /dispatch, POST /runs, GET /runs/ID, GET /runs/ID/results?after=N, POST /runs/ID/ack, POST /runs/ID/cancel`);
   };
 
   const server: Server = createServer((req, res) => {

@@ -49,6 +49,24 @@ export async function getRun(res: ServerResponse, runId: string, deps: RunsDeps)
   sendJson(res, 200, { runId, state: head?.state ?? null, error: head?.error ?? null, results: head?.count ?? 0, ackedThrough: head?.ackedThrough ?? 0, run: status.run ?? null });
 }
 
+/**
+ * `POST /runs/ID/ack` `{ "count": N }` → 200 `{ runId, ackedThrough }`: the client has consumed
+ * the first N Results of the stream, so a client that restarts (even after kill -9) and reads
+ * without `after` starts at N and sees none of them again. The cursor only moves forward (an
+ * older, smaller N is ignored). 400 when `count` is not a whole number from 0 to the Results
+ * listed, 404 for an unknown run.
+ */
+export async function acknowledgeRoute(res: ServerResponse, runId: string, body: unknown, deps: RunsDeps): Promise<void> {
+  const head = await deps.log.head(runId);
+  if (!head) return sendError(res, 404, 'NoSuchRun', `no run "${runId}" in this gateway's log; POST /runs first`);
+  const count = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).count : undefined;
+  if (typeof count !== 'number' || !Number.isInteger(count) || count < 0 || count > head.count) {
+    return sendError(res, 400, 'InvalidAck', `body field count: ${JSON.stringify(count ?? null)} must be a whole number from 0 to ${head.count} (the Results listed so far): the number of Results the client has consumed; send {"count": N}`);
+  }
+  await deps.log.acknowledge(runId, count);
+  sendJson(res, 200, { runId, ackedThrough: Math.max(count, head.ackedThrough) });
+}
+
 /** `POST /runs/ID/cancel` → 200 `{ runId, removed, workersNotified }`, 404 when unknown. */
 export async function cancelRunRoute(res: ServerResponse, runId: string, deps: RunsDeps): Promise<void> {
   try {

@@ -257,6 +257,20 @@ describe('rollout-queue gateway: the harness dispatch wire over the durable queu
     expect(status).toMatchObject({ runId, state: 'completed', results: 6, run: { delivered: 6, status: 'completed' } });
     const unknown = await fetch(`${gateway.url}/runs/no-such-run/results`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(unknown.status).toBe(404);
+    // POST /runs/ID/ack moves the cursor forward only; a count past the listed Results names the field.
+    const ack = (id: string, body: string): Promise<Response> => fetch(`${gateway.url}/runs/${id}/ack`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body });
+    const moved = await ack(runId, '{"count": 5}');
+    expect([moved.status, await moved.json()]).toEqual([200, { runId, ackedThrough: 5 }]);
+    expect((await readResults(gateway.url, runId, null)).cursor).toBe('5');
+    const back = await ack(runId, '{"count": 1}');
+    expect([back.status, await back.json()]).toEqual([200, { runId, ackedThrough: 5 }]);
+    for (const bad of ['{"count": 7}', '{"count": -1}', '{"count": 1.5}', '{}']) {
+      const refused = await ack(runId, bad);
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as { error: { type: string; message: string } }).error).toMatchObject({ type: 'InvalidAck', message: expect.stringMatching(/^body field count: .* must be a whole number from 0 to 6 /) });
+    }
+    expect((await ack(runId, 'not json')).status).toBe(400);
+    expect((await ack('no-such-run', '{"count": 0}')).status).toBe(404);
   });
 
   it('refuses to start without auth off loopback, and without any auth choice', async () => {

@@ -43,14 +43,14 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function python(script: string, args: readonly string[], env: Record<string, string> = {}): Promise<{ code: number | null; lines: Record<string, unknown>[]; stderr: string }> {
+function python(script: string, args: readonly string[], env: Record<string, string> = {}): Promise<{ code: number | null; signal: NodeJS.Signals | null; lines: Record<string, unknown>[]; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn('python3', [script, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => void (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => void (stderr += chunk.toString()));
-    child.once('close', (code) => resolve({ code, stderr, lines: stdout.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>) }));
+    child.once('close', (code, signal) => resolve({ code, signal, stderr, lines: stdout.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>) }));
   });
 }
 
@@ -74,6 +74,22 @@ describe('the Python client (clients/python/rollout_queue_client.py)', () => {
     expect(by.get('status')).toEqual({ check: 'status', state: 'completed', results: 3 });
     expect(by.get('cancel')).toMatchObject({ check: 'cancel', kind: 'caller' });
     expect((by.get('cancel')?.seen as string[])[0]).toBe('py-cancel.fast');
+  });
+
+  it('a client SIGKILLed after handling 30 of 60 Results sees only the one it was handling again when restarted (before: all 30)', async () => {
+    const script = path.join(REPO_ROOT, 'test', 'fixtures', 'python', 'consume_then_die.py');
+    // ack_interval_s 0: every Result the loop asked past is acknowledged before the next is handled.
+    const first = await python(script, [url, TOKEN, 'py-killed', '60', '30', '0']);
+    expect(first.signal, first.stderr).toBe('SIGKILL');
+    const before = first.lines.map((line) => line.leaseId as string);
+    expect(before).toHaveLength(30);
+    const second = await python(script, [url, TOKEN, 'py-killed', '60', '0', '0']);
+    expect(second.code, second.stderr).toBe(0);
+    const after = second.lines.map((line) => line.leaseId as string);
+    // The 30th was being handled when the process died (the loop never asked for the 31st): it comes again, nothing else does.
+    expect(after.filter((leaseId) => before.includes(leaseId))).toEqual([before[29]]);
+    expect(new Set([...before, ...after]).size).toBe(60);
+    expect(after).toHaveLength(31);
   });
 
   it('runs the README evolution loop: Python artifacts through codeRunner\'s argv form, best candidate found', async () => {
