@@ -98,7 +98,8 @@ describe('batched enqueuing', () => {
     expect(items.map((r) => r.leaseId).sort()).toEqual(leaseIds(runId, list));
     expect(adds.bulks[0]).toBe(7);
     expect(Math.max(...adds.bulks)).toBeLessThanOrEqual(7);
-    expect(adds.bulks.reduce((a, b) => a + b, 0)).toBe(40);
+    // Refills of one job go by Queue.add.
+    expect(adds.bulks.reduce((a, b) => a + b, 0) + adds.singles()).toBe(40);
   });
 
   it('does not wait for drafts a slow async source does not have yet, and loses none it had', async () => {
