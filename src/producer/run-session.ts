@@ -160,23 +160,22 @@ export class RunSession {
   }
 
   /**
-   * The iterator ends. Results the consumer took (it broke out or threw holding the last one)
-   * were delivered: acknowledge them; then what follows (the run's end if that was its last
-   * Result: `rollout()` always returns that way) runs off the consumer's path ({@link wrapUp}).
-   * Else the session ends now.
+   * The iterator ends. Results the consumer took (it broke out or threw holding the last one:
+   * `rollout()` always returns that way) were delivered: their acknowledgement and what follows
+   * (the run's end if that was its last Result) run off the consumer's path ({@link wrapUp}),
+   * tracked by the queue (`settled()`, `close()` and a new session of the run wait for them). A
+   * process killed before the acknowledgement hands those Results to the run's next session
+   * again, as one killed before a batch of taken Results was acknowledged does (at least once
+   * towards the consumer, counted once). Else the session ends now.
    */
   private async afterConsumer(unacknowledged: readonly Result[]): Promise<void> {
-    const delivered = unacknowledged.length > 0 && !this.abandoned && await this.acknowledge(unacknowledged).then(() => true, (err: Error) => {
-      this.deps.logger.warn({ runId: this.runId, leases: unacknowledged.length, err: err.message }, 'acknowledge failed; those Results are delivered again by the next session of the run');
-      return false;
-    });
-    if (!delivered) return this.teardown();
+    if (unacknowledged.length === 0 || this.abandoned) return this.teardown();
     // No live iterator any more: close() waits for the wrap-up instead of abandoning it, and a
     // late abort of the caller's signal must not cancel a delivered run.
     this.plan.signal?.removeEventListener('abort', this.onAbort);
     this.reconciler.stop();
     this.deps.unregister(this);
-    this.deps.afterDelivery(this.runId, () => this.wrapUp());
+    this.deps.afterDelivery(this.runId, () => this.wrapUp(unacknowledged));
   }
 
   /** QueueEvents `completed` of one of this run's jobs (fast path). */
@@ -342,13 +341,19 @@ export class RunSession {
   }
 
   /**
-   * After the consumer took the last Result and it was acknowledged (off the consumer's path):
+   * After the consumer took its last Results (off the consumer's path): acknowledges them; then,
    * once the enqueuer of a fully taken draft list finished recording, a run with nothing left
    * is marked completed and retained; then the session ends (its coordinator lease is released
-   * last, so no other coordinator starts the run again before it is marked).
+   * last, so no other coordinator starts the run again before it is marked). A failed
+   * acknowledgement ends the session without marking anything.
    */
-  private async wrapUp(): Promise<void> {
+  private async wrapUp(taken: readonly Result[]): Promise<void> {
     try {
+      const acknowledged = await this.acknowledge(taken).then(() => true, (err: Error) => {
+        this.deps.logger.warn({ runId: this.runId, leases: taken.length, err: err.message }, 'acknowledge failed; those Results are delivered again by the next session of the run');
+        return false;
+      });
+      if (!acknowledged) return;
       const finite = Array.isArray(this.plan.drafts) ? this.plan.drafts.length : undefined;
       // Its jobs were added but their leases may still be being recorded: wait, not skip the end.
       if (!this.enqueueDone && this.enqueuer && finite !== undefined && this.enqueuer.pulled >= finite) await this.enqueuing;

@@ -32,6 +32,21 @@ function gateCompletion(): { reached: Promise<void>; open: () => void } {
   return { reached, open };
 }
 
+/** Holds every RunStore.acknowledgeMany until `open()`; `reached` resolves at the first one. */
+function gateAcknowledgement(): { reached: Promise<void>; open: () => void } {
+  let open!: () => void;
+  let reach!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const reached = new Promise<void>((resolve) => (reach = resolve));
+  const acknowledgeMany = RunStore.prototype.acknowledgeMany;
+  vi.spyOn(RunStore.prototype, 'acknowledgeMany').mockImplementation(async function (this: RunStore, ...args) {
+    reach();
+    await gate;
+    return acknowledgeMany.apply(this, args);
+  });
+  return { reached, open };
+}
+
 /** A turn of the event loop past pending I/O callbacks: what could settle by itself has. */
 const aTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -60,6 +75,53 @@ describe('wrap-up of a delivered run', () => {
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(600_000);
     expect(await fx.redis.exists(keys.runCoordinator(runId))).toBe(0);
+  });
+
+  it('rollout() returns before its Result is acknowledged; settled() and close() wait for the acknowledgement', async () => {
+    const queue = fx.queueName();
+    const keys = queueKeys(TEST_PREFIX, queue);
+    const rq = await fx.open(queue);
+    await fx.worker(queue);
+    const runId = fx.runId();
+    const gate = gateAcknowledgement();
+
+    const result = await rq.rollout(draft({ id: 'a' }), { runId });
+    expect(result.kind).toBe('ok');
+    await gate.reached;
+    expect(await fx.redis.sismember(keys.runDelivered(runId), result.leaseId)).toBe(0);
+    let settled = false;
+    const settling = rq.settled(runId).then(() => (settled = true));
+    let closed = false;
+    const closing = rq.close().then(() => (closed = true));
+    await aTurn();
+    await aTurn();
+    expect([settled, closed]).toEqual([false, false]);
+
+    gate.open();
+    await Promise.all([settling, closing]);
+    expect(await fx.redis.sismember(keys.runDelivered(runId), result.leaseId)).toBe(1);
+    expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('completed');
+    expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.kind('ok'))).toBe('1');
+  });
+
+  it('a Result whose acknowledgement failed after rollout() returned it is delivered again by the next session, counted once', async () => {
+    const queue = fx.queueName();
+    const keys = queueKeys(TEST_PREFIX, queue);
+    const rq = await fx.open(queue);
+    await fx.worker(queue);
+    const runId = fx.runId();
+    // As if the process died before the acknowledgement reached Redis.
+    vi.spyOn(RunStore.prototype, 'acknowledgeMany').mockRejectedValueOnce(new Error('simulated Redis failure'));
+    const first = await rq.rollout(draft({ id: 'a' }), { runId });
+    await rq.settled(runId);
+    expect(fx.logs.some((line) => line.includes('acknowledge failed') && line.includes('simulated Redis failure'))).toBe(true);
+    expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('running');
+    expect(await fx.redis.exists(keys.runCoordinator(runId))).toBe(0);
+
+    const again = await rq.rollout(draft({ id: 'a' }), { runId });
+    expect(again).toEqual(first);
+    await rq.settled(runId);
+    expect((await rq.status(runId)).run).toMatchObject({ status: 'completed', enqueued: 1, delivered: 1, kinds: { ok: 1 } });
   });
 
   it('close() waits for a wrap-up in flight', async () => {
