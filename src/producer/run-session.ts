@@ -18,7 +18,7 @@ import { RunEnding, type Ending } from './run-ending.js';
 import { RunReconciler } from './run-reconciler.js';
 import { applyRetention, persistRun, redisNowMs } from './run-retention.js';
 import { RunStoppedError } from './run-stopped-error.js';
-import type { RunHead, RunStore } from './run-store.js';
+import type { OpenedRun, RunHead, RunStore } from './run-store.js';
 
 /** Connections and settings a session shares with its `RolloutQueue`. */
 export interface SessionDeps {
@@ -216,7 +216,12 @@ export class RunSession {
     // A non-empty list has a first draft for sure: its run record is made with the lease, in one
     // round trip (a stream makes it when its first draft arrives, DraftEnqueuer.prepareRun).
     const create = Array.isArray(drafts) && drafts.length > 0 ? { runAttemptId: this.plan.runAttemptId, specCount: this.plan.specCount } : undefined;
-    const { lease, value: opened } = await CoordinatorLease.acquire(this.deps.redis, this.deps.keys.runCoordinator(this.runId), this.runId, logger, store.opener(this.runId, create));
+    let created: OpenedRun['created'];
+    const enqueuer = drafts ? this.enqueuerOf(drafts, () => (created ? Promise.resolve(created.runAttemptId) : store.ensureRun(this.runId, this.plan.runAttemptId, this.plan.specCount))) : undefined;
+    // A new run's first batch is checked and stamped by the same script (one round trip less).
+    const opening = create ? await enqueuer?.takeOpening(this.plan.runAttemptId) : undefined;
+    const { lease, value: opened } = await CoordinatorLease.acquire(this.deps.redis, this.deps.keys.runCoordinator(this.runId), this.runId, logger, store.opener(this.runId, create, opening));
+    created = opened.created;
     this.coordinatorLease = lease;
     this.fence = new DeliveryFence(this.runId, lease, store, this.tracker, logger);
     const { head } = opened;
@@ -238,25 +243,12 @@ export class RunSession {
     }
     // A new run has nothing to reconcile before its first job is added: its first pass waits.
     this.reconciler.start(!head);
-    if (!this.plan.drafts || this.earlier) {
+    if (!enqueuer || this.earlier) {
       this.enqueueDone = true;
       return;
     }
-    const { created } = opened;
-    const enqueuer = new DraftEnqueuer({
-      runId: this.runId, queue: this.deps.queue, store, tracker: this.tracker, logger, placementFor: this.deps.placementFor,
-      maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
-      prepareRun: () => (created ? Promise.resolve(created.runAttemptId) : store.ensureRun(this.runId, this.plan.runAttemptId, this.plan.specCount)),
-      artifacts: new ArtifactStorer(this.deps.redis, this.deps.keys),
-      evaluations: new EvaluationCache(this.deps.redis, this.deps.keys, this.deps.retainMs),
-      onCached: (result) => this.tracker.pushReady(result),
-      onRefused: (result) => {
-        this.tracker.pushReady(result);
-        if (this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
-      },
-    });
     this.enqueuer = enqueuer;
-    this.enqueuing = enqueuer.run(this.plan.drafts).then(async (exhausted) => {
+    this.enqueuing = enqueuer.run(created?.checked).then(async (exhausted) => {
       // specCount becomes the number of distinct leases, which attach compares with what it finds.
       const stored = created?.specCount;
       if (exhausted && enqueuer.prepared && !this.abandoned && stored !== enqueuer.distinctLeases) await store.setSpecCount(this.runId, enqueuer.distinctLeases);
@@ -265,6 +257,23 @@ export class RunSession {
     }).catch((err: Error) => {
       if (!this.abandoned) this.failure ??= new Error(`run "${this.runId}": enqueuing failed: ${err.message}; the run is resumable: call mapRollouts again with the same runId`, { cause: err });
       this.tracker.notify();
+    });
+  }
+
+  /** The enqueuer of this session's drafts; `prepareRun` makes (or finds) the run record. */
+  private enqueuerOf(drafts: Iterable<unknown> | AsyncIterable<unknown>, prepareRun: () => Promise<string>): DraftEnqueuer {
+    const { store, logger } = this.deps;
+    return new DraftEnqueuer({
+      runId: this.runId, drafts, queue: this.deps.queue, store, tracker: this.tracker, logger, placementFor: this.deps.placementFor,
+      maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
+      prepareRun,
+      artifacts: new ArtifactStorer(this.deps.redis, this.deps.keys),
+      evaluations: new EvaluationCache(this.deps.redis, this.deps.keys, this.deps.retainMs),
+      onCached: (result) => this.tracker.pushReady(result),
+      onRefused: (result) => {
+        this.tracker.pushReady(result);
+        if (this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
+      },
     });
   }
 

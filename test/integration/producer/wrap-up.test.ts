@@ -1,14 +1,16 @@
+import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { queueKeys, RUN_FIELDS } from '../../../src/lease/index.js';
+import { enqueuedAtOf, queueKeys, RUN_FIELDS } from '../../../src/lease/index.js';
 import { CoordinatorLease } from '../../../src/producer/coordinator-lease.js';
 import { applyRetention } from '../../../src/producer/run-retention.js';
 import { RunStore } from '../../../src/producer/run-store.js';
 import { TEST_PREFIX, useProducerFixture } from '../../helpers/producer-fixture.js';
 import { draft } from '../../helpers/rollout-drafts.js';
 
-// The round trips of one run: its start (one script takes the lease and makes the record), and its
-// wrap-up: rollout() returns once its Result is acknowledged; the run's completion mark, retention and
-// coordinator lease release (its wrap-up) follow in the background, tracked by the queue.
+// The round trips of one run: its start (one script takes the lease, makes the record and checks
+// a new run's first batch), and its wrap-up: rollout() returns its Result at once; the
+// acknowledgement, the run's completion mark, retention and coordinator lease release (its
+// wrap-up) follow in the background, tracked by the queue.
 const fx = useProducerFixture();
 
 afterEach(() => {
@@ -198,10 +200,19 @@ describe('session start', () => {
     const runId = fx.runId();
     const ensure = vi.spyOn(RunStore.prototype, 'ensureRun');
     const readHead = vi.spyOn(RunStore.prototype, 'readHead');
+    const check = vi.spyOn(RunStore.prototype, 'checkAndStamp');
+    const add = vi.spyOn(Queue.prototype, 'add');
+    const addBulk = vi.spyOn(Queue.prototype, 'addBulk');
     const result = await rq.rollout(draft({ id: 'a' }), { runId });
     expect(result.kind).toBe('ok');
     expect(ensure).not.toHaveBeenCalled();
     expect(readHead).not.toHaveBeenCalled();
+    // The new run's first batch was checked and its enqueue clock stamped by that same script;
+    // its one job went by Queue.add, carrying the time stamped.
+    expect(check).not.toHaveBeenCalled();
+    expect([add.mock.calls.length, addBulk.mock.calls.length]).toEqual([1, 0]);
+    const [stampedAt] = JSON.parse((await fx.redis.hget(keys.runEnqueuedAt(runId), result.leaseId)) ?? 'null') as [number];
+    expect(enqueuedAtOf(add.mock.calls[0]?.[2])).toBe(stampedAt);
     await rq.settled(runId);
     const record = await fx.redis.hgetall(keys.run(runId));
     expect(record).toMatchObject({ [RUN_FIELDS.status]: 'completed', [RUN_FIELDS.specCount]: '1', [RUN_FIELDS.enqueued]: '1' });
@@ -238,6 +249,8 @@ describe('session start', () => {
     await rq.rollout(draft({ id: 'a' }), { runId });
     await rq.settled(runId);
     expect(await fx.redis.pttl(keys.run(runId))).toBeGreaterThan(0);
+    // The run exists: the opening script checks nothing, the enqueuer checks its drafts itself.
+    const check = vi.spyOn(RunStore.prototype, 'checkAndStamp');
     const next = rq.mapRollouts([draft({ id: 'a' }), draft({ id: 'b', delayMs: 300 })], { runId });
     const first = await next.next();
     // Only b is new: it is yielded while the run is running again, its records persistent.
@@ -247,6 +260,8 @@ describe('session start', () => {
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.endedAt)).toBeNull();
     expect((await next.next()).done).toBe(true);
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('completed');
+    expect(check).toHaveBeenCalledTimes(1);
+    expect(check.mock.calls[0]?.[1].leaseIds).toEqual([`${runId}.a`, `${runId}.b`]);
   });
 });
 
