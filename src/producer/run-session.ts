@@ -323,9 +323,14 @@ export class RunSession {
     return this.closedError ? this.closedError() : error;
   }
 
-  /** Acknowledges delivered Results through the fence (see `DeliveryFence.acknowledge`). */
-  private async acknowledge(results: readonly Result[]): Promise<void> {
-    if (!this.abandoned) await this.fence?.acknowledge(results, () => this.abandoned);
+  /**
+   * Acknowledges delivered Results through the fence (see `DeliveryFence.acknowledge`); with
+   * `complete`, the same call marks a running run completed.
+   * @returns true when it marked the run completed.
+   */
+  private async acknowledge(results: readonly Result[], complete = false): Promise<boolean> {
+    if (this.abandoned || !this.fence) return false;
+    return this.fence.acknowledge(results, () => this.abandoned, complete);
   }
 
   /** Every lease answered and acknowledged: record the end, or say what is missing. */
@@ -345,29 +350,37 @@ export class RunSession {
           'every Result of the enqueued ones was delivered; call mapRollouts again with the same runId and the specs to run the rest');
       }
     }
-    const changed = await store.setStatus(this.runId, 'completed', ['running']);
-    if (changed || (await store.readHead(this.runId))?.status === 'completed') await this.retain();
+    await this.retainCompleted(await store.setStatus(this.runId, 'completed', ['running']));
+  }
+
+  /** Retains the run once it is completed: marked so now (`changed`), or found so (by another session). */
+  private async retainCompleted(changed: boolean): Promise<void> {
+    if (changed || (await this.deps.store.readHead(this.runId))?.status === 'completed') await this.retain();
   }
 
   /**
-   * After the consumer took its last Results (off the consumer's path): acknowledges them; then,
-   * once the enqueuer of a fully taken draft list finished recording, a run with nothing left
-   * is marked completed and retained; then the session ends (its coordinator lease is released
-   * last, so no other coordinator starts the run again before it is marked). A failed
-   * acknowledgement ends the session without marking anything.
+   * After the consumer took its last Results (off the consumer's path): once the enqueuer of a
+   * fully taken draft list finished recording, acknowledges them, and a run with nothing left is
+   * marked completed (by the same script call when the session has drafts) and retained; then
+   * the session ends (its coordinator lease is released last, so no other coordinator starts the
+   * run again before it is marked). A failed acknowledgement ends the session without marking anything.
    */
   private async wrapUp(taken: readonly Result[]): Promise<void> {
     try {
-      const acknowledged = await this.acknowledge(taken).then(() => true, (err: Error) => {
-        this.deps.logger.warn({ runId: this.runId, leases: taken.length, err: err.message }, 'acknowledge failed; those Results are delivered again by the next session of the run');
-        return false;
-      });
-      if (!acknowledged) return;
       const finite = Array.isArray(this.plan.drafts) ? this.plan.drafts.length : undefined;
       // Its jobs were added but their leases may still be being recorded: wait, not skip the end.
       if (!this.enqueueDone && this.enqueuer && finite !== undefined && this.enqueuer.pulled >= finite) await this.enqueuing;
       const last = this.enqueueDone && !this.failure && this.tracker.unfinishedCount === 0 && this.tracker.readyCount === 0 && !this.ending.begun;
-      if (last) await this.finish();
+      // The completion mark rides with the acknowledgement, except where finish() checks more
+      // first (a run stopped earlier, attach).
+      const complete = last && !this.earlier && this.plan.drafts !== undefined;
+      const acknowledged = await this.acknowledge(taken, complete).then((completed) => ({ completed }), (err: Error) => {
+        this.deps.logger.warn({ runId: this.runId, leases: taken.length, err: err.message }, 'acknowledge failed; those Results are delivered again by the next session of the run');
+        return undefined;
+      });
+      if (!acknowledged) return;
+      if (complete) await this.retainCompleted(acknowledged.completed);
+      else if (last) await this.finish();
     } finally {
       await this.teardown();
     }

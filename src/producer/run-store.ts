@@ -112,21 +112,28 @@ export interface LeaseFlags {
 
 // SADD delivered, and count the kind only when the lease was not delivered before: the
 // consumer may see a Result twice (at-least-once), the counters count it once. Fenced: only
-// the holder of the coordinator lease (its token in KEYS[3]) may acknowledge. Replies one flag
-// per (leaseId, kind field) pair (1 new, 0 again), or a single -1 when fenced (nothing written).
-// KEYS: runDelivered, run, runCoordinator. ARGV: lease token, then leaseId, kind field pairs.
+// the holder of the coordinator lease (its token in KEYS[3]) may acknowledge. With a status
+// field, then marks a running run completed (as SET_STATUS with 'running' allowed: the run's
+// last Results). Replies {completed 1/0, then one flag per (leaseId, kind field) pair (1 new,
+// 0 again)}, or a single -1 when fenced (nothing written).
+// KEYS: runDelivered, run, runCoordinator. ARGV: lease token, status field ('' = leave the
+// status), then leaseId, kind field pairs.
 const ACKNOWLEDGE = redisScript('rqAcknowledge', `
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
-local flags = {}
-for i = 2, #ARGV, 2 do
+local reply = {0}
+for i = 3, #ARGV, 2 do
   if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
     redis.call('HINCRBY', KEYS[2], ARGV[i + 1], 1)
-    flags[#flags + 1] = 1
+    reply[#reply + 1] = 1
   else
-    flags[#flags + 1] = 0
+    reply[#reply + 1] = 0
   end
 end
-return flags`, 3);
+if ARGV[2] ~= '' and redis.call('HGET', KEYS[2], ARGV[2]) == 'running' then
+  redis.call('HSET', KEYS[2], ARGV[2], 'completed')
+  reply[1] = 1
+end
+return reply`, 3);
 
 // HSET status only when the run exists and its status is one of ARGV[3..]; never creates a
 // half record, never turns a cancelled run back into a completed one.
@@ -374,15 +381,17 @@ export class RunStore {
   /**
    * Marks Results of one run delivered and counts each one's kind, once per lease, in one script
    * call, if `token` still holds the run's coordinator lease (checked in the same script): all
-   * or none (otherwise nothing is written and `fenced` is returned).
-   * @returns per Result, in order, `new` or `again`; or `fenced`.
+   * or none (otherwise nothing is written and `fenced` is returned). With `complete` (the run's
+   * last Results), the same call then sets a `running` run's status to `completed`, as
+   * {@link setStatus} would.
+   * @returns per Result, in order, `new` or `again`, and whether the status was changed; or `fenced`.
    */
-  async acknowledgeMany(runId: string, results: readonly Result[], token: string): Promise<('new' | 'again')[] | 'fenced'> {
-    if (results.length === 0) return [];
+  async acknowledgeMany(runId: string, results: readonly Result[], token: string, complete = false): Promise<{ readonly kinds: ('new' | 'again')[]; readonly completed: boolean } | 'fenced'> {
     const pairs = results.flatMap((result) => [result.leaseId, RUN_FIELDS.kind(result.kind)]);
-    const reply = await ACKNOWLEDGE.run(this.redis, [this.keys.runDelivered(runId), this.keys.run(runId), this.keys.runCoordinator(runId)], [token, ...pairs]);
+    const reply = await ACKNOWLEDGE.run(this.redis, [this.keys.runDelivered(runId), this.keys.run(runId), this.keys.runCoordinator(runId)], [token, complete ? RUN_FIELDS.status : '', ...pairs]);
     if (reply === -1) return 'fenced';
-    return (reply as number[]).map((flag) => (flag === 1 ? 'new' : 'again'));
+    const [completed, ...flags] = reply as number[];
+    return { kinds: flags.map((flag) => (flag === 1 ? 'new' : 'again')), completed: completed === 1 };
   }
 
   /** The leases among `leaseIds` that are in the run's delivered set (one round trip). */

@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { enqueuedAtOf, queueKeys, RUN_FIELDS } from '../../../src/lease/index.js';
 import { CoordinatorLease } from '../../../src/producer/coordinator-lease.js';
+import { PlacementQueues } from '../../../src/producer/placement-queues.js';
 import { applyRetention } from '../../../src/producer/run-retention.js';
 import { RunStore } from '../../../src/producer/run-store.js';
 import { TEST_PREFIX, useProducerFixture } from '../../helpers/producer-fixture.js';
@@ -16,23 +17,6 @@ const fx = useProducerFixture();
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-/** Holds every RunStore.setStatus(…, 'completed') until `open()`; `reached` resolves at the first one. */
-function gateCompletion(): { reached: Promise<void>; open: () => void } {
-  let open!: () => void;
-  let reach!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  const reached = new Promise<void>((resolve) => (reach = resolve));
-  const setStatus = RunStore.prototype.setStatus;
-  vi.spyOn(RunStore.prototype, 'setStatus').mockImplementation(async function (this: RunStore, ...args) {
-    if (args[1] === 'completed') {
-      reach();
-      await gate;
-    }
-    return setStatus.apply(this, args);
-  });
-  return { reached, open };
-}
 
 /** Holds every RunStore.acknowledgeMany until `open()`; `reached` resolves at the first one. */
 function gateAcknowledgement(): { reached: Promise<void>; open: () => void } {
@@ -53,57 +37,37 @@ function gateAcknowledgement(): { reached: Promise<void>; open: () => void } {
 const aTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('wrap-up of a delivered run', () => {
-  it('rollout() returns before the run is marked completed; the run is then completed, retained and its lease released', async () => {
+  it('rollout() returns before its Result is acknowledged; the run is then acknowledged and marked completed in one script call, retained and its lease released', async () => {
     const queue = fx.queueName();
     const keys = queueKeys(TEST_PREFIX, queue);
     const rq = await fx.open(queue, { retainMs: 600_000 });
     await fx.worker(queue);
     const runId = fx.runId();
-    const gate = gateCompletion();
+    const gate = gateAcknowledgement();
+    const setStatus = vi.spyOn(RunStore.prototype, 'setStatus');
 
     const result = await rq.rollout(draft({ id: 'a' }), { runId });
     expect(result.kind).toBe('ok');
     await gate.reached;
-    // Acknowledged (delivered) already, not yet completed: the wrap-up holds the lease meanwhile.
-    expect(await fx.redis.sismember(keys.runDelivered(runId), result.leaseId)).toBe(1);
+    // Neither delivered nor completed yet: the wrap-up holds the lease meanwhile; settled() waits.
+    let settled = false;
+    const settling = rq.settled(runId).then(() => (settled = true));
+    expect(await fx.redis.sismember(keys.runDelivered(runId), result.leaseId)).toBe(0);
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('running');
     expect(await fx.redis.exists(keys.runCoordinator(runId))).toBe(1);
+    expect(settled).toBe(false);
 
     gate.open();
-    await rq.settled(runId);
+    await settling;
+    expect(await fx.redis.sismember(keys.runDelivered(runId), result.leaseId)).toBe(1);
+    expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.kind('ok'))).toBe('1');
+    expect(setStatus).not.toHaveBeenCalled();
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('completed');
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.endedAt)).not.toBeNull();
     const ttl = await fx.redis.pttl(keys.run(runId));
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(600_000);
     expect(await fx.redis.exists(keys.runCoordinator(runId))).toBe(0);
-  });
-
-  it('rollout() returns before its Result is acknowledged; settled() and close() wait for the acknowledgement', async () => {
-    const queue = fx.queueName();
-    const keys = queueKeys(TEST_PREFIX, queue);
-    const rq = await fx.open(queue);
-    await fx.worker(queue);
-    const runId = fx.runId();
-    const gate = gateAcknowledgement();
-
-    const result = await rq.rollout(draft({ id: 'a' }), { runId });
-    expect(result.kind).toBe('ok');
-    await gate.reached;
-    expect(await fx.redis.sismember(keys.runDelivered(runId), result.leaseId)).toBe(0);
-    let settled = false;
-    const settling = rq.settled(runId).then(() => (settled = true));
-    let closed = false;
-    const closing = rq.close().then(() => (closed = true));
-    await aTurn();
-    await aTurn();
-    expect([settled, closed]).toEqual([false, false]);
-
-    gate.open();
-    await Promise.all([settling, closing]);
-    expect(await fx.redis.sismember(keys.runDelivered(runId), result.leaseId)).toBe(1);
-    expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('completed');
-    expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.kind('ok'))).toBe('1');
   });
 
   it('a Result whose acknowledgement failed after rollout() returned it is delivered again by the next session, counted once', async () => {
@@ -132,8 +96,8 @@ describe('wrap-up of a delivered run', () => {
     const rq = await fx.open(queue);
     await fx.worker(queue);
     const runId = fx.runId();
-    const gate = gateCompletion();
-    await rq.rollout(draft({ id: 'a' }), { runId });
+    const gate = gateAcknowledgement();
+    const result = await rq.rollout(draft({ id: 'a' }), { runId });
     await gate.reached;
 
     let closed = false;
@@ -143,6 +107,7 @@ describe('wrap-up of a delivered run', () => {
     expect(closed).toBe(false);
     gate.open();
     await closing;
+    expect(await fx.redis.sismember(keys.runDelivered(runId), result.leaseId)).toBe(1);
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('completed');
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.endedAt)).not.toBeNull();
     expect(await fx.redis.exists(keys.runCoordinator(runId))).toBe(0);
@@ -170,16 +135,24 @@ describe('wrap-up of a delivered run', () => {
     const rq = await fx.open(queue);
     await fx.worker(queue);
     const runId = fx.runId();
-    const setStatus = RunStore.prototype.setStatus;
-    const failing = vi.spyOn(RunStore.prototype, 'setStatus').mockImplementationOnce(async () => {
-      throw new Error('simulated Redis failure');
+    // The retention fails (its first step resolves the leases' queues); the reconciler, which
+    // also resolves, is stopped once rollout() returned.
+    let failing = false;
+    const resolve = PlacementQueues.prototype.resolve;
+    vi.spyOn(PlacementQueues.prototype, 'resolve').mockImplementation(async function (this: PlacementQueues, ...args) {
+      if (failing) throw new Error('simulated Redis failure');
+      return resolve.apply(this, args);
     });
-    await rq.rollout(draft({ id: 'a' }), { runId });
+    const returned = rq.rollout(draft({ id: 'a' }), { runId }).then(() => (failing = true));
+    await returned;
     await rq.settled(runId);
+    failing = false;
     expect(fx.logs.some((line) => line.includes('wrapping up a delivered run failed') && line.includes('simulated Redis failure'))).toBe(true);
-    expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('running');
+    // Marked completed with its acknowledgement, not retained.
+    expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('completed');
+    expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.endedAt)).toBeNull();
+    expect(await fx.redis.pttl(keys.run(runId))).toBe(-1);
     expect(await fx.redis.exists(keys.runCoordinator(runId))).toBe(0);
-    failing.mockImplementation(setStatus);
 
     // attach finds every Result delivered and records the end the first session could not.
     const again: unknown[] = [];
@@ -187,6 +160,7 @@ describe('wrap-up of a delivered run', () => {
     expect(again).toEqual([]);
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('completed');
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.endedAt)).not.toBeNull();
+    expect(await fx.redis.pttl(keys.run(runId))).toBeGreaterThan(0);
   });
 });
 
