@@ -52,11 +52,15 @@ export class DeliveryFence {
    * waits for it to be retaken (then acknowledges, unless another coordinator did) or throws like
    * {@link open}. Acknowledging a Result twice is harmless: it is counted once.
    * @param stopped true once the session was abandoned: give up silently.
+   * @param complete the run's last Results: the same call marks a running run completed.
+   * @returns true when this call marked the run completed.
    */
-  async acknowledge(results: readonly Result[], stopped: () => boolean): Promise<void> {
-    if (results.length === 0) return;
-    while ((await this.store.acknowledgeMany(this.runId, results, this.lease.token)) === 'fenced') {
-      if (stopped()) return;
+  async acknowledge(results: readonly Result[], stopped: () => boolean, complete = false): Promise<boolean> {
+    if (results.length === 0) return false;
+    for (;;) {
+      const reply = await this.store.acknowledgeMany(this.runId, results, this.lease.token, complete);
+      if (reply !== 'fenced') return reply.completed;
+      if (stopped()) return false;
       await this.open();
     }
   }

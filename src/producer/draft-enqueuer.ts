@@ -11,11 +11,13 @@ import { withPlacementFor } from './placement-for.js';
 import type { PlacementFor } from './producer-options.js';
 import { SecretScan } from './find-leaked-secret.js';
 import { prepareDraft, type PreparedDraft } from './rollout-draft.js';
-import type { RunStore } from './run-store.js';
+import type { BatchCheck, CheckedBatch, RunStore } from './run-store.js';
 
 /** What the enqueuer needs from its session. */
 export interface EnqueuerDeps {
   readonly runId: string;
+  /** The caller's drafts (sync or async). */
+  readonly drafts: Iterable<unknown> | AsyncIterable<unknown>;
   /** Adds jobs, each to the queue of its placement and class. */
   readonly queue: Pick<PlacementQueues, 'addBulk'>;
   readonly store: RunStore;
@@ -46,6 +48,14 @@ interface Positioned<D extends PreparedDraft = PreparedDraft> {
   readonly index: number;
 }
 
+/** A first batch taken before the run's session opened (see {@link DraftEnqueuer.takeOpening}). */
+interface OpeningBatch {
+  readonly values: readonly unknown[];
+  readonly batch: readonly Positioned[];
+  readonly runAttemptId: string;
+  readonly check: BatchCheck;
+}
+
 /** A lease's id and coordinator-side deadlines, as its enqueue clock records them. */
 const leaseClock = (draft: ValidDraft): { leaseId: string; scheduleToStartMs: number | undefined; scheduleToCloseMs: number | undefined } => ({
   leaseId: draft.leaseId, scheduleToStartMs: draft.spec.timeouts.scheduleToStartMs, scheduleToCloseMs: draft.spec.timeouts.scheduleToCloseMs,
@@ -68,7 +78,8 @@ const refillBatch = (maxInFlight: number): number => Math.max(1, Math.min(MAX_BA
  * pulled only when there is room to enqueue it, and a slow source is never waited on for more.
  *
  * Per batch: one script reads which leases are enqueued or delivered already (and stamps the
- * enqueue clock of those about to be added), one `addBulk`
+ * enqueue clock of those about to be added; for a new run's first batch, the session's opening
+ * script does, {@link takeOpening}), one `addBulk` (`add` for one job)
  * adds the new jobs, one script records their leases in `runLeases` (ZADD NX). The job is
  * added before its lease is recorded, so a coordinator killed in between resumes cleanly
  * (BullMQ ignores an add whose jobId exists). A lease already recorded is never added again
@@ -83,8 +94,12 @@ export class DraftEnqueuer {
   private readonly seen = new Set<string>();
   /** Content hash of each evaluation lease enqueued in this call (its ok Result is cached under it). */
   private readonly evalHashes = new Map<string, string>();
+  private readonly source: DraftSource;
+  private opening: OpeningBatch | undefined;
 
-  constructor(private readonly deps: EnqueuerDeps) {}
+  constructor(private readonly deps: EnqueuerDeps) {
+    this.source = new DraftSource(deps.drafts);
+  }
 
   /** Number of distinct leases in the draft list, known once {@link run} returned true. */
   get distinctLeases(): number {
@@ -118,15 +133,43 @@ export class DraftEnqueuer {
   }
 
   /**
+   * Takes the first batch of the drafts (as many as a new run has room for) and prepares it as a
+   * new run's, with `runAttemptId`, before the session's opening script ran, so that script
+   * checks and stamps it in its own round trip when the run is new (`RunStore.opener`). {@link run}
+   * then enqueues it with what the script read; when the run existed (nothing read), those drafts
+   * go back to the source and are prepared again as the run's own.
+   * @returns the batch's check, or undefined when there are no drafts.
+   * @throws whatever the draft source throws.
+   */
+  async takeOpening(runAttemptId: string): Promise<BatchCheck | undefined> {
+    const first = await this.source.next();
+    if (first.done) return undefined;
+    const values = [first.value, ...(await this.source.takeReady(Math.min(this.deps.maxInFlight, MAX_BATCH) - 1))];
+    const batch = this.prepare(values, 0, runAttemptId);
+    this.opening = { values, batch, runAttemptId, check: this.checkOf(batch) };
+    return this.opening.check;
+  }
+
+  /**
    * Enqueues every draft. Resolves true when the drafts were exhausted, false when halted.
+   * @param opened what the session's opening script read of the batch {@link takeOpening} took (a new run).
    * @throws whatever the draft source throws, or a Redis error from enqueuing (the run stays resumable).
    */
-  async run(drafts: Iterable<unknown> | AsyncIterable<unknown>): Promise<boolean> {
-    const { tracker, maxInFlight, runId, maxSpecBytes, maxTaskBytes } = this.deps;
-    const source = new DraftSource(drafts);
+  async run(opened?: CheckedBatch): Promise<boolean> {
+    const { tracker, maxInFlight, runId, store } = this.deps;
+    const source = this.source;
     let exhausted = false;
     try {
-      for (let index = 0; !this.stopped; ) {
+      let index = 0;
+      const opening = this.opening;
+      this.opening = undefined;
+      if (opening && opened) {
+        if (this.stopped) return false;
+        this.runAttemptId = opening.runAttemptId;
+        index = this.pulledCount = opening.values.length;
+        await this.enqueue(opening.batch, opening.check, opened);
+      } else if (opening) source.putBack(opening.values);
+      while (!this.stopped) {
         const first = await source.next();
         if (first.done) return (exhausted = true);
         if (this.stopped) break;
@@ -139,14 +182,11 @@ export class DraftEnqueuer {
         const room = Math.min(maxInFlight - tracker.unfinishedCount, MAX_BATCH);
         const values = [first.value, ...(await source.takeReady(room - 1))];
         if (this.stopped) break;
-        const runAttemptId = this.runAttemptId;
-        // One secret scan per batch: every read of process.env crosses into the runtime, and
-        // the secret-looking variables are the same for every draft of the batch.
-        const secrets = new SecretScan();
-        const batch = values.map((value, i) => ({ draft: withPlacementFor(prepareDraft(value, { runId, runAttemptId, index: index + i, maxSpecBytes, maxTaskBytes, secrets }), this.deps.placementFor), index: index + i }));
+        const batch = this.prepare(values, index, this.runAttemptId);
         index += values.length;
         this.pulledCount = index;
-        await this.enqueue(batch);
+        const check = this.checkOf(batch);
+        await this.enqueue(batch, check, await store.checkAndStamp(runId, check));
       }
       return false;
     } finally {
@@ -155,23 +195,37 @@ export class DraftEnqueuer {
     }
   }
 
+  /** Validates drafts taken from the source (`index`: the first one's position in the caller's list). */
+  private prepare(values: readonly unknown[], index: number, runAttemptId: string): Positioned[] {
+    const { runId, maxSpecBytes, maxTaskBytes } = this.deps;
+    // One secret scan per batch: every read of process.env crosses into the runtime, and
+    // the secret-looking variables are the same for every draft of the batch.
+    const secrets = new SecretScan();
+    return values.map((value, i) => ({ draft: withPlacementFor(prepareDraft(value, { runId, runAttemptId, index: index + i, maxSpecBytes, maxTaskBytes, secrets }), this.deps.placementFor), index: index + i }));
+  }
+
+  /**
+   * The check of a batch: every lease seen first here, and the enqueue clock rides along for each
+   * valid one the evaluation cache cannot answer (those are stamped once known fresh). One this
+   * batch then does not add (a stop halted it) keeps a stamp, as after a crash before the add.
+   */
+  private checkOf(batch: readonly Positioned[]): BatchCheck {
+    const first = new Map<string, PreparedDraft>();
+    for (const { draft } of batch) if (!this.seen.has(draft.leaseId) && !first.has(draft.leaseId)) first.set(draft.leaseId, draft);
+    const cached = this.deps.evaluations !== undefined && this.deps.onCached !== undefined;
+    const stamp = [...first.values()].filter((draft): draft is ValidDraft => draft.ok && !(cached && draft.spec.class === 'evaluation')).map(leaseClock);
+    return { leaseIds: [...first.keys()], stamp };
+  }
+
   /**
    * Sorts a batch, in draft order, into refused, repeated, already enqueued and new leases, and
    * adds the new ones. The jobs of the drafts before a refused one are added before the refusal
    * is reported: a stop it causes then waits for them and removes them (as when drafts went one
    * at a time), and nothing after it is added.
    */
-  private async enqueue(batch: readonly Positioned[]): Promise<void> {
+  private async enqueue(batch: readonly Positioned[], check: BatchCheck, { flags, stampedAt }: CheckedBatch): Promise<void> {
     const { runId, store, logger } = this.deps;
-    const first = new Map<string, PreparedDraft>();
-    for (const { draft } of batch) if (!this.seen.has(draft.leaseId) && !first.has(draft.leaseId)) first.set(draft.leaseId, draft);
-    // The enqueue clock rides along with the flags check: every valid draft seen first here
-    // that the evaluation cache cannot answer (those are stamped once known fresh). One this
-    // batch then does not add (a stop halted it) keeps a stamp, as after a crash before addBulk.
-    const cached = this.deps.evaluations !== undefined && this.deps.onCached !== undefined;
-    const stamp = [...first.values()].filter((draft): draft is ValidDraft => draft.ok && !(cached && draft.spec.class === 'evaluation')).map(leaseClock);
-    const { flags, stampedAt } = await store.checkAndStamp(runId, [...first.keys()], stamp);
-    const stamped = new Set(stamp.map(({ leaseId }) => leaseId));
+    const stamped = new Set(check.stamp.map(({ leaseId }) => leaseId));
     let fresh: Positioned<ValidDraft>[] = [];
     let already = 0;
     for (const { draft, index } of batch) {
@@ -206,7 +260,7 @@ export class DraftEnqueuer {
    * `onCached`; a lease answered so before, on a resumed run, is skipped), and remembers the hash
    * of the other evaluations.
    */
-  private async answerCached(fresh: Positioned<ValidDraft>[], flags: Map<string, { delivered?: boolean }>): Promise<Positioned<ValidDraft>[]> {
+  private async answerCached(fresh: Positioned<ValidDraft>[], flags: ReadonlyMap<string, { readonly delivered: boolean }>): Promise<Positioned<ValidDraft>[]> {
     const { evaluations, onCached, runId } = this.deps;
     if (!evaluations || !onCached) return fresh;
     const evals = fresh.filter(({ draft }) => draft.spec.class === 'evaluation').map(({ draft }) => ({ leaseId: draft.leaseId, taskId: draft.taskId, runId, hash: evaluationHash(draft.spec) }));

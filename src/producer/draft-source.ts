@@ -20,6 +20,8 @@ export class DraftSource {
   private readonly async: AsyncIterator<unknown> | undefined;
   private pending: Promise<IteratorResult<unknown>> | undefined;
   private finished = false;
+  /** Drafts handed back by {@link putBack}: taken again before anything else. */
+  private readonly back: unknown[] = [];
   /** An error of the source met while taking ready drafts, thrown by the next {@link next}. */
   private failure: { readonly error: unknown } | undefined;
 
@@ -33,6 +35,7 @@ export class DraftSource {
    * @throws whatever the source throws.
    */
   async next(): Promise<IteratorResult<unknown>> {
+    if (this.back.length > 0) return { done: false, value: this.back.shift() };
     if (this.failure) throw this.failure.error;
     if (this.finished) return { done: true, value: undefined };
     return this.note(this.sync ? this.sync.next() : await this.pull());
@@ -44,9 +47,9 @@ export class DraftSource {
    * so they are still enqueued before the run fails, as when drafts went one at a time.
    */
   async takeReady(limit: number): Promise<unknown[]> {
-    const values: unknown[] = [];
+    const values = this.back.splice(0, limit);
     try {
-      while (values.length < limit && !this.finished) {
+      while (values.length < limit && !this.finished && !this.failure) {
         let step: IteratorResult<unknown>;
         if (this.sync) step = this.sync.next();
         else {
@@ -65,6 +68,14 @@ export class DraftSource {
       this.failure = { error };
     }
     return values;
+  }
+
+  /**
+   * Hands back drafts taken and not enqueued (an opening batch prepared for a new run, when the
+   * run existed): {@link next} and {@link takeReady} return them again first, in order.
+   */
+  putBack(values: readonly unknown[]): void {
+    this.back.unshift(...values);
   }
 
   /** Lets the source run its own clean-up (a generator's `finally`) when we stop before its end. */

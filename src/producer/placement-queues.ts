@@ -169,7 +169,14 @@ export class PlacementQueues {
       // Only once stored: a failed announcement is tried again with the next add.
       for (const name of announcing) this.announced.add(name);
     }
-    await Promise.all([...groups].map(([name, group]) => this.queue(name).addBulk(group.map((job) => ({ ...job, data: job.data as Record<string, unknown> })))));
+    // One job goes by `add`: a single EVALSHA, where `addBulk` builds an ioredis pipeline, which
+    // copies every script command defined on the connection (BullMQ's and ours) onto itself.
+    await Promise.all([...groups].map(([name, group]) => {
+      const queue = this.queue(name);
+      const [only] = group;
+      if (group.length === 1 && only) return queue.add(only.name, only.data as Record<string, unknown>, only.opts);
+      return queue.addBulk(group.map((job) => ({ ...job, data: job.data as Record<string, unknown> })));
+    }));
   }
 
   /** Closes the placement queues' handles (not the base queue: its owner closes it). */

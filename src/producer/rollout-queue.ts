@@ -157,8 +157,11 @@ export class RolloutQueue {
 
   /**
    * Runs one draft as a one-spec run and returns its Result; a `caller` Result is returned, not
-   * thrown. `runId` defaults to `single-<uuid>`. Returns once the Result is acknowledged; the
-   * run is marked completed and retained just after, in the background ({@link settled}).
+   * thrown. `runId` defaults to `single-<uuid>`. Returns the Result as soon as it is read; its
+   * acknowledgement, then the run's completion mark and retention, follow in the background
+   * ({@link settled}; `close()` waits for them). A process killed before the acknowledgement
+   * gets the Result again from a new session of the run (at least once, as `mapRollouts`'
+   * batched acknowledgements), counted once.
    * @throws Error when the queue is closed, or when the lease was already delivered (a reused runId).
    */
   async rollout(draft: RolloutDraft, options: { readonly runId?: string; readonly signal?: AbortSignal } = {}): Promise<Result> {
@@ -252,9 +255,9 @@ export class RolloutQueue {
 
   /**
    * Resolves once the wrap-up of runs whose last Result was delivered is done (the run of
-   * `runId`, or every run): `rollout()` and a consumer breaking out after the last Result
-   * return once it is acknowledged, while the run's completion mark, retention and coordinator
-   * lease release finish in the background. `status`, `purge`, `purgeOlderThan` and `close`
+   * `runId`, or every run): `rollout()` and a consumer breaking out return at once, while the
+   * acknowledgement of the Results they took, the run's completion mark, retention and
+   * coordinator lease release finish in the background. `status`, `purge`, `purgeOlderThan` and `close`
    * wait for it themselves. Never rejects (a failed wrap-up is logged; the next session of the
    * run completes it).
    */

@@ -18,7 +18,7 @@ import { RunEnding, type Ending } from './run-ending.js';
 import { RunReconciler } from './run-reconciler.js';
 import { applyRetention, persistRun, redisNowMs } from './run-retention.js';
 import { RunStoppedError } from './run-stopped-error.js';
-import type { RunHead, RunStore } from './run-store.js';
+import type { OpenedRun, RunHead, RunStore } from './run-store.js';
 
 /** Connections and settings a session shares with its `RolloutQueue`. */
 export interface SessionDeps {
@@ -160,23 +160,22 @@ export class RunSession {
   }
 
   /**
-   * The iterator ends. Results the consumer took (it broke out or threw holding the last one)
-   * were delivered: acknowledge them; then what follows (the run's end if that was its last
-   * Result: `rollout()` always returns that way) runs off the consumer's path ({@link wrapUp}).
-   * Else the session ends now.
+   * The iterator ends. Results the consumer took (it broke out or threw holding the last one:
+   * `rollout()` always returns that way) were delivered: their acknowledgement and what follows
+   * (the run's end if that was its last Result) run off the consumer's path ({@link wrapUp}),
+   * tracked by the queue (`settled()`, `close()` and a new session of the run wait for them). A
+   * process killed before the acknowledgement hands those Results to the run's next session
+   * again, as one killed before a batch of taken Results was acknowledged does (at least once
+   * towards the consumer, counted once). Else the session ends now.
    */
   private async afterConsumer(unacknowledged: readonly Result[]): Promise<void> {
-    const delivered = unacknowledged.length > 0 && !this.abandoned && await this.acknowledge(unacknowledged).then(() => true, (err: Error) => {
-      this.deps.logger.warn({ runId: this.runId, leases: unacknowledged.length, err: err.message }, 'acknowledge failed; those Results are delivered again by the next session of the run');
-      return false;
-    });
-    if (!delivered) return this.teardown();
+    if (unacknowledged.length === 0 || this.abandoned) return this.teardown();
     // No live iterator any more: close() waits for the wrap-up instead of abandoning it, and a
     // late abort of the caller's signal must not cancel a delivered run.
     this.plan.signal?.removeEventListener('abort', this.onAbort);
     this.reconciler.stop();
     this.deps.unregister(this);
-    this.deps.afterDelivery(this.runId, () => this.wrapUp());
+    this.deps.afterDelivery(this.runId, () => this.wrapUp(unacknowledged));
   }
 
   /** QueueEvents `completed` of one of this run's jobs (fast path). */
@@ -217,7 +216,12 @@ export class RunSession {
     // A non-empty list has a first draft for sure: its run record is made with the lease, in one
     // round trip (a stream makes it when its first draft arrives, DraftEnqueuer.prepareRun).
     const create = Array.isArray(drafts) && drafts.length > 0 ? { runAttemptId: this.plan.runAttemptId, specCount: this.plan.specCount } : undefined;
-    const { lease, value: opened } = await CoordinatorLease.acquire(this.deps.redis, this.deps.keys.runCoordinator(this.runId), this.runId, logger, store.opener(this.runId, create));
+    let created: OpenedRun['created'];
+    const enqueuer = drafts ? this.enqueuerOf(drafts, () => (created ? Promise.resolve(created.runAttemptId) : store.ensureRun(this.runId, this.plan.runAttemptId, this.plan.specCount))) : undefined;
+    // A new run's first batch is checked and stamped by the same script (one round trip less).
+    const opening = create ? await enqueuer?.takeOpening(this.plan.runAttemptId) : undefined;
+    const { lease, value: opened } = await CoordinatorLease.acquire(this.deps.redis, this.deps.keys.runCoordinator(this.runId), this.runId, logger, store.opener(this.runId, create, opening));
+    created = opened.created;
     this.coordinatorLease = lease;
     this.fence = new DeliveryFence(this.runId, lease, store, this.tracker, logger);
     const { head } = opened;
@@ -239,25 +243,12 @@ export class RunSession {
     }
     // A new run has nothing to reconcile before its first job is added: its first pass waits.
     this.reconciler.start(!head);
-    if (!this.plan.drafts || this.earlier) {
+    if (!enqueuer || this.earlier) {
       this.enqueueDone = true;
       return;
     }
-    const { created } = opened;
-    const enqueuer = new DraftEnqueuer({
-      runId: this.runId, queue: this.deps.queue, store, tracker: this.tracker, logger, placementFor: this.deps.placementFor,
-      maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
-      prepareRun: () => (created ? Promise.resolve(created.runAttemptId) : store.ensureRun(this.runId, this.plan.runAttemptId, this.plan.specCount)),
-      artifacts: new ArtifactStorer(this.deps.redis, this.deps.keys),
-      evaluations: new EvaluationCache(this.deps.redis, this.deps.keys, this.deps.retainMs),
-      onCached: (result) => this.tracker.pushReady(result),
-      onRefused: (result) => {
-        this.tracker.pushReady(result);
-        if (this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
-      },
-    });
     this.enqueuer = enqueuer;
-    this.enqueuing = enqueuer.run(this.plan.drafts).then(async (exhausted) => {
+    this.enqueuing = enqueuer.run(created?.checked).then(async (exhausted) => {
       // specCount becomes the number of distinct leases, which attach compares with what it finds.
       const stored = created?.specCount;
       if (exhausted && enqueuer.prepared && !this.abandoned && stored !== enqueuer.distinctLeases) await store.setSpecCount(this.runId, enqueuer.distinctLeases);
@@ -266,6 +257,23 @@ export class RunSession {
     }).catch((err: Error) => {
       if (!this.abandoned) this.failure ??= new Error(`run "${this.runId}": enqueuing failed: ${err.message}; the run is resumable: call mapRollouts again with the same runId`, { cause: err });
       this.tracker.notify();
+    });
+  }
+
+  /** The enqueuer of this session's drafts; `prepareRun` makes (or finds) the run record. */
+  private enqueuerOf(drafts: Iterable<unknown> | AsyncIterable<unknown>, prepareRun: () => Promise<string>): DraftEnqueuer {
+    const { store, logger } = this.deps;
+    return new DraftEnqueuer({
+      runId: this.runId, drafts, queue: this.deps.queue, store, tracker: this.tracker, logger, placementFor: this.deps.placementFor,
+      maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
+      prepareRun,
+      artifacts: new ArtifactStorer(this.deps.redis, this.deps.keys),
+      evaluations: new EvaluationCache(this.deps.redis, this.deps.keys, this.deps.retainMs),
+      onCached: (result) => this.tracker.pushReady(result),
+      onRefused: (result) => {
+        this.tracker.pushReady(result);
+        if (this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
+      },
     });
   }
 
@@ -315,9 +323,14 @@ export class RunSession {
     return this.closedError ? this.closedError() : error;
   }
 
-  /** Acknowledges delivered Results through the fence (see `DeliveryFence.acknowledge`). */
-  private async acknowledge(results: readonly Result[]): Promise<void> {
-    if (!this.abandoned) await this.fence?.acknowledge(results, () => this.abandoned);
+  /**
+   * Acknowledges delivered Results through the fence (see `DeliveryFence.acknowledge`); with
+   * `complete`, the same call marks a running run completed.
+   * @returns true when it marked the run completed.
+   */
+  private async acknowledge(results: readonly Result[], complete = false): Promise<boolean> {
+    if (this.abandoned || !this.fence) return false;
+    return this.fence.acknowledge(results, () => this.abandoned, complete);
   }
 
   /** Every lease answered and acknowledged: record the end, or say what is missing. */
@@ -337,23 +350,37 @@ export class RunSession {
           'every Result of the enqueued ones was delivered; call mapRollouts again with the same runId and the specs to run the rest');
       }
     }
-    const changed = await store.setStatus(this.runId, 'completed', ['running']);
-    if (changed || (await store.readHead(this.runId))?.status === 'completed') await this.retain();
+    await this.retainCompleted(await store.setStatus(this.runId, 'completed', ['running']));
+  }
+
+  /** Retains the run once it is completed: marked so now (`changed`), or found so (by another session). */
+  private async retainCompleted(changed: boolean): Promise<void> {
+    if (changed || (await this.deps.store.readHead(this.runId))?.status === 'completed') await this.retain();
   }
 
   /**
-   * After the consumer took the last Result and it was acknowledged (off the consumer's path):
-   * once the enqueuer of a fully taken draft list finished recording, a run with nothing left
-   * is marked completed and retained; then the session ends (its coordinator lease is released
-   * last, so no other coordinator starts the run again before it is marked).
+   * After the consumer took its last Results (off the consumer's path): once the enqueuer of a
+   * fully taken draft list finished recording, acknowledges them, and a run with nothing left is
+   * marked completed (by the same script call when the session has drafts) and retained; then
+   * the session ends (its coordinator lease is released last, so no other coordinator starts the
+   * run again before it is marked). A failed acknowledgement ends the session without marking anything.
    */
-  private async wrapUp(): Promise<void> {
+  private async wrapUp(taken: readonly Result[]): Promise<void> {
     try {
       const finite = Array.isArray(this.plan.drafts) ? this.plan.drafts.length : undefined;
       // Its jobs were added but their leases may still be being recorded: wait, not skip the end.
       if (!this.enqueueDone && this.enqueuer && finite !== undefined && this.enqueuer.pulled >= finite) await this.enqueuing;
       const last = this.enqueueDone && !this.failure && this.tracker.unfinishedCount === 0 && this.tracker.readyCount === 0 && !this.ending.begun;
-      if (last) await this.finish();
+      // The completion mark rides with the acknowledgement, except where finish() checks more
+      // first (a run stopped earlier, attach).
+      const complete = last && !this.earlier && this.plan.drafts !== undefined;
+      const acknowledged = await this.acknowledge(taken, complete).then((completed) => ({ completed }), (err: Error) => {
+        this.deps.logger.warn({ runId: this.runId, leases: taken.length, err: err.message }, 'acknowledge failed; those Results are delivered again by the next session of the run');
+        return undefined;
+      });
+      if (!acknowledged) return;
+      if (complete) await this.retainCompleted(acknowledged.completed);
+      else if (last) await this.finish();
     } finally {
       await this.teardown();
     }

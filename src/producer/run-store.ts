@@ -16,7 +16,21 @@ export interface OpenedRun {
     readonly specCount: number | null;
     /** The run was completed and is running again: undo its retention (`persistRun`). */
     readonly reopened: boolean;
+    /** A new run (no record before) given an opening batch: that batch's check, as {@link RunStore.checkAndStamp} replies. */
+    readonly checked?: CheckedBatch;
   };
+}
+
+/** The leases of one batch of drafts to check, and those of them to stamp (see {@link RunStore.checkAndStamp}). */
+export interface BatchCheck {
+  readonly leaseIds: readonly string[];
+  readonly stamp: readonly Omit<LeaseToRecord, 'index'>[];
+}
+
+/** What {@link RunStore.checkAndStamp} found: each lease's flags, and the time stamped (ms since the epoch, Redis clock). */
+export interface CheckedBatch {
+  readonly flags: ReadonlyMap<string, LeaseFlags>;
+  readonly stampedAt: number;
 }
 
 /** The parts of a run record the producer steers by. */
@@ -98,21 +112,28 @@ export interface LeaseFlags {
 
 // SADD delivered, and count the kind only when the lease was not delivered before: the
 // consumer may see a Result twice (at-least-once), the counters count it once. Fenced: only
-// the holder of the coordinator lease (its token in KEYS[3]) may acknowledge. Replies one flag
-// per (leaseId, kind field) pair (1 new, 0 again), or a single -1 when fenced (nothing written).
-// KEYS: runDelivered, run, runCoordinator. ARGV: lease token, then leaseId, kind field pairs.
+// the holder of the coordinator lease (its token in KEYS[3]) may acknowledge. With a status
+// field, then marks a running run completed (as SET_STATUS with 'running' allowed: the run's
+// last Results). Replies {completed 1/0, then one flag per (leaseId, kind field) pair (1 new,
+// 0 again)}, or a single -1 when fenced (nothing written).
+// KEYS: runDelivered, run, runCoordinator. ARGV: lease token, status field ('' = leave the
+// status), then leaseId, kind field pairs.
 const ACKNOWLEDGE = redisScript('rqAcknowledge', `
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
-local flags = {}
-for i = 2, #ARGV, 2 do
+local reply = {0}
+for i = 3, #ARGV, 2 do
   if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
     redis.call('HINCRBY', KEYS[2], ARGV[i + 1], 1)
-    flags[#flags + 1] = 1
+    reply[#reply + 1] = 1
   else
-    flags[#flags + 1] = 0
+    reply[#reply + 1] = 0
   end
 end
-return flags`, 3);
+if ARGV[2] ~= '' and redis.call('HGET', KEYS[2], ARGV[2]) == 'running' then
+  redis.call('HSET', KEYS[2], ARGV[2], 'completed')
+  reply[1] = 1
+end
+return reply`, 3);
 
 // HSET status only when the run exists and its status is one of ARGV[3..]; never creates a
 // half record, never turns a cancelled run back into a completed one.
@@ -129,18 +150,45 @@ for i = 5, #ARGV do
 end
 return 0`, 1);
 
+// LEASE_FLAGS and STAMP_ENQUEUED of one batch in one call: the flags of every lease in ARGV
+// from `from` on, and the enqueue clock (HSETNX, as STAMP_ENQUEUED) of each lease marked
+// stampable whose flags are 0 (neither enqueued nor delivered: it is about to be added).
+// Returns {now, flags...}. In CHECK_AND_STAMP and in OPEN_RUN (a new run's first batch).
+// ARGV from `from`: leaseId, stamp '1'/'0', start, close quads.
+const checkAndStampLua = (leases: string, delivered: string, enqueuedAt: string, from: number): string => `
+local t = redis.call('TIME')
+local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local checked = {now}
+for i = ${from}, #ARGV, 4 do
+  local f = 0
+  if redis.call('ZSCORE', ${leases}, ARGV[i]) then f = 1 end
+  if redis.call('SISMEMBER', ${delivered}, ARGV[i]) == 1 then f = f + 2 end
+  if f == 0 and ARGV[i + 1] == '1' then
+    redis.call('HSETNX', ${enqueuedAt}, ARGV[i], '[' .. now .. ',' .. ARGV[i + 2] .. ',' .. ARGV[i + 3] .. ']')
+  end
+  checked[#checked + 1] = f
+end`;
+
+// KEYS: runLeases, runDelivered, runEnqueuedAt. ARGV: the quads of checkAndStampLua.
+const CHECK_AND_STAMP = redisScript('rqCheckAndStamp', `${checkAndStampLua('KEYS[1]', 'KEYS[2]', 'KEYS[3]', 1)}
+return checked`, 3);
+
 // A session's first round trip: take the coordinator lease (SET NX PX) and, once taken, read
 // the run head; with `create`, also make the run record (HSETNX, as ensureRun) unless the run
 // was stopped or cancelled, turning a completed run back to running (its retention is undone
-// by the caller). Returns {0, holder} when the lease is held by another, else {1, head fields
-// before any change, reopened 0/1, stored runAttemptId, stored specCount} (the last two only with create).
-// KEYS: runCoordinator, run, runs. ARGV: token, ttl ms, create '1'/'0', runId, createdAt,
-// runAttemptId, specCount ('' = unknown), then fields status, stopReason, runAttemptId, specCount, enqueued, createdAt.
+// by the caller), and when the record did not exist, check and stamp the first batch given
+// (checkAndStampLua). Returns {0, holder} when the lease is held by another, else {1, head
+// fields before any change, reopened 0/1, stored runAttemptId, stored specCount, {now, flags...}}
+// (the last three only with create, the last one only for a new run given a batch).
+// KEYS: runCoordinator, run, runs, runLeases, runDelivered, runEnqueuedAt. ARGV: token, ttl ms,
+// create '1'/'0', runId, createdAt, runAttemptId, specCount ('' = unknown), then fields status,
+// stopReason, runAttemptId, specCount, enqueued, createdAt, then the batch's quads (may be none).
 const OPEN_RUN = redisScript('rqOpenRun', `
 if not redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {0, redis.call('GET', KEYS[1])} end
 local head = redis.call('HMGET', KEYS[2], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12])
 local status = head[1]
 if ARGV[3] ~= '1' or status == 'stopped' or status == 'cancelled' then return {1, head, 0} end
+local new = redis.call('EXISTS', KEYS[2]) == 0
 local reopened = 0
 if status == 'completed' then
   redis.call('HSET', KEYS[2], ARGV[8], 'running')
@@ -151,26 +199,30 @@ redis.call('HSETNX', KEYS[2], ARGV[8], 'running')
 redis.call('HSETNX', KEYS[2], ARGV[10], ARGV[6])
 if ARGV[7] ~= '' then redis.call('HSETNX', KEYS[2], ARGV[11], ARGV[7]) end
 redis.call('SADD', KEYS[3], ARGV[4])
-return {1, head, reopened, redis.call('HGET', KEYS[2], ARGV[10]), redis.call('HGET', KEYS[2], ARGV[11]) or ''}`, 3);
+local reply = {1, head, reopened, redis.call('HGET', KEYS[2], ARGV[10]), redis.call('HGET', KEYS[2], ARGV[11]) or ''}
+if not new or #ARGV < 14 then return reply end
+${checkAndStampLua('KEYS[4]', 'KEYS[5]', 'KEYS[6]', 14)}
+reply[6] = checked
+return reply`, 6);
 
-// LEASE_FLAGS and STAMP_ENQUEUED of one batch in one call: the flags of every lease in ARGV,
-// and the enqueue clock (HSETNX, as STAMP_ENQUEUED) of each lease marked stampable whose flags
-// are 0 (neither enqueued nor delivered: it is about to be added). Returns {now, flags...}.
-// KEYS: runLeases, runDelivered, runEnqueuedAt. ARGV: leaseId, stamp '1'/'0', start, close quads.
-const CHECK_AND_STAMP = redisScript('rqCheckAndStamp', `
-local t = redis.call('TIME')
-local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-local reply = {now}
-for i = 1, #ARGV, 4 do
-  local f = 0
-  if redis.call('ZSCORE', KEYS[1], ARGV[i]) then f = 1 end
-  if redis.call('SISMEMBER', KEYS[2], ARGV[i]) == 1 then f = f + 2 end
-  if f == 0 and ARGV[i + 1] == '1' then
-    redis.call('HSETNX', KEYS[3], ARGV[i], '[' .. now .. ',' .. ARGV[i + 2] .. ',' .. ARGV[i + 3] .. ']')
-  end
-  reply[#reply + 1] = f
-end
-return reply`, 3);
+/** A lease's flags as LEASE_FLAGS and checkAndStampLua reply them (1 enqueued, + 2 delivered). */
+const flagsOf = (f: number): LeaseFlags => ({ enqueued: (f & 1) !== 0, delivered: (f & 2) !== 0 });
+
+/** The ARGV quads of checkAndStampLua for `check`. */
+const checkArgs = ({ leaseIds, stamp }: BatchCheck): (string | number)[] => {
+  const deadlines = new Map(stamp.map((lease) => [lease.leaseId, lease]));
+  return leaseIds.flatMap((leaseId) => {
+    const lease = deadlines.get(leaseId);
+    return [leaseId, lease ? '1' : '0', lease?.scheduleToStartMs ?? 0, lease?.scheduleToCloseMs ?? 0];
+  });
+};
+
+/** checkAndStampLua's reply {now, flags...} for `leaseIds`. */
+const checkedBatch = (leaseIds: readonly string[], [now, ...replies]: readonly [string, ...number[]]): CheckedBatch => {
+  const flags = new Map<string, LeaseFlags>();
+  leaseIds.forEach((leaseId, i) => flags.set(leaseId, flagsOf(replies[i] ?? 0)));
+  return { flags, stampedAt: Number(now) };
+};
 
 const int = (value: string | null | undefined): number | null => (value ? Number.parseInt(value, 10) : null);
 
@@ -208,21 +260,34 @@ export class RunStore {
    * A {@link LeaseTake} for the run's coordinator lease that also reads the run head, and with
    * `create` makes the record as {@link ensureRun} does (unless the run was stopped or
    * cancelled; a completed run becomes running again), all in the one script call that takes the
-   * lease: a session's start costs one round trip, not three.
+   * lease: a session's start costs one round trip, not three. When the run is new, the same call
+   * also does {@link checkAndStamp} of `opening` (a new run's first batch), saving its round trip.
    * @param create the record for new drafts: their runAttemptId and count (undefined: unknown); omit to only read.
+   * @param opening with `create`: the first batch of drafts, prepared as a new run's.
    */
-  opener(runId: string, create?: { readonly runAttemptId: string; readonly specCount: number | undefined }): LeaseTake<OpenedRun> {
+  opener(runId: string, create?: { readonly runAttemptId: string; readonly specCount: number | undefined }, opening?: BatchCheck): LeaseTake<OpenedRun> {
     const f = RUN_FIELDS;
     return async (token, ttlMs) => {
-      const reply = (await OPEN_RUN.run(this.redis, [this.keys.runCoordinator(runId), this.keys.run(runId), this.keys.runs()], [
+      const keys = [this.keys.runCoordinator(runId), this.keys.run(runId), this.keys.runs(), this.keys.runLeases(runId), this.keys.runDelivered(runId), this.keys.runEnqueuedAt(runId)];
+      const reply = (await OPEN_RUN.run(this.redis, keys, [
         token, ttlMs, create ? '1' : '0', runId, new Date().toISOString(), create?.runAttemptId ?? '', create?.specCount ?? '',
         f.status, f.stopReason, f.runAttemptId, f.specCount, f.enqueued, f.createdAt,
-      ])) as [0, string | null] | [1, (string | null)[], number, (string | null)?, string?];
+        ...(create && opening ? checkArgs(opening) : []),
+      ])) as [0, string | null] | [1, (string | null)[], number, (string | null)?, string?, [string, ...number[]]?];
       if (reply[0] === 0) return { taken: false, holder: reply[1] };
-      const [, values, reopened, runAttemptId, specCount] = reply;
+      const [, values, reopened, runAttemptId, specCount, checked] = reply;
       const head = headOf(values);
       if (!create || runAttemptId === undefined) return { taken: true, value: { head } };
-      return { taken: true, value: { head, created: { runAttemptId: runAttemptId ?? create.runAttemptId, specCount: int(specCount), reopened: reopened === 1 } } };
+      return {
+        taken: true,
+        value: {
+          head,
+          created: {
+            runAttemptId: runAttemptId ?? create.runAttemptId, specCount: int(specCount), reopened: reopened === 1,
+            ...(opening && checked ? { checked: checkedBatch(opening.leaseIds, checked) } : {}),
+          },
+        },
+      };
     };
   }
 
@@ -277,32 +342,18 @@ export class RunStore {
     const flags = new Map<string, LeaseFlags>();
     if (leaseIds.length === 0) return flags;
     const replies = (await LEASE_FLAGS.run(this.redis, [this.keys.runLeases(runId), this.keys.runDelivered(runId)], leaseIds)) as number[];
-    leaseIds.forEach((leaseId, i) => {
-      const f = replies[i] ?? 0;
-      flags.set(leaseId, { enqueued: (f & 1) !== 0, delivered: (f & 2) !== 0 });
-    });
+    leaseIds.forEach((leaseId, i) => flags.set(leaseId, flagsOf(replies[i] ?? 0)));
     return flags;
   }
 
   /**
    * {@link leaseFlags} and {@link stampEnqueued} of one batch in one script call: the flags of
-   * every lease in `leaseIds`, and the enqueue clock of each lease in `stamp` that is neither
-   * enqueued nor delivered (about to be added; a lease stamped before keeps its first time).
-   * @returns the flags, and the time stamped (ms since the epoch, Redis clock).
+   * every lease in `check.leaseIds`, and the enqueue clock of each lease in `check.stamp` that is
+   * neither enqueued nor delivered (about to be added; a lease stamped before keeps its first time).
    */
-  async checkAndStamp(runId: string, leaseIds: readonly string[], stamp: readonly Omit<LeaseToRecord, 'index'>[]): Promise<{ flags: Map<string, LeaseFlags>; stampedAt: number }> {
-    const deadlines = new Map(stamp.map((lease) => [lease.leaseId, lease]));
-    const args = leaseIds.flatMap((leaseId) => {
-      const lease = deadlines.get(leaseId);
-      return [leaseId, lease ? '1' : '0', lease?.scheduleToStartMs ?? 0, lease?.scheduleToCloseMs ?? 0];
-    });
-    const [now, ...replies] = (await CHECK_AND_STAMP.run(this.redis, [this.keys.runLeases(runId), this.keys.runDelivered(runId), this.keys.runEnqueuedAt(runId)], args)) as [string, ...number[]];
-    const flags = new Map<string, LeaseFlags>();
-    leaseIds.forEach((leaseId, i) => {
-      const f = replies[i] ?? 0;
-      flags.set(leaseId, { enqueued: (f & 1) !== 0, delivered: (f & 2) !== 0 });
-    });
-    return { flags, stampedAt: Number(now) };
+  async checkAndStamp(runId: string, check: BatchCheck): Promise<CheckedBatch> {
+    const reply = (await CHECK_AND_STAMP.run(this.redis, [this.keys.runLeases(runId), this.keys.runDelivered(runId), this.keys.runEnqueuedAt(runId)], checkArgs(check))) as [string, ...number[]];
+    return checkedBatch(check.leaseIds, reply);
   }
 
   /**
@@ -330,15 +381,17 @@ export class RunStore {
   /**
    * Marks Results of one run delivered and counts each one's kind, once per lease, in one script
    * call, if `token` still holds the run's coordinator lease (checked in the same script): all
-   * or none (otherwise nothing is written and `fenced` is returned).
-   * @returns per Result, in order, `new` or `again`; or `fenced`.
+   * or none (otherwise nothing is written and `fenced` is returned). With `complete` (the run's
+   * last Results), the same call then sets a `running` run's status to `completed`, as
+   * {@link setStatus} would.
+   * @returns per Result, in order, `new` or `again`, and whether the status was changed; or `fenced`.
    */
-  async acknowledgeMany(runId: string, results: readonly Result[], token: string): Promise<('new' | 'again')[] | 'fenced'> {
-    if (results.length === 0) return [];
+  async acknowledgeMany(runId: string, results: readonly Result[], token: string, complete = false): Promise<{ readonly kinds: ('new' | 'again')[]; readonly completed: boolean } | 'fenced'> {
     const pairs = results.flatMap((result) => [result.leaseId, RUN_FIELDS.kind(result.kind)]);
-    const reply = await ACKNOWLEDGE.run(this.redis, [this.keys.runDelivered(runId), this.keys.run(runId), this.keys.runCoordinator(runId)], [token, ...pairs]);
+    const reply = await ACKNOWLEDGE.run(this.redis, [this.keys.runDelivered(runId), this.keys.run(runId), this.keys.runCoordinator(runId)], [token, complete ? RUN_FIELDS.status : '', ...pairs]);
     if (reply === -1) return 'fenced';
-    return (reply as number[]).map((flag) => (flag === 1 ? 'new' : 'again'));
+    const [completed, ...flags] = reply as number[];
+    return { kinds: flags.map((flag) => (flag === 1 ? 'new' : 'again')), completed: completed === 1 };
   }
 
   /** The leases among `leaseIds` that are in the run's delivered set (one round trip). */

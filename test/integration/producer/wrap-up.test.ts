@@ -1,33 +1,34 @@
+import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { queueKeys, RUN_FIELDS } from '../../../src/lease/index.js';
+import { enqueuedAtOf, queueKeys, RUN_FIELDS } from '../../../src/lease/index.js';
 import { CoordinatorLease } from '../../../src/producer/coordinator-lease.js';
+import { PlacementQueues } from '../../../src/producer/placement-queues.js';
 import { applyRetention } from '../../../src/producer/run-retention.js';
 import { RunStore } from '../../../src/producer/run-store.js';
 import { TEST_PREFIX, useProducerFixture } from '../../helpers/producer-fixture.js';
 import { draft } from '../../helpers/rollout-drafts.js';
 
-// The round trips of one run: its start (one script takes the lease and makes the record), and its
-// wrap-up: rollout() returns once its Result is acknowledged; the run's completion mark, retention and
-// coordinator lease release (its wrap-up) follow in the background, tracked by the queue.
+// The round trips of one run: its start (one script takes the lease, makes the record and checks
+// a new run's first batch), and its wrap-up: rollout() returns its Result at once; the
+// acknowledgement, the run's completion mark, retention and coordinator lease release (its
+// wrap-up) follow in the background, tracked by the queue.
 const fx = useProducerFixture();
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
-/** Holds every RunStore.setStatus(…, 'completed') until `open()`; `reached` resolves at the first one. */
-function gateCompletion(): { reached: Promise<void>; open: () => void } {
+/** Holds every RunStore.acknowledgeMany until `open()`; `reached` resolves at the first one. */
+function gateAcknowledgement(): { reached: Promise<void>; open: () => void } {
   let open!: () => void;
   let reach!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
   const reached = new Promise<void>((resolve) => (reach = resolve));
-  const setStatus = RunStore.prototype.setStatus;
-  vi.spyOn(RunStore.prototype, 'setStatus').mockImplementation(async function (this: RunStore, ...args) {
-    if (args[1] === 'completed') {
-      reach();
-      await gate;
-    }
-    return setStatus.apply(this, args);
+  const acknowledgeMany = RunStore.prototype.acknowledgeMany;
+  vi.spyOn(RunStore.prototype, 'acknowledgeMany').mockImplementation(async function (this: RunStore, ...args) {
+    reach();
+    await gate;
+    return acknowledgeMany.apply(this, args);
   });
   return { reached, open };
 }
@@ -36,24 +37,31 @@ function gateCompletion(): { reached: Promise<void>; open: () => void } {
 const aTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('wrap-up of a delivered run', () => {
-  it('rollout() returns before the run is marked completed; the run is then completed, retained and its lease released', async () => {
+  it('rollout() returns before its Result is acknowledged; the run is then acknowledged and marked completed in one script call, retained and its lease released', async () => {
     const queue = fx.queueName();
     const keys = queueKeys(TEST_PREFIX, queue);
     const rq = await fx.open(queue, { retainMs: 600_000 });
     await fx.worker(queue);
     const runId = fx.runId();
-    const gate = gateCompletion();
+    const gate = gateAcknowledgement();
+    const setStatus = vi.spyOn(RunStore.prototype, 'setStatus');
 
     const result = await rq.rollout(draft({ id: 'a' }), { runId });
     expect(result.kind).toBe('ok');
     await gate.reached;
-    // Acknowledged (delivered) already, not yet completed: the wrap-up holds the lease meanwhile.
-    expect(await fx.redis.sismember(keys.runDelivered(runId), result.leaseId)).toBe(1);
+    // Neither delivered nor completed yet: the wrap-up holds the lease meanwhile; settled() waits.
+    let settled = false;
+    const settling = rq.settled(runId).then(() => (settled = true));
+    expect(await fx.redis.sismember(keys.runDelivered(runId), result.leaseId)).toBe(0);
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('running');
     expect(await fx.redis.exists(keys.runCoordinator(runId))).toBe(1);
+    expect(settled).toBe(false);
 
     gate.open();
-    await rq.settled(runId);
+    await settling;
+    expect(await fx.redis.sismember(keys.runDelivered(runId), result.leaseId)).toBe(1);
+    expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.kind('ok'))).toBe('1');
+    expect(setStatus).not.toHaveBeenCalled();
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('completed');
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.endedAt)).not.toBeNull();
     const ttl = await fx.redis.pttl(keys.run(runId));
@@ -62,14 +70,34 @@ describe('wrap-up of a delivered run', () => {
     expect(await fx.redis.exists(keys.runCoordinator(runId))).toBe(0);
   });
 
+  it('a Result whose acknowledgement failed after rollout() returned it is delivered again by the next session, counted once', async () => {
+    const queue = fx.queueName();
+    const keys = queueKeys(TEST_PREFIX, queue);
+    const rq = await fx.open(queue);
+    await fx.worker(queue);
+    const runId = fx.runId();
+    // As if the process died before the acknowledgement reached Redis.
+    vi.spyOn(RunStore.prototype, 'acknowledgeMany').mockRejectedValueOnce(new Error('simulated Redis failure'));
+    const first = await rq.rollout(draft({ id: 'a' }), { runId });
+    await rq.settled(runId);
+    expect(fx.logs.some((line) => line.includes('acknowledge failed') && line.includes('simulated Redis failure'))).toBe(true);
+    expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('running');
+    expect(await fx.redis.exists(keys.runCoordinator(runId))).toBe(0);
+
+    const again = await rq.rollout(draft({ id: 'a' }), { runId });
+    expect(again).toEqual(first);
+    await rq.settled(runId);
+    expect((await rq.status(runId)).run).toMatchObject({ status: 'completed', enqueued: 1, delivered: 1, kinds: { ok: 1 } });
+  });
+
   it('close() waits for a wrap-up in flight', async () => {
     const queue = fx.queueName();
     const keys = queueKeys(TEST_PREFIX, queue);
     const rq = await fx.open(queue);
     await fx.worker(queue);
     const runId = fx.runId();
-    const gate = gateCompletion();
-    await rq.rollout(draft({ id: 'a' }), { runId });
+    const gate = gateAcknowledgement();
+    const result = await rq.rollout(draft({ id: 'a' }), { runId });
     await gate.reached;
 
     let closed = false;
@@ -79,6 +107,7 @@ describe('wrap-up of a delivered run', () => {
     expect(closed).toBe(false);
     gate.open();
     await closing;
+    expect(await fx.redis.sismember(keys.runDelivered(runId), result.leaseId)).toBe(1);
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('completed');
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.endedAt)).not.toBeNull();
     expect(await fx.redis.exists(keys.runCoordinator(runId))).toBe(0);
@@ -106,16 +135,24 @@ describe('wrap-up of a delivered run', () => {
     const rq = await fx.open(queue);
     await fx.worker(queue);
     const runId = fx.runId();
-    const setStatus = RunStore.prototype.setStatus;
-    const failing = vi.spyOn(RunStore.prototype, 'setStatus').mockImplementationOnce(async () => {
-      throw new Error('simulated Redis failure');
+    // The retention fails (its first step resolves the leases' queues); the reconciler, which
+    // also resolves, is stopped once rollout() returned.
+    let failing = false;
+    const resolve = PlacementQueues.prototype.resolve;
+    vi.spyOn(PlacementQueues.prototype, 'resolve').mockImplementation(async function (this: PlacementQueues, ...args) {
+      if (failing) throw new Error('simulated Redis failure');
+      return resolve.apply(this, args);
     });
-    await rq.rollout(draft({ id: 'a' }), { runId });
+    const returned = rq.rollout(draft({ id: 'a' }), { runId }).then(() => (failing = true));
+    await returned;
     await rq.settled(runId);
+    failing = false;
     expect(fx.logs.some((line) => line.includes('wrapping up a delivered run failed') && line.includes('simulated Redis failure'))).toBe(true);
-    expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('running');
+    // Marked completed with its acknowledgement, not retained.
+    expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('completed');
+    expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.endedAt)).toBeNull();
+    expect(await fx.redis.pttl(keys.run(runId))).toBe(-1);
     expect(await fx.redis.exists(keys.runCoordinator(runId))).toBe(0);
-    failing.mockImplementation(setStatus);
 
     // attach finds every Result delivered and records the end the first session could not.
     const again: unknown[] = [];
@@ -123,6 +160,7 @@ describe('wrap-up of a delivered run', () => {
     expect(again).toEqual([]);
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('completed');
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.endedAt)).not.toBeNull();
+    expect(await fx.redis.pttl(keys.run(runId))).toBeGreaterThan(0);
   });
 });
 
@@ -136,10 +174,19 @@ describe('session start', () => {
     const runId = fx.runId();
     const ensure = vi.spyOn(RunStore.prototype, 'ensureRun');
     const readHead = vi.spyOn(RunStore.prototype, 'readHead');
+    const check = vi.spyOn(RunStore.prototype, 'checkAndStamp');
+    const add = vi.spyOn(Queue.prototype, 'add');
+    const addBulk = vi.spyOn(Queue.prototype, 'addBulk');
     const result = await rq.rollout(draft({ id: 'a' }), { runId });
     expect(result.kind).toBe('ok');
     expect(ensure).not.toHaveBeenCalled();
     expect(readHead).not.toHaveBeenCalled();
+    // The new run's first batch was checked and its enqueue clock stamped by that same script;
+    // its one job went by Queue.add, carrying the time stamped.
+    expect(check).not.toHaveBeenCalled();
+    expect([add.mock.calls.length, addBulk.mock.calls.length]).toEqual([1, 0]);
+    const [stampedAt] = JSON.parse((await fx.redis.hget(keys.runEnqueuedAt(runId), result.leaseId)) ?? 'null') as [number];
+    expect(enqueuedAtOf(add.mock.calls[0]?.[2])).toBe(stampedAt);
     await rq.settled(runId);
     const record = await fx.redis.hgetall(keys.run(runId));
     expect(record).toMatchObject({ [RUN_FIELDS.status]: 'completed', [RUN_FIELDS.specCount]: '1', [RUN_FIELDS.enqueued]: '1' });
@@ -176,6 +223,8 @@ describe('session start', () => {
     await rq.rollout(draft({ id: 'a' }), { runId });
     await rq.settled(runId);
     expect(await fx.redis.pttl(keys.run(runId))).toBeGreaterThan(0);
+    // The run exists: the opening script checks nothing, the enqueuer checks its drafts itself.
+    const check = vi.spyOn(RunStore.prototype, 'checkAndStamp');
     const next = rq.mapRollouts([draft({ id: 'a' }), draft({ id: 'b', delayMs: 300 })], { runId });
     const first = await next.next();
     // Only b is new: it is yielded while the run is running again, its records persistent.
@@ -185,6 +234,8 @@ describe('session start', () => {
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.endedAt)).toBeNull();
     expect((await next.next()).done).toBe(true);
     expect(await fx.redis.hget(keys.run(runId), RUN_FIELDS.status)).toBe('completed');
+    expect(check).toHaveBeenCalledTimes(1);
+    expect(check.mock.calls[0]?.[1].leaseIds).toEqual([`${runId}.a`, `${runId}.b`]);
   });
 });
 
