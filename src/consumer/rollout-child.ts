@@ -73,7 +73,7 @@ export interface RolloutChildOptions {
 export class RolloutChild {
   private stderrTail = '';
   private exit: { code: number | null; signal: string | null } | undefined;
-  private readonly exitWaiters: Array<() => void> = [];
+  private readonly exitWaiters = new Set<() => void>();
   /** Rollouts this child has finished. */
   rollouts = 0;
   /** Rollouts sent to the child: the child numbers them the same way on the stage board. */
@@ -96,7 +96,9 @@ export class RolloutChild {
     proc.stdout?.resume();
     proc.on('exit', (code, signal) => {
       this.exit = { code, signal };
-      for (const waiter of this.exitWaiters.splice(0)) waiter();
+      const waiters = [...this.exitWaiters];
+      this.exitWaiters.clear();
+      for (const waiter of waiters) waiter();
       // After the waiters' own setImmediate: a run judging the exit may still read the board.
       setImmediate(() => closeSync(stageBoard));
     });
@@ -151,10 +153,11 @@ export class RolloutChild {
         if (message.type !== 'ready') return;
         clearTimeout(timer);
         proc.off('message', onMessage);
+        unwatchExit();
         resolve();
       };
       proc.on('message', onMessage);
-      child.onExit(() => {
+      const unwatchExit = child.onExit(() => {
         clearTimeout(timer);
         // Give the stderr pipe a moment to drain so the tail holds the real reason.
         setImmediate(() => reject(new ChildStartError(child.exit?.code ?? null, child.exit?.signal ?? null, child.stderrTail)));
@@ -164,9 +167,14 @@ export class RolloutChild {
     return child;
   }
 
-  private onExit(waiter: () => void): void {
-    if (this.exit) waiter();
-    else this.exitWaiters.push(waiter);
+  /** Calls `waiter` once the child has exited (at once if it has); returns what stops the wait. */
+  private onExit(waiter: () => void): () => void {
+    if (this.exit) {
+      waiter();
+      return () => undefined;
+    }
+    this.exitWaiters.add(waiter);
+    return () => this.exitWaiters.delete(waiter);
   }
 
   private post(message: ParentMessage): void {
@@ -218,9 +226,13 @@ export class RolloutChild {
     return new Promise<AttemptOutcome>((resolve) => {
       let settled = false;
       let graceTimer: NodeJS.Timeout | undefined;
+      // A child runs many rollouts: each one's exit watch must go with it, or every finished
+      // rollout (its closures, its spec) stays reachable for the child's whole life.
+      let unwatchExit = (): void => undefined;
       const finish = (outcome: AttemptOutcome): void => {
         if (settled) return;
         settled = true;
+        unwatchExit();
         clearTimeout(hangTimer);
         deadline?.clear();
         clearTimeout(graceTimer);
@@ -271,7 +283,7 @@ export class RolloutChild {
         }, limits.killGraceMs);
       };
       this.proc.on('message', onMessage);
-      this.onExit(() => {
+      unwatchExit = this.onExit(() => {
         // Let the last IPC messages and stderr bytes land before judging the exit.
         setImmediate(() => {
           if (killedFor === 'hang') finish({ type: 'hung', hangMs: limits.hangMs, stderrTail: this.stderrTail, costs });
