@@ -32,6 +32,38 @@ function ownNamespace(containment: Containment): boolean {
   return process.pid === 1 && containment.pidNamespace !== null && !containment.pidNamespace.includes('--user');
 }
 
+/**
+ * How the worker stops one running attempt: {@link abort} once, heard by the attempt's one
+ * listener. Not an AbortController: in Node 20 making an AbortSignal and adding and removing a
+ * listener costs ~8 µs (EventTarget set-up), for every rollout, on the event loop that holds
+ * the locks, and only a few rollouts are ever aborted.
+ */
+export class AttemptAbort {
+  #reason: string | undefined;
+  #listener: (() => void) | undefined;
+
+  /** The reason given to {@link abort}; undefined while not aborted. */
+  get reason(): string | undefined {
+    return this.#reason;
+  }
+
+  /** Aborts with `reason` and calls the listener; false (nothing changes) when aborted already. */
+  abort(reason: string): boolean {
+    if (this.#reason !== undefined) return false;
+    this.#reason = reason;
+    this.#listener?.();
+    return true;
+  }
+
+  /** Sets the one listener, called on {@link abort}; returns what removes it. */
+  listen(listener: () => void): () => void {
+    this.#listener = listener;
+    return () => {
+      if (this.#listener === listener) this.#listener = undefined;
+    };
+  }
+}
+
 /** Raised when a child exits before it is ready (bad execArgv, missing file, no memory). */
 export class ChildStartError extends Error {
   constructor(
@@ -212,15 +244,15 @@ export class RolloutChild {
    * - `hangMs`: past it the tree is killed and the outcome is `hung`.
    * - `deadline`: past `runMs` (or the reward's `rewardMs`) plus its grace the tree is killed
    *   and the outcome is `overran`, naming the stage (see {@link StageDeadline}).
-   * - `signal`: when it aborts, the child is asked to stop; after `killGraceMs` without an
-   *   answer the tree is killed and the outcome is `aborted` with the signal's reason.
+   * - `abort`: once aborted, the child is asked to stop; after `killGraceMs` without an
+   *   answer the tree is killed and the outcome is `aborted` with the abort's reason.
    * - `onCost`: stores one receipt durably as soon as the child records it; the child's
    *   `ctx.recordCost` promise resolves once it did (a failed store is left to the final
    *   write of `outcome.costs`).
    */
   run(
     message: RunMessage,
-    limits: { hangMs: number; killGraceMs: number; signal: AbortSignal; deadline?: StageLimits; onCost?: (receipt: CostReceipt) => Promise<void> },
+    limits: { hangMs: number; killGraceMs: number; abort: AttemptAbort; deadline?: StageLimits; onCost?: (receipt: CostReceipt) => Promise<void> },
   ): Promise<AttemptOutcome> {
     const costs: CostReceipt[] = [];
     return new Promise<AttemptOutcome>((resolve) => {
@@ -229,6 +261,7 @@ export class RolloutChild {
       // A child runs many rollouts: each one's exit watch must go with it, or every finished
       // rollout (its closures, its spec) stays reachable for the child's whole life.
       let unwatchExit = (): void => undefined;
+      let unlisten = (): void => undefined;
       const finish = (outcome: AttemptOutcome): void => {
         if (settled) return;
         settled = true;
@@ -237,7 +270,7 @@ export class RolloutChild {
         deadline?.clear();
         clearTimeout(graceTimer);
         this.proc.off('message', onMessage);
-        limits.signal.removeEventListener('abort', onAbort);
+        unlisten();
         resolve(outcome);
       };
       const onMessage = (msg: ChildMessage): void => {
@@ -253,8 +286,9 @@ export class RolloutChild {
           // The child contained the attempt before answering (child-main containAfterRollout).
           this.rollouts++;
           this.rssBytes = msg.rssBytes;
-          if (limits.signal.aborted && msg.error?.type === 'Aborted') {
-            finish({ type: 'aborted', reason: String(limits.signal.reason), costs });
+          const { reason } = limits.abort;
+          if (reason !== undefined && msg.error?.type === 'Aborted') {
+            finish({ type: 'aborted', reason, costs });
           } else {
             finish({ type: 'done', done: msg, costs });
           }
@@ -276,7 +310,7 @@ export class RolloutChild {
         void this.kill();
       }, limits.hangMs);
       const onAbort = (): void => {
-        this.cancel(String(limits.signal.reason));
+        this.cancel(String(limits.abort.reason));
         graceTimer = setTimeout(() => {
           killedFor ??= 'abort';
           void this.kill();
@@ -288,12 +322,12 @@ export class RolloutChild {
         setImmediate(() => {
           if (killedFor === 'hang') finish({ type: 'hung', hangMs: limits.hangMs, stderrTail: this.stderrTail, costs });
           else if (killedFor === 'overran' && overrun) finish({ type: 'overran', overrun, stderrTail: this.stderrTail, costs });
-          else if (killedFor === 'abort' || limits.signal.aborted) finish({ type: 'aborted', reason: String(limits.signal.reason), costs });
+          else if (killedFor === 'abort' || limits.abort.reason !== undefined) finish({ type: 'aborted', reason: String(limits.abort.reason), costs });
           else finish({ type: 'crashed', exitCode: this.exit?.code ?? null, signal: this.exit?.signal ?? null, stderrTail: this.stderrTail, costs });
         });
       });
-      if (limits.signal.aborted) onAbort();
-      else limits.signal.addEventListener('abort', onAbort, { once: true });
+      if (limits.abort.reason !== undefined) onAbort();
+      else unlisten = limits.abort.listen(onAbort);
       this.post(message);
     });
   }

@@ -1,7 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { RolloutChild } from '../../../dist/consumer/rollout-child.js';
+import { AttemptAbort, RolloutChild } from '../../../dist/consumer/rollout-child.js';
 import { detectContainment } from '../../../dist/sandbox/index.js';
 import type { RunMessage } from '../../../src/consumer/child-protocol.js';
 import { makeSpec } from '../../helpers/raw-queue.js';
@@ -20,7 +20,7 @@ describe('RolloutChild', () => {
       // One rollout, in a frame of its own: only the child may still hold its message afterwards.
       const runOne = async (key: string): Promise<WeakRef<RunMessage>> => {
         const message: RunMessage = { type: 'run', spec: makeSpec('child', key), taskId: key, attempt: 1, secrets: {} };
-        const outcome = await child.run(message, { hangMs: 30_000, killGraceMs: 1_000, signal: new AbortController().signal });
+        const outcome = await child.run(message, { hangMs: 30_000, killGraceMs: 1_000, abort: new AttemptAbort() });
         expect(outcome.type).toBe('done');
         return new WeakRef(message);
       };
