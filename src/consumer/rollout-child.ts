@@ -112,6 +112,11 @@ export class RolloutChild {
   private sent = 0;
   /** Resident set size reported after the last rollout, bytes. */
   rssBytes = 0;
+  /**
+   * The IPC handler of the rollout running now (one at a time), behind one listener for the
+   * child's whole life: an EventEmitter listener added and removed per rollout costs more.
+   */
+  private onRunMessage: ((message: ChildMessage) => void) | undefined;
 
   private constructor(
     private readonly proc: ChildProcess,
@@ -126,6 +131,7 @@ export class RolloutChild {
     });
     // Rollout code writing to stdout must not fill the pipe and block the child.
     proc.stdout?.resume();
+    proc.on('message', (message: ChildMessage) => this.onRunMessage?.(message));
     proc.on('exit', (code, signal) => {
       this.exit = { code, signal };
       const waiters = [...this.exitWaiters];
@@ -269,7 +275,7 @@ export class RolloutChild {
         clearTimeout(hangTimer);
         deadline?.clear();
         clearTimeout(graceTimer);
-        this.proc.off('message', onMessage);
+        if (this.onRunMessage === onMessage) this.onRunMessage = undefined;
         unlisten();
         resolve(outcome);
       };
@@ -316,7 +322,7 @@ export class RolloutChild {
           void this.kill();
         }, limits.killGraceMs);
       };
-      this.proc.on('message', onMessage);
+      this.onRunMessage = onMessage;
       unwatchExit = this.onExit(() => {
         // Let the last IPC messages and stderr bytes land before judging the exit.
         setImmediate(() => {
