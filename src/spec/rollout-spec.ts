@@ -203,10 +203,11 @@ const DEFAULTED_FIELDS: ReadonlyArray<readonly [keyof RolloutSpec, string]> = ((
  * a value; parsing the result gives `spec` back.
  */
 export function withoutDefaults(spec: RolloutSpec): RolloutSpecInput {
-  const omit = new Set(DEFAULTED_FIELDS.filter(([key, json]) => JSON.stringify(spec[key]) === json).map(([key]) => key));
-  if (omit.size === 0) return spec;
+  const omitted: string[] = [];
+  for (const [key, json] of DEFAULTED_FIELDS) if (JSON.stringify(spec[key]) === json) omitted.push(key);
+  if (omitted.length === 0) return spec;
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(spec)) if (!omit.has(key as keyof RolloutSpec)) out[key] = value;
+  for (const [key, value] of Object.entries(spec)) if (!omitted.includes(key)) out[key] = value;
   return out as RolloutSpecInput;
 }
 
