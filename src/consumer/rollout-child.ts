@@ -32,6 +32,38 @@ function ownNamespace(containment: Containment): boolean {
   return process.pid === 1 && containment.pidNamespace !== null && !containment.pidNamespace.includes('--user');
 }
 
+/**
+ * How the worker stops one running attempt: {@link abort} once, heard by the attempt's one
+ * listener. Not an AbortController: in Node 20 making an AbortSignal and adding and removing a
+ * listener costs ~8 µs (EventTarget set-up), for every rollout, on the event loop that holds
+ * the locks, and only a few rollouts are ever aborted.
+ */
+export class AttemptAbort {
+  #reason: string | undefined;
+  #listener: (() => void) | undefined;
+
+  /** The reason given to {@link abort}; undefined while not aborted. */
+  get reason(): string | undefined {
+    return this.#reason;
+  }
+
+  /** Aborts with `reason` and calls the listener; false (nothing changes) when aborted already. */
+  abort(reason: string): boolean {
+    if (this.#reason !== undefined) return false;
+    this.#reason = reason;
+    this.#listener?.();
+    return true;
+  }
+
+  /** Sets the one listener, called on {@link abort}; returns what removes it. */
+  listen(listener: () => void): () => void {
+    this.#listener = listener;
+    return () => {
+      if (this.#listener === listener) this.#listener = undefined;
+    };
+  }
+}
+
 /** Raised when a child exits before it is ready (bad execArgv, missing file, no memory). */
 export class ChildStartError extends Error {
   constructor(
@@ -73,13 +105,18 @@ export interface RolloutChildOptions {
 export class RolloutChild {
   private stderrTail = '';
   private exit: { code: number | null; signal: string | null } | undefined;
-  private readonly exitWaiters: Array<() => void> = [];
+  private readonly exitWaiters = new Set<() => void>();
   /** Rollouts this child has finished. */
   rollouts = 0;
   /** Rollouts sent to the child: the child numbers them the same way on the stage board. */
   private sent = 0;
   /** Resident set size reported after the last rollout, bytes. */
   rssBytes = 0;
+  /**
+   * The IPC handler of the rollout running now (one at a time), behind one listener for the
+   * child's whole life: an EventEmitter listener added and removed per rollout costs more.
+   */
+  private onRunMessage: ((message: ChildMessage) => void) | undefined;
 
   private constructor(
     private readonly proc: ChildProcess,
@@ -94,9 +131,12 @@ export class RolloutChild {
     });
     // Rollout code writing to stdout must not fill the pipe and block the child.
     proc.stdout?.resume();
+    proc.on('message', (message: ChildMessage) => this.onRunMessage?.(message));
     proc.on('exit', (code, signal) => {
       this.exit = { code, signal };
-      for (const waiter of this.exitWaiters.splice(0)) waiter();
+      const waiters = [...this.exitWaiters];
+      this.exitWaiters.clear();
+      for (const waiter of waiters) waiter();
       // After the waiters' own setImmediate: a run judging the exit may still read the board.
       setImmediate(() => closeSync(stageBoard));
     });
@@ -151,10 +191,11 @@ export class RolloutChild {
         if (message.type !== 'ready') return;
         clearTimeout(timer);
         proc.off('message', onMessage);
+        unwatchExit();
         resolve();
       };
       proc.on('message', onMessage);
-      child.onExit(() => {
+      const unwatchExit = child.onExit(() => {
         clearTimeout(timer);
         // Give the stderr pipe a moment to drain so the tail holds the real reason.
         setImmediate(() => reject(new ChildStartError(child.exit?.code ?? null, child.exit?.signal ?? null, child.stderrTail)));
@@ -164,9 +205,14 @@ export class RolloutChild {
     return child;
   }
 
-  private onExit(waiter: () => void): void {
-    if (this.exit) waiter();
-    else this.exitWaiters.push(waiter);
+  /** Calls `waiter` once the child has exited (at once if it has); returns what stops the wait. */
+  private onExit(waiter: () => void): () => void {
+    if (this.exit) {
+      waiter();
+      return () => undefined;
+    }
+    this.exitWaiters.add(waiter);
+    return () => this.exitWaiters.delete(waiter);
   }
 
   private post(message: ParentMessage): void {
@@ -204,28 +250,33 @@ export class RolloutChild {
    * - `hangMs`: past it the tree is killed and the outcome is `hung`.
    * - `deadline`: past `runMs` (or the reward's `rewardMs`) plus its grace the tree is killed
    *   and the outcome is `overran`, naming the stage (see {@link StageDeadline}).
-   * - `signal`: when it aborts, the child is asked to stop; after `killGraceMs` without an
-   *   answer the tree is killed and the outcome is `aborted` with the signal's reason.
+   * - `abort`: once aborted, the child is asked to stop; after `killGraceMs` without an
+   *   answer the tree is killed and the outcome is `aborted` with the abort's reason.
    * - `onCost`: stores one receipt durably as soon as the child records it; the child's
    *   `ctx.recordCost` promise resolves once it did (a failed store is left to the final
    *   write of `outcome.costs`).
    */
   run(
     message: RunMessage,
-    limits: { hangMs: number; killGraceMs: number; signal: AbortSignal; deadline?: StageLimits; onCost?: (receipt: CostReceipt) => Promise<void> },
+    limits: { hangMs: number; killGraceMs: number; abort: AttemptAbort; deadline?: StageLimits; onCost?: (receipt: CostReceipt) => Promise<void> },
   ): Promise<AttemptOutcome> {
     const costs: CostReceipt[] = [];
     return new Promise<AttemptOutcome>((resolve) => {
       let settled = false;
       let graceTimer: NodeJS.Timeout | undefined;
+      // A child runs many rollouts: each one's exit watch must go with it, or every finished
+      // rollout (its closures, its spec) stays reachable for the child's whole life.
+      let unwatchExit = (): void => undefined;
+      let unlisten = (): void => undefined;
       const finish = (outcome: AttemptOutcome): void => {
         if (settled) return;
         settled = true;
+        unwatchExit();
         clearTimeout(hangTimer);
         deadline?.clear();
         clearTimeout(graceTimer);
-        this.proc.off('message', onMessage);
-        limits.signal.removeEventListener('abort', onAbort);
+        if (this.onRunMessage === onMessage) this.onRunMessage = undefined;
+        unlisten();
         resolve(outcome);
       };
       const onMessage = (msg: ChildMessage): void => {
@@ -241,8 +292,9 @@ export class RolloutChild {
           // The child contained the attempt before answering (child-main containAfterRollout).
           this.rollouts++;
           this.rssBytes = msg.rssBytes;
-          if (limits.signal.aborted && msg.error?.type === 'Aborted') {
-            finish({ type: 'aborted', reason: String(limits.signal.reason), costs });
+          const { reason } = limits.abort;
+          if (reason !== undefined && msg.error?.type === 'Aborted') {
+            finish({ type: 'aborted', reason, costs });
           } else {
             finish({ type: 'done', done: msg, costs });
           }
@@ -264,24 +316,24 @@ export class RolloutChild {
         void this.kill();
       }, limits.hangMs);
       const onAbort = (): void => {
-        this.cancel(String(limits.signal.reason));
+        this.cancel(String(limits.abort.reason));
         graceTimer = setTimeout(() => {
           killedFor ??= 'abort';
           void this.kill();
         }, limits.killGraceMs);
       };
-      this.proc.on('message', onMessage);
-      this.onExit(() => {
+      this.onRunMessage = onMessage;
+      unwatchExit = this.onExit(() => {
         // Let the last IPC messages and stderr bytes land before judging the exit.
         setImmediate(() => {
           if (killedFor === 'hang') finish({ type: 'hung', hangMs: limits.hangMs, stderrTail: this.stderrTail, costs });
           else if (killedFor === 'overran' && overrun) finish({ type: 'overran', overrun, stderrTail: this.stderrTail, costs });
-          else if (killedFor === 'abort' || limits.signal.aborted) finish({ type: 'aborted', reason: String(limits.signal.reason), costs });
+          else if (killedFor === 'abort' || limits.abort.reason !== undefined) finish({ type: 'aborted', reason: String(limits.abort.reason), costs });
           else finish({ type: 'crashed', exitCode: this.exit?.code ?? null, signal: this.exit?.signal ?? null, stderrTail: this.stderrTail, costs });
         });
       });
-      if (limits.signal.aborted) onAbort();
-      else limits.signal.addEventListener('abort', onAbort, { once: true });
+      if (limits.abort.reason !== undefined) onAbort();
+      else unlisten = limits.abort.listen(onAbort);
       this.post(message);
     });
   }

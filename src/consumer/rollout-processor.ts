@@ -7,7 +7,7 @@ import type { RedisClock } from '../platform/redis-clock.js';
 import { isStoredRendered, parseRolloutSpec, redactSecrets, redactSecretsDeep, type CostReceipt, type ErrorInfo, type Result, type ResultKind, type RolloutSpec, type SecretValues } from '../spec/index.js';
 import type { ArtifactCache } from './artifact-cache.js';
 import type { ChildPool } from './child-pool.js';
-import { ChildStartError, type AttemptOutcome } from './rollout-child.js';
+import { AttemptAbort, ChildStartError, type AttemptOutcome } from './rollout-child.js';
 import type { ExitInfo, LeaseLedger } from './lease-ledger.js';
 import type { CompiledWorkerOptions } from './worker-options.js';
 import { findVersionSkew } from './version-skew.js';
@@ -38,7 +38,7 @@ export interface ProcessorEvents {
 
 interface ActiveRollout {
   readonly runId: string;
-  readonly controller: AbortController;
+  readonly abort: AttemptAbort;
 }
 
 /** How the running attempt of a lease started. */
@@ -95,10 +95,7 @@ export class RolloutProcessor {
     let count = 0;
     for (const [leaseId, rollout] of this.active) {
       if ((filter.leaseId && filter.leaseId !== leaseId) || (filter.runId && filter.runId !== rollout.runId)) continue;
-      if (!rollout.controller.signal.aborted) {
-        rollout.controller.abort(reason);
-        count++;
-      }
+      if (rollout.abort.abort(reason)) count++;
     }
     return count;
   }
@@ -125,7 +122,6 @@ export class RolloutProcessor {
   /** One attempt after its start was recorded: the checks before running it, the child, the Result. */
   private async attempt(job: Job, token: string | undefined, parsedSpec: RolloutSpec, startedAt: number, overLimit: boolean, runStatus: string | undefined): Promise<Result> {
     let spec = parsedSpec;
-    const log = this.logger.child({ runId: spec.runId, leaseId: spec.leaseId });
     if (runStatus === 'cancelled') {
       return this.finish(job, spec, startedAt, { kind: 'caller', error: { type: 'Cancelled', message: 'the run was cancelled before this rollout started' } });
     }
@@ -144,7 +140,7 @@ export class RolloutProcessor {
     if (skew) {
       // Never run against the wrong code: another worker (another install) may satisfy it.
       const text = `worker ${this.options.name} has ${skew.package} ${skew.installed ?? '(not installed)'}, outside sandbox.requires["${skew.package}"] = "${skew.range}"; run it on a worker with a matching install`;
-      log.error({ package: skew.package, range: skew.range, installed: skew.installed }, `version skew: ${text}`);
+      this.logger.error({ runId: spec.runId, leaseId: spec.leaseId, package: skew.package, range: skew.range, installed: skew.installed }, `version skew: ${text}`);
       return this.redispatch(job, token, spec, startedAt, { reason: 'VersionSkew', exitCode: null, signal: null, stderrTail: text });
     }
     const missing = spec.sandbox.env.filter((name) => process.env[name] === undefined);
@@ -157,8 +153,7 @@ export class RolloutProcessor {
       });
     }
     const secrets = Object.fromEntries(spec.sandbox.env.map((name) => [name, process.env[name] as string]));
-    const controller = new AbortController();
-    const active = { runId: spec.runId, controller };
+    const active = { runId: spec.runId, abort: new AttemptAbort() };
     this.active.set(spec.leaseId, active);
     this.events.onStart();
     try {
@@ -167,7 +162,7 @@ export class RolloutProcessor {
         child = await this.pool.acquire(spec.sandbox.memoryMb);
       } catch (err) {
         if (!(err instanceof ChildStartError)) throw err;
-        log.error({ exitCode: err.exitCode, signal: err.signal, stderrTail: tail(err.stderrTail, 500) }, 'rollout child failed to start');
+        this.logger.error({ runId: spec.runId, leaseId: spec.leaseId, exitCode: err.exitCode, signal: err.signal, stderrTail: tail(err.stderrTail, 500) }, 'rollout child failed to start');
         return await this.redispatch(job, token, spec, startedAt, { reason: 'ChildStartFailed', exitCode: err.exitCode, signal: err.signal, stderrTail: tail(err.stderrTail) });
       }
       // The worker's monotonic clock: an NTP step during the rollout cannot bend runMs.
@@ -178,7 +173,7 @@ export class RolloutProcessor {
         {
           hangMs: spec.timeouts.hangMs,
           killGraceMs: this.options.killGraceMs,
-          signal: controller.signal,
+          abort: active.abort,
           deadline: { runMs: spec.timeouts.runMs, rewardMs: spec.timeouts.rewardMs, graceMs: this.options.deadlineGraceMs },
           onCost: (receipt) => this.ledger.recordCosts(spec.leaseId, redactSecretsDeep([receipt], secrets) as CostReceipt[]),
         },

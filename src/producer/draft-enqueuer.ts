@@ -1,6 +1,6 @@
 import { enqueuedAtOption, ROLLOUT_JOB_NAME } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
-import type { Result, RolloutSpec } from '../spec/index.js';
+import { withoutDefaults, type Result, type RolloutSpecInput } from '../spec/index.js';
 import type { ArtifactStorer } from './artifact-storer.js';
 import { callerResult } from './caller-result.js';
 import { DraftSource } from './draft-source.js';
@@ -290,13 +290,13 @@ export class DraftEnqueuer {
   private async addJobs(drafts: readonly Positioned<ValidDraft>[], stamped: ReadonlySet<string>, stampedAt: number): Promise<void> {
     const { queue, store, tracker, runId } = this.deps;
     try {
-      const data: RolloutSpec[] = [];
-      for (const { draft } of drafts) data.push(await this.deps.artifacts.jobData(draft.spec));
+      const data: RolloutSpecInput[] = [];
+      for (const { draft } of drafts) data.push(withoutDefaults(await this.deps.artifacts.jobData(draft.spec)));
       const leases = drafts.map(({ draft, index }) => ({ ...leaseClock(draft), index }));
       const unstamped = leases.filter(({ leaseId }) => !stamped.has(leaseId));
       const lateAt = unstamped.length > 0 ? await store.stampEnqueued(runId, unstamped) : stampedAt;
       const enqueuedAt = (leaseId: string): number => (stamped.has(leaseId) ? stampedAt : lateAt);
-      await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i] as RolloutSpec, opts: { jobId: draft.leaseId, attempts: 1, ...enqueuedAtOption(enqueuedAt(draft.leaseId)) } })));
+      await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i] as RolloutSpecInput, opts: { jobId: draft.leaseId, attempts: 1, ...enqueuedAtOption(enqueuedAt(draft.leaseId)) } })));
       await store.recordLeases(runId, leases);
       for (const { draft } of drafts) tracker.confirm(draft.leaseId);
     } catch (err) {

@@ -187,6 +187,31 @@ export type RolloutSpec = z.infer<typeof RolloutSpecSchema>;
 export type RolloutSpecInput = z.input<typeof RolloutSpecSchema>;
 
 /**
+ * The top-level fields a parse fills in when absent, each with the JSON of its default: found
+ * by parsing a spec that names none of them, so the schema stays their one source.
+ */
+const DEFAULTED_FIELDS: ReadonlyArray<readonly [keyof RolloutSpec, string]> = (() => {
+  const minimal: Record<string, unknown> = { v: 1, leaseId: 'r.t', runId: 'r', runAttemptId: 'a', rendered: '', task: {}, run: { $ref: 'm:e' }, reward: { $ref: 'm:e' } };
+  const parsed = RolloutSpecSchema.parse(minimal);
+  return (Object.keys(parsed) as (keyof RolloutSpec)[]).filter((key) => !(key in minimal)).map((key) => [key, JSON.stringify(parsed[key])] as const);
+})();
+
+/**
+ * `spec` without the top-level fields that equal their default (`sandbox`, `placement`,
+ * `timeouts`, `class`, `rewardRange` as a parse fills them): what the producer writes as job
+ * data. Fewer bytes go through Redis, and a worker's parse fills a default instead of checking
+ * a value; parsing the result gives `spec` back.
+ */
+export function withoutDefaults(spec: RolloutSpec): RolloutSpecInput {
+  const omitted: string[] = [];
+  for (const [key, json] of DEFAULTED_FIELDS) if (JSON.stringify(spec[key]) === json) omitted.push(key);
+  if (omitted.length === 0) return spec;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(spec)) if (!omitted.includes(key)) out[key] = value;
+  return out as RolloutSpecInput;
+}
+
+/**
  * Parses a rollout spec from raw data (a job's data, a JSON line), the only way specs
  * should be read. Besides `RolloutSpecSchema` it checks the raw `run`, `reward` and
  * `task` values, and the keys of `placement` and `rendered.files`, first, because zod's

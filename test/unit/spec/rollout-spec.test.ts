@@ -1,7 +1,7 @@
 // RolloutSpecSchema / parseRolloutSpec: the documented shapes are accepted with their
 // defaults filled, and every bad field is refused with an issue whose path names it.
 import { describe, expect, it } from 'vitest';
-import { LeaseIdSchema, RolloutSpecSchema, parseRolloutSpec } from '../../../src/spec/index.js';
+import { LeaseIdSchema, RolloutSpecSchema, parseRolloutSpec, withoutDefaults, type RolloutSpec } from '../../../src/spec/index.js';
 import { issuePaths, rawSpec } from './spec-fixture.js';
 
 describe('parseRolloutSpec: accepted shapes and defaults', () => {
@@ -207,5 +207,27 @@ describe('parseRolloutSpec refuses "__proto__" keys that zod records would silen
     expect(parsed.error?.issues[0]?.message).toContain('got null');
     // RolloutSpecSchema refuses it as well (the nested Ref is not behind a zod record).
     expect(RolloutSpecSchema.safeParse(rawSpec({ run })).success).toBe(false);
+  });
+});
+
+describe('withoutDefaults: the job data the producer writes', () => {
+  const parse = (raw: Record<string, unknown>): RolloutSpec => {
+    const parsed = parseRolloutSpec(raw);
+    if (!parsed.success) throw parsed.error;
+    return parsed.data;
+  };
+
+  it('leaves out every top-level field equal to its default; parsing it gives the spec back', () => {
+    const spec = parse(rawSpec({ sandbox: {}, timeouts: { runMs: 600_000 } }));
+    const data = withoutDefaults(spec);
+    expect(Object.keys(data).sort()).toEqual(Object.keys(rawSpec()).sort());
+    expect(parse(JSON.parse(JSON.stringify(data)) as Record<string, unknown>)).toStrictEqual(spec);
+  });
+
+  it('keeps a field that differs from its default in any part, whole', () => {
+    const spec = parse(rawSpec({ sandbox: { memoryMb: 512 }, timeouts: { hangMs: 20_000 }, placement: { gpu: 'a100' }, class: 'evaluation', rewardRange: [-1, 1] }));
+    const data = withoutDefaults(spec);
+    expect(data).toStrictEqual(spec);
+    expect(parse(JSON.parse(JSON.stringify(data)) as Record<string, unknown>)).toStrictEqual(spec);
   });
 });
