@@ -4,7 +4,7 @@
  * classifies the outcome and reports it over IPC. It never talks to Redis, so a crash here
  * loses no state: the worker's main process sees the exit and re-dispatches the lease.
  */
-import { resolveRef } from '../ref/index.js';
+import { resolveRefJson } from '../ref/index.js';
 import { destroyLiveSandboxes, destroyLiveSandboxesSync, killSubtree, useContainment } from '../sandbox/index.js';
 import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
 import { CostReceiptSchema, redactSecrets, redactSecretsDeep, type SecretValues } from '../spec/index.js';
@@ -110,8 +110,10 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
   let output: unknown;
   try {
     try {
-      const run = (await resolveRef(spec.run, { allow })) as RunFn;
-      const reward = (await resolveRef(spec.reward, { allow })) as RewardFn;
+      // The spec came over the JSON IPC channel: its JSON text is exactly the Ref the worker
+      // sent, and a text resolved before skips the checks (see resolveRefJson).
+      const run = (await resolveRefJson(JSON.stringify(spec.run), { allow })) as RunFn;
+      const reward = (await resolveRefJson(JSON.stringify(spec.reward), { allow })) as RewardFn;
       stage = 'run';
       output = await abortable(Promise.resolve().then(() => run(spec.rendered, spec.task, ctx)), controller.signal);
       stage = 'reward';
