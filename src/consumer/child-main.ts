@@ -4,17 +4,19 @@
  * classifies the outcome and reports it over IPC. It never talks to Redis, so a crash here
  * loses no state: the worker's main process sees the exit and re-dispatches the lease.
  */
-import { resolveRefJson } from '../ref/index.js';
+import { Allowlist, resolveRefJson } from '../ref/index.js';
 import { destroyLiveSandboxes, destroyLiveSandboxesSync, killSubtree, useContainment } from '../sandbox/index.js';
 import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
 import { CostReceiptSchema, redactSecrets, redactSecretsDeep, type SecretValues } from '../spec/index.js';
 import { residentBytes } from './child-rss.js';
 import { classifyError } from './classify.js';
+import { RolloutAbort, RolloutAborted } from './rollout-abort.js';
 import type { ChildMessage, DoneMessage, ParentMessage, RunMessage } from './child-protocol.js';
 import { STAGE_BOARD_FD, writeRewardStage } from './stage-board.js';
 
-let allow: readonly string[] = [];
-let current: AbortController | undefined;
+/** The worker's allowlist, compiled once (the worker compiled it at its start, so it compiles here too). */
+let allow = Allowlist.compile([]);
+let current: RolloutAbort | undefined;
 let costSeq = 0;
 /** Rollouts received, numbered as the worker numbers them on the stage board. */
 let rolloutSeq = 0;
@@ -41,24 +43,6 @@ function logger(secrets: SecretValues): RolloutLogger {
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
 }
 
-/** Rejects when the signal aborts, so an uncooperative run cannot hold the result back. */
-function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
-
-/** Why `ctx.signal` aborted; the worker sends these strings as cancel reasons. */
-class RolloutAborted extends Error {
-  constructor(readonly reason: string) {
-    super(`rollout aborted: ${reason}`);
-    this.name = 'AbortError';
-  }
-}
-
 type Stage = 'resolve' | 'run' | 'reward';
 
 /** The `model` error of a stage that ran past its limit (the worker's outside kill says the same). */
@@ -75,10 +59,10 @@ function timeoutError(spec: RunMessage['spec'], stage: Stage, limit: 'runMs' | '
 
 async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
   const { spec } = message;
-  const controller = new AbortController();
-  current = controller;
+  const abort = new RolloutAbort();
+  current = abort;
   const startedAt = Date.now();
-  const timer = setTimeout(() => controller.abort(new RolloutAborted('run-timeout')), spec.timeouts.runMs);
+  const timer = setTimeout(() => abort.abort(new RolloutAborted('run-timeout')), spec.timeouts.runMs);
   let rewardTimer: NodeJS.Timeout | undefined;
   const ctx: RolloutContext = {
     leaseId: spec.leaseId,
@@ -86,7 +70,9 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
     runAttemptId: spec.runAttemptId,
     taskId: message.taskId,
     attempt: message.attempt,
-    signal: controller.signal,
+    get signal() {
+      return abort.signal;
+    },
     secrets: Object.freeze({ ...message.secrets }),
     placement: Object.freeze({ ...spec.placement }),
     traceparent: spec.traceparent,
@@ -115,7 +101,7 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
       const run = (await resolveRefJson(JSON.stringify(spec.run), { allow })) as RunFn;
       const reward = (await resolveRefJson(JSON.stringify(spec.reward), { allow })) as RewardFn;
       stage = 'run';
-      output = await abortable(Promise.resolve().then(() => run(spec.rendered, spec.task, ctx)), controller.signal);
+      output = await abort.race(Promise.resolve().then(() => run(spec.rendered, spec.task, ctx)));
       stage = 'reward';
       // On the board before the reward starts: a reward that blocks this event loop can only
       // be stopped (and named) from outside, by the worker reading it.
@@ -126,8 +112,8 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
         boardLost = true;
       }
       const leftMs = startedAt + spec.timeouts.runMs - rewardAt;
-      if (spec.timeouts.rewardMs < leftMs) rewardTimer = setTimeout(() => controller.abort(new RolloutAborted('reward-timeout')), spec.timeouts.rewardMs);
-      const value = await abortable(Promise.resolve().then(() => reward(spec.task, output, ctx)), controller.signal);
+      if (spec.timeouts.rewardMs < leftMs) rewardTimer = setTimeout(() => abort.abort(new RolloutAborted('reward-timeout')), spec.timeouts.rewardMs);
+      const value = await abort.race(Promise.resolve().then(() => reward(spec.task, output, ctx)));
       const [lo, hi] = spec.rewardRange;
       if (typeof value !== 'number' || !Number.isFinite(value) || value < lo || value > hi) {
         return done({
@@ -143,8 +129,8 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
       return done({ kind: 'ok', output: toJsonData(output), reward: value, error: null });
     } catch (err) {
       const kept = stage === 'reward' ? toJsonData(output) : null;
-      if (controller.signal.aborted) {
-        const reason = controller.signal.reason instanceof RolloutAborted ? controller.signal.reason.reason : String(controller.signal.reason);
+      if (abort.reason) {
+        const { reason } = abort.reason;
         if (reason === 'run-timeout' || reason === 'reward-timeout') {
           return done({ kind: 'model', output: kept, reward: null, error: timeoutError(spec, stage, reason === 'reward-timeout' ? 'rewardMs' : 'runMs') }, true);
         }
@@ -193,7 +179,7 @@ async function containAfterRollout(): Promise<void> {
 process.on('message', (raw: ParentMessage) => {
   switch (raw.type) {
     case 'init':
-      allow = raw.allow;
+      allow = Allowlist.compile(raw.allow);
       useContainment(raw.containment);
       try {
         writeRewardStage(STAGE_BOARD_FD, 0, 0); // seq 0 is no rollout's: a check that the board is there
