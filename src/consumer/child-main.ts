@@ -11,6 +11,7 @@ import { CostReceiptSchema, redactSecrets, redactSecretsDeep, type SecretValues 
 import { residentBytes } from './child-rss.js';
 import { classifyError } from './classify.js';
 import { RolloutAbort, RolloutAborted } from './rollout-abort.js';
+import { StageTimer } from './stage-timer.js';
 import type { ChildMessage, DoneMessage, ParentMessage, RunMessage } from './child-protocol.js';
 import { STAGE_BOARD_FD, writeRewardStage } from './stage-board.js';
 
@@ -25,6 +26,9 @@ let rolloutSeq = 0;
  * a blocked reward by its own limit, so this child is recycled after the rollout.
  */
 let boardLost = false;
+/** The running rollout's limits: `timeouts.runMs` from its start, `timeouts.rewardMs` from its reward's. */
+const runLimit = new StageTimer();
+const rewardLimit = new StageTimer();
 /** Receipts sent and not yet reported stored by the worker, by seq. */
 const costWaiters = new Map<number, () => void>();
 
@@ -62,8 +66,7 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
   const abort = new RolloutAbort();
   current = abort;
   const startedAt = Date.now();
-  const timer = setTimeout(() => abort.abort(new RolloutAborted('run-timeout')), spec.timeouts.runMs);
-  let rewardTimer: NodeJS.Timeout | undefined;
+  runLimit.arm(spec.timeouts.runMs, () => abort.abort(new RolloutAborted('run-timeout')));
   const ctx: RolloutContext = {
     leaseId: spec.leaseId,
     runId: spec.runId,
@@ -112,7 +115,7 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
         boardLost = true;
       }
       const leftMs = startedAt + spec.timeouts.runMs - rewardAt;
-      if (spec.timeouts.rewardMs < leftMs) rewardTimer = setTimeout(() => abort.abort(new RolloutAborted('reward-timeout')), spec.timeouts.rewardMs);
+      if (spec.timeouts.rewardMs < leftMs) rewardLimit.arm(spec.timeouts.rewardMs, () => abort.abort(new RolloutAborted('reward-timeout')));
       const value = await abort.race(Promise.resolve().then(() => reward(spec.task, output, ctx)));
       const [lo, hi] = spec.rewardRange;
       if (typeof value !== 'number' || !Number.isFinite(value) || value < lo || value > hi) {
@@ -149,8 +152,8 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
       return done({ kind: classified.kind, output: kept, reward: null, error: { ...classified.error, message: stage === 'resolve' ? classified.error.message : `${stage}: ${classified.error.message}` } });
     }
   } finally {
-    clearTimeout(timer);
-    clearTimeout(rewardTimer);
+    runLimit.disarm();
+    rewardLimit.disarm();
     current = undefined;
   }
 }
