@@ -250,15 +250,20 @@ export async function resolveRef<F extends ResolvedFunction = ResolvedFunction>(
  * @returns the function (rejects, never throws synchronously).
  * @throws SyntaxError when `json` is not JSON text; otherwise as {@link resolveRef}.
  */
-export async function resolveRefJson<F extends ResolvedFunction = ResolvedFunction>(json: string, options: ResolveRefOptions): Promise<F> {
-  const allowlist = allowlistFrom(options.allow);
-  // Valid JSON text never holds a raw NUL, nor does an allowlist pattern: the key is unambiguous.
-  const textKey = `${allowlist.key}\u0000${json}`;
-  let checked = checkedRef(textKey);
-  if (!checked) {
-    const ref = checkRef(JSON.parse(json) as unknown, allowlist);
-    checked = { ref, key: cacheKey(ref, allowlist) };
-    rememberCheckedRef(textKey, checked);
+export function resolveRefJson<F extends ResolvedFunction = ResolvedFunction>(json: string, options: ResolveRefOptions): Promise<F> {
+  // Not async: a text seen before gets the cached promise itself, without a wrapper per call.
+  try {
+    const allowlist = allowlistFrom(options.allow);
+    // Valid JSON text never holds a raw NUL, nor does an allowlist pattern: the key is unambiguous.
+    const textKey = `${allowlist.key}\u0000${json}`;
+    let checked = checkedRef(textKey);
+    if (!checked) {
+      const ref = checkRef(JSON.parse(json) as unknown, allowlist);
+      checked = { ref, key: cacheKey(ref, allowlist) };
+      rememberCheckedRef(textKey, checked);
+    }
+    return resolveChecked(checked, allowlist, options.importer ?? defaultImporter) as Promise<F>;
+  } catch (error) {
+    return Promise.reject(error);
   }
-  return (await resolveChecked(checked, allowlist, options.importer ?? defaultImporter)) as F;
 }
