@@ -4,17 +4,20 @@
  * classifies the outcome and reports it over IPC. It never talks to Redis, so a crash here
  * loses no state: the worker's main process sees the exit and re-dispatches the lease.
  */
-import { resolveRef } from '../ref/index.js';
+import { Allowlist, resolveRefJson } from '../ref/index.js';
 import { destroyLiveSandboxes, destroyLiveSandboxesSync, killSubtree, useContainment } from '../sandbox/index.js';
 import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
 import { CostReceiptSchema, redactSecrets, redactSecretsDeep, type SecretValues } from '../spec/index.js';
 import { residentBytes } from './child-rss.js';
 import { classifyError } from './classify.js';
+import { RolloutAbort, RolloutAborted } from './rollout-abort.js';
+import { StageTimer } from './stage-timer.js';
 import type { ChildMessage, DoneMessage, ParentMessage, RunMessage } from './child-protocol.js';
 import { STAGE_BOARD_FD, writeRewardStage } from './stage-board.js';
 
-let allow: readonly string[] = [];
-let current: AbortController | undefined;
+/** The worker's allowlist, compiled once (the worker compiled it at its start, so it compiles here too). */
+let allow = Allowlist.compile([]);
+let current: RolloutAbort | undefined;
 let costSeq = 0;
 /** Rollouts received, numbered as the worker numbers them on the stage board. */
 let rolloutSeq = 0;
@@ -23,6 +26,9 @@ let rolloutSeq = 0;
  * a blocked reward by its own limit, so this child is recycled after the rollout.
  */
 let boardLost = false;
+/** The running rollout's limits: `timeouts.runMs` from its start, `timeouts.rewardMs` from its reward's. */
+const runLimit = new StageTimer();
+const rewardLimit = new StageTimer();
 /** Receipts sent and not yet reported stored by the worker, by seq. */
 const costWaiters = new Map<number, () => void>();
 
@@ -41,24 +47,6 @@ function logger(secrets: SecretValues): RolloutLogger {
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
 }
 
-/** Rejects when the signal aborts, so an uncooperative run cannot hold the result back. */
-function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
-
-/** Why `ctx.signal` aborted; the worker sends these strings as cancel reasons. */
-class RolloutAborted extends Error {
-  constructor(readonly reason: string) {
-    super(`rollout aborted: ${reason}`);
-    this.name = 'AbortError';
-  }
-}
-
 type Stage = 'resolve' | 'run' | 'reward';
 
 /** The `model` error of a stage that ran past its limit (the worker's outside kill says the same). */
@@ -75,18 +63,19 @@ function timeoutError(spec: RunMessage['spec'], stage: Stage, limit: 'runMs' | '
 
 async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
   const { spec } = message;
-  const controller = new AbortController();
-  current = controller;
+  const abort = new RolloutAbort();
+  current = abort;
   const startedAt = Date.now();
-  const timer = setTimeout(() => controller.abort(new RolloutAborted('run-timeout')), spec.timeouts.runMs);
-  let rewardTimer: NodeJS.Timeout | undefined;
+  runLimit.arm(spec.timeouts.runMs, () => abort.abort(new RolloutAborted('run-timeout')));
   const ctx: RolloutContext = {
     leaseId: spec.leaseId,
     runId: spec.runId,
     runAttemptId: spec.runAttemptId,
     taskId: message.taskId,
     attempt: message.attempt,
-    signal: controller.signal,
+    get signal() {
+      return abort.signal;
+    },
     secrets: Object.freeze({ ...message.secrets }),
     placement: Object.freeze({ ...spec.placement }),
     traceparent: spec.traceparent,
@@ -110,10 +99,12 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
   let output: unknown;
   try {
     try {
-      const run = (await resolveRef(spec.run, { allow })) as RunFn;
-      const reward = (await resolveRef(spec.reward, { allow })) as RewardFn;
+      // The spec came over the JSON IPC channel: its JSON text is exactly the Ref the worker
+      // sent, and a text resolved before skips the checks (see resolveRefJson).
+      const run = (await resolveRefJson(JSON.stringify(spec.run), { allow })) as RunFn;
+      const reward = (await resolveRefJson(JSON.stringify(spec.reward), { allow })) as RewardFn;
       stage = 'run';
-      output = await abortable(Promise.resolve().then(() => run(spec.rendered, spec.task, ctx)), controller.signal);
+      output = await abort.race(Promise.resolve().then(() => run(spec.rendered, spec.task, ctx)));
       stage = 'reward';
       // On the board before the reward starts: a reward that blocks this event loop can only
       // be stopped (and named) from outside, by the worker reading it.
@@ -124,8 +115,8 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
         boardLost = true;
       }
       const leftMs = startedAt + spec.timeouts.runMs - rewardAt;
-      if (spec.timeouts.rewardMs < leftMs) rewardTimer = setTimeout(() => controller.abort(new RolloutAborted('reward-timeout')), spec.timeouts.rewardMs);
-      const value = await abortable(Promise.resolve().then(() => reward(spec.task, output, ctx)), controller.signal);
+      if (spec.timeouts.rewardMs < leftMs) rewardLimit.arm(spec.timeouts.rewardMs, () => abort.abort(new RolloutAborted('reward-timeout')));
+      const value = await abort.race(Promise.resolve().then(() => reward(spec.task, output, ctx)));
       const [lo, hi] = spec.rewardRange;
       if (typeof value !== 'number' || !Number.isFinite(value) || value < lo || value > hi) {
         return done({
@@ -141,8 +132,8 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
       return done({ kind: 'ok', output: toJsonData(output), reward: value, error: null });
     } catch (err) {
       const kept = stage === 'reward' ? toJsonData(output) : null;
-      if (controller.signal.aborted) {
-        const reason = controller.signal.reason instanceof RolloutAborted ? controller.signal.reason.reason : String(controller.signal.reason);
+      if (abort.reason) {
+        const { reason } = abort.reason;
         if (reason === 'run-timeout' || reason === 'reward-timeout') {
           return done({ kind: 'model', output: kept, reward: null, error: timeoutError(spec, stage, reason === 'reward-timeout' ? 'rewardMs' : 'runMs') }, true);
         }
@@ -161,8 +152,8 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
       return done({ kind: classified.kind, output: kept, reward: null, error: { ...classified.error, message: stage === 'resolve' ? classified.error.message : `${stage}: ${classified.error.message}` } });
     }
   } finally {
-    clearTimeout(timer);
-    clearTimeout(rewardTimer);
+    runLimit.disarm();
+    rewardLimit.disarm();
     current = undefined;
   }
 }
@@ -191,7 +182,7 @@ async function containAfterRollout(): Promise<void> {
 process.on('message', (raw: ParentMessage) => {
   switch (raw.type) {
     case 'init':
-      allow = raw.allow;
+      allow = Allowlist.compile(raw.allow);
       useContainment(raw.containment);
       try {
         writeRewardStage(STAGE_BOARD_FD, 0, 0); // seq 0 is no rollout's: a check that the board is there

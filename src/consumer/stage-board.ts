@@ -42,13 +42,19 @@ export function createStageBoard(): number {
   return fd;
 }
 
+/** The record {@link writeRewardStage} writes, reused: it is written synchronously, once per rollout. */
+const written = new Float64Array(3);
+const writtenBytes = new Uint8Array(written.buffer);
+
 /**
  * The child's side: rollout `seq`'s reward starts at `sinceMs` (ms since the epoch).
  * @throws the fs error when the board is not open at `fd` (the child was not started by RolloutChild).
  */
 export function writeRewardStage(fd: number, seq: number, sinceMs: number): void {
-  const record = new Float64Array([seq, sinceMs, seq + sinceMs]);
-  writeSync(fd, new Uint8Array(record.buffer), 0, RECORD_BYTES, 0);
+  written[0] = seq;
+  written[1] = sinceMs;
+  written[2] = seq + sinceMs;
+  writeSync(fd, writtenBytes, 0, RECORD_BYTES, 0);
 }
 
 /**

@@ -10,6 +10,6 @@ export { checkBareSpecifier, isSpecifierRefusal, MAX_SPECIFIER_LENGTH, type Bare
 export { validateRef } from './validate-ref.js';
 export { MAX_REF_NESTING } from './snapshot-data.js';
 export { canonicalRefJson } from './canonical-ref-json.js';
-export { resolveRef, type ResolveRefOptions } from './resolve-ref.js';
+export { resolveRef, resolveRefJson, type ResolveRefOptions } from './resolve-ref.js';
 export { clearRefCache, MAX_CACHED_REFS, type ResolvedFunction } from './ref-cache.js';
 export { defaultImporter, type Importer } from './importer.js';

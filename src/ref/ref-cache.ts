@@ -1,12 +1,36 @@
+import type { Ref } from '../spec/index.js';
 import type { Importer } from './importer.js';
 
-/** Most resolved Refs kept per importer; the least recently used is dropped past it. */
+/** Most resolved Refs kept per importer, and most checked Ref texts kept; the least recently used is dropped past it. */
 export const MAX_CACHED_REFS = 256;
 
 /** A resolved Ref's function. */
 export type ResolvedFunction = (...args: any[]) => unknown;
 
+/** A Ref that passed `validateRef` and an allowlist, with its key in the resolved cache. */
+export interface CheckedRef {
+  readonly ref: Ref;
+  readonly key: string;
+}
+
 let caches = new WeakMap<Importer, Map<string, Promise<ResolvedFunction>>>();
+let checked = new Map<string, CheckedRef>();
+
+/** `map.get(key)`, made the most recently used entry (Map order is the recency order). */
+function recall<V>(map: Map<string, V>, key: string): V | undefined {
+  const hit = map.get(key);
+  if (hit !== undefined) {
+    map.delete(key);
+    map.set(key, hit);
+  }
+  return hit;
+}
+
+/** `map.set(key, value)`, dropping the least recently used entries past {@link MAX_CACHED_REFS}. */
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.set(key, value);
+  while (map.size > MAX_CACHED_REFS) map.delete(map.keys().next().value as string);
+}
 
 /**
  * The per-process cache of resolved Refs, so a model client is built once per process,
@@ -21,26 +45,33 @@ export function cachedResolve(importer: Importer, key: string, build: () => Prom
     cache = new Map();
     caches.set(importer, cache);
   }
-  const hit = cache.get(key);
-  if (hit) {
-    cache.delete(key); // re-insert: Map order is the recency order
-    cache.set(key, hit);
-    return hit;
-  }
+  const hit = recall(cache, key);
+  if (hit) return hit;
   const owner = cache;
   const promise = build();
-  owner.set(key, promise);
+  remember(owner, key, promise);
   promise.catch(() => {
     if (owner.get(key) === promise) owner.delete(key);
   });
-  while (owner.size > MAX_CACHED_REFS) {
-    const oldest = owner.keys().next().value as string;
-    owner.delete(oldest);
-  }
   return promise;
 }
 
-/** Forgets every resolved Ref of this process (for tests; the next resolve imports and builds again). */
+/**
+ * The Ref checked before under `textKey` (a Ref's JSON text with the allowlist it passed),
+ * or undefined. Only checks that passed are remembered, so a refused text is checked (and
+ * refused) again every time.
+ */
+export function checkedRef(textKey: string): CheckedRef | undefined {
+  return recall(checked, textKey);
+}
+
+/** Remembers a passed check for {@link checkedRef}; at most {@link MAX_CACHED_REFS} (least recently used dropped first). */
+export function rememberCheckedRef(textKey: string, entry: CheckedRef): void {
+  remember(checked, textKey, entry);
+}
+
+/** Forgets every resolved and checked Ref of this process (for tests; the next resolve checks, imports and builds again). */
 export function clearRefCache(): void {
   caches = new WeakMap();
+  checked = new Map();
 }

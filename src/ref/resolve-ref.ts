@@ -3,7 +3,7 @@ import { Allowlist } from './allowlist.js';
 import { checkBareSpecifier, isSpecifierRefusal } from './bare-specifier.js';
 import { canonicalRefJson } from './canonical-ref-json.js';
 import { defaultImporter, type Importer } from './importer.js';
-import { cachedResolve, type ResolvedFunction } from './ref-cache.js';
+import { cachedResolve, checkedRef, rememberCheckedRef, type CheckedRef, type ResolvedFunction } from './ref-cache.js';
 import { RefError } from './ref-error.js';
 import { refsIn } from './refs-in.js';
 import { validateRef } from './validate-ref.js';
@@ -168,8 +168,43 @@ async function build(ref: Ref, allowlist: Allowlist, importer: Importer): Promis
 }
 
 function resolveValidated(ref: Ref, allowlist: Allowlist, importer: Importer): Promise<ResolvedFunction> {
-  const key = `${canonicalRefJson(ref)}\nallow:${allowlist.key}`;
-  return cachedResolve(importer, key, () => build(ref, allowlist, importer));
+  return resolveChecked({ ref, key: cacheKey(ref, allowlist) }, allowlist, importer);
+}
+
+/** The key of a validated Ref in the resolved cache: its canonical JSON and the allowlist. */
+function cacheKey(ref: Ref, allowlist: Allowlist): string {
+  return `${canonicalRefJson(ref)}\nallow:${allowlist.key}`;
+}
+
+function resolveChecked(checked: CheckedRef, allowlist: Allowlist, importer: Importer): Promise<ResolvedFunction> {
+  return cachedResolve(importer, checked.key, () => build(checked.ref, allowlist, importer));
+}
+
+/** `options.allow` compiled (see {@link ResolveRefOptions.allow}). */
+function allowlistFrom(allow: Allowlist | readonly string[]): Allowlist {
+  return allow instanceof Allowlist ? allow : allowlistOf(allow);
+}
+
+/**
+ * Steps 1 and 2 of {@link resolveRef}: the validated Ref, once it and every Ref nested in it
+ * are admitted by `allowlist`.
+ * @throws RefError as {@link resolveRef} does before any import.
+ */
+function checkRef(value: unknown, allowlist: Allowlist): Ref {
+  const ref = validateRef(value);
+  for (const { ref: located, path } of refsIn(ref)) {
+    const { module } = parseRefTarget(located.$ref) as RefTarget;
+    const decision = allowlist.check(module);
+    if (!decision.allowed) {
+      throw new RefError(decision.code, {
+        target: located.$ref,
+        path,
+        problem: decision.reason,
+        fix: 'Use a module the worker allows, or widen the worker\'s allowlist explicitly (e.g. add "pkg/*"); whoever can write to the queue can run any allowed code',
+      });
+    }
+  }
+  return ref;
 }
 
 /**
@@ -198,20 +233,37 @@ function resolveValidated(ref: Ref, allowlist: Allowlist, importer: Importer): P
  *   once and reused while its patterns stay the same).
  */
 export async function resolveRef<F extends ResolvedFunction = ResolvedFunction>(value: unknown, options: ResolveRefOptions): Promise<F> {
-  const allowlist = options.allow instanceof Allowlist ? options.allow : allowlistOf(options.allow);
-  const importer = options.importer ?? defaultImporter;
-  const ref = validateRef(value);
-  for (const { ref: located, path } of refsIn(ref)) {
-    const { module } = parseRefTarget(located.$ref) as RefTarget;
-    const decision = allowlist.check(module);
-    if (!decision.allowed) {
-      throw new RefError(decision.code, {
-        target: located.$ref,
-        path,
-        problem: decision.reason,
-        fix: 'Use a module the worker allows, or widen the worker\'s allowlist explicitly (e.g. add "pkg/*"); whoever can write to the queue can run any allowed code',
-      });
+  const allowlist = allowlistFrom(options.allow);
+  return (await resolveValidated(checkRef(value, allowlist), allowlist, options.importer ?? defaultImporter)) as F;
+}
+
+/**
+ * {@link resolveRef} of the Ref whose JSON text is `json` (`resolveRef(JSON.parse(json), options)`,
+ * same result, same errors), for Refs that arrive as JSON, e.g. a rollout child's from its IPC
+ * channel. A text seen before with the same allowlist patterns skips the parse, the validation,
+ * the allowlist checks and the canonical key: the steps before any import are a pure function
+ * of the text and the patterns. Only texts that passed them are remembered (per process, at
+ * most MAX_CACHED_REFS, see `clearRefCache`), so a refused text is refused again each time
+ * with the same RefError; what follows (import, factory) goes through the resolved cache as
+ * with {@link resolveRef}, where failures are not cached either.
+ *
+ * @returns the function (rejects, never throws synchronously).
+ * @throws SyntaxError when `json` is not JSON text; otherwise as {@link resolveRef}.
+ */
+export function resolveRefJson<F extends ResolvedFunction = ResolvedFunction>(json: string, options: ResolveRefOptions): Promise<F> {
+  // Not async: a text seen before gets the cached promise itself, without a wrapper per call.
+  try {
+    const allowlist = allowlistFrom(options.allow);
+    // Valid JSON text never holds a raw NUL, nor does an allowlist pattern: the key is unambiguous.
+    const textKey = `${allowlist.key}\u0000${json}`;
+    let checked = checkedRef(textKey);
+    if (!checked) {
+      const ref = checkRef(JSON.parse(json) as unknown, allowlist);
+      checked = { ref, key: cacheKey(ref, allowlist) };
+      rememberCheckedRef(textKey, checked);
     }
+    return resolveChecked(checked, allowlist, options.importer ?? defaultImporter) as Promise<F>;
+  } catch (error) {
+    return Promise.reject(error);
   }
-  return (await resolveValidated(ref, allowlist, importer)) as F;
 }

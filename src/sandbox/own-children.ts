@@ -123,7 +123,9 @@ export function ownChildren(): number[] {
   for (const tid of [...kept.keys()]) if (!listed.has(tid)) forget(tid, true);
   const found: number[] = [];
   for (const tid of tids) {
-    for (const part of childrenOf(tid).split(' ')) {
+    const text = childrenOf(tid);
+    if (text === '') continue; // the usual answer: no children
+    for (const part of text.split(' ')) {
       const child = Number(part);
       if (Number.isInteger(child) && child > 0) found.push(child);
     }

@@ -1,9 +1,9 @@
 // Property-based tests: whatever a caller sends, ref() and resolveRef() either succeed or
-// throw a RefError, and never import a module the allowlist refuses.
+// throw a RefError, and never import a module the allowlist refuses; resolveRefJson agrees with resolveRef.
 import { isBuiltin } from 'node:module';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Allowlist, REF_ERROR_CODES, RefError, canonicalRefJson, clearRefCache, ref, resolveRef, validateRef } from '../../../src/ref/index.js';
+import { Allowlist, REF_ERROR_CODES, RefError, canonicalRefJson, clearRefCache, ref, resolveRef, resolveRefJson, validateRef } from '../../../src/ref/index.js';
 
 afterEach(() => clearRefCache());
 
@@ -162,6 +162,34 @@ describe('properties', () => {
           refusedUpFront = true;
         }
         if (refusedUpFront) expect(calls).toEqual([]);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('resolveRefJson(text) answers as resolveRef(JSON.parse(text)) does, the first time and again', async () => {
+    const allowlist = Allowlist.compile(['rollout-queue/*', 'fixture-pkg/*', '@acme/*']);
+    const outcome = async (resolving: Promise<unknown>): Promise<string> => {
+      try {
+        return typeof (await resolving);
+      } catch (error) {
+        expectRefError(error);
+        return `${(error as RefError).code}: ${(error as RefError).message}`;
+      }
+    };
+    await fc.assert(
+      fc.asyncProperty(targetArb, configArb, fc.constantFrom(true, false, undefined), async (target, config, call) => {
+        let text: string | undefined;
+        try {
+          text = JSON.stringify(call === undefined ? { $ref: target, config } : { $ref: target, config, call });
+        } catch {
+          // A BigInt has no JSON text.
+        }
+        fc.pre(text !== undefined);
+        const { importer } = recordingImporter();
+        const expected = await outcome(resolveRef(JSON.parse(text as string), { allow: allowlist, importer }));
+        clearRefCache();
+        for (let i = 0; i < 2; i++) expect(await outcome(resolveRefJson(text as string, { allow: allowlist, importer }))).toBe(expected);
       }),
       { numRuns: 500 },
     );

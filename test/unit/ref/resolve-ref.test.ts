@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { InfrastructureError, brandedKind } from '../../../src/spec/index.js';
-import { Allowlist, AllowlistError, RefError, clearRefCache, ref, resolveRef, type RefErrorCode } from '../../../src/ref/index.js';
+import { Allowlist, AllowlistError, RefError, clearRefCache, ref, resolveRef, resolveRefJson, type RefErrorCode } from '../../../src/ref/index.js';
 import { fixtureImporter } from './fixture-importer.js';
 
 const allow = ['fixture-pkg/*'];
@@ -393,5 +393,82 @@ describe('resolveRef: what it remembers across calls', () => {
     value.config.factor = 1;
     value.$ref = 'node:fs:readFileSync';
     expect((await refErrorOf(resolveRef(value, { allow, importer }))).code).toBe('not-allowed');
+  });
+});
+
+describe('resolveRefJson: a Ref as JSON text, checked once per text and allowlist', () => {
+  function counting() {
+    const calls: unknown[] = [];
+    const module = { make: (config: unknown) => { calls.push(config); return () => config; } };
+    return { calls, module };
+  }
+
+  it('resolves to the function resolveRef gives for the parsed text, from the same cache', async () => {
+    const { calls, module } = counting();
+    const importer = fixtureImporter({ 'fixture-pkg/c': module });
+    const text = JSON.stringify(ref('fixture-pkg/c:make', { model: 'x' }));
+    const first = await resolveRefJson(text, { allow, importer });
+    expect(await resolveRefJson(text, { allow, importer })).toBe(first);
+    expect(await resolveRef(JSON.parse(text), { allow, importer })).toBe(first);
+    expect(await resolveRefJson('{"config":{"model":"x"},"$ref":"fixture-pkg/c:make"}', { allow, importer })).toBe(first);
+    expect(calls).toEqual([{ model: 'x' }]);
+  });
+
+  it('a refused text is refused again, each time with the error resolveRef gives', async () => {
+    const importer = fixtureImporter({});
+    for (const text of [
+      '{"$ref":"node:fs:readFileSync","call":false}',
+      '{"$ref":"other-pkg/x:make"}',
+      '{"$ref":"fixture-pkg/x:make","config":{"n":[{"deep":1}]}}',
+      '{"$ref":"fixture-pkg/x"}',
+      '[1]',
+    ]) {
+      const expected = await refErrorOf(resolveRef(JSON.parse(text), { allow, importer }));
+      for (let i = 0; i < 2; i++) {
+        const error = await refErrorOf(resolveRefJson(text, { allow, importer }));
+        expect({ code: error.code, message: error.message }).toEqual({ code: expected.code, message: expected.message });
+      }
+    }
+    expect(importer.calls).toEqual([]);
+  });
+
+  it('a text admitted before is checked again under other patterns (an allowlist change is honoured)', async () => {
+    const importer = fixtureImporter({ 'fixture-pkg/good': 'good.mjs' });
+    const text = JSON.stringify(ref('fixture-pkg/good:linear', { factor: 1, offset: 0 }));
+    const patterns = ['fixture-pkg/*'];
+    await expect(resolveRefJson(text, { allow: patterns, importer })).resolves.toBeTypeOf('function');
+    patterns[0] = 'other-pkg/*';
+    expect((await refErrorOf(resolveRefJson(text, { allow: patterns, importer }))).code).toBe('not-allowed');
+    expect((await refErrorOf(resolveRefJson(text, { allow: Allowlist.compile([]), importer }))).code).toBe('not-allowed');
+    await expect(resolveRefJson(text, { allow: Allowlist.compile(['fixture-pkg/good']), importer })).resolves.toBeTypeOf('function');
+  });
+
+  it('a failed import or factory is retried on the next resolve of the same text', async () => {
+    let fail = true;
+    const module = { make: () => { if (fail) throw new Error('not yet'); return () => 'ok'; } };
+    const map: Record<string, object> = {};
+    const importer = fixtureImporter(map);
+    const text = JSON.stringify(ref('fixture-pkg/c:make'));
+    expect((await refErrorOf(resolveRefJson(text, { allow, importer }))).code).toBe('cannot-import');
+    map['fixture-pkg/c'] = module;
+    expect((await refErrorOf(resolveRefJson(text, { allow, importer }))).code).toBe('factory-threw');
+    fail = false;
+    expect((await resolveRefJson(text, { allow, importer }))()).toBe('ok');
+  });
+
+  it('is keyed by importer too, and clearRefCache forgets the texts with the functions', async () => {
+    const { calls, module } = counting();
+    const importer = fixtureImporter({ 'fixture-pkg/c': module });
+    const text = JSON.stringify(ref('fixture-pkg/c:make', { k: 0 }));
+    const first = await resolveRefJson(text, { allow, importer });
+    await resolveRefJson(text, { allow, importer: fixtureImporter({ 'fixture-pkg/c': module }) });
+    expect(calls).toHaveLength(2);
+    clearRefCache();
+    expect(await resolveRefJson(text, { allow, importer })).not.toBe(first);
+    expect(calls).toHaveLength(3);
+  });
+
+  it('text that is not JSON is a SyntaxError', async () => {
+    await expect(resolveRefJson('{"$ref":', { allow, importer: fixtureImporter({}) })).rejects.toBeInstanceOf(SyntaxError);
   });
 });
