@@ -100,6 +100,8 @@ function signalQuietly(pid: number, sig: NodeJS.Signals): void {
 export class Sandbox {
   private launcher: ChildProcess | undefined;
   private launcherExit: Promise<void> | undefined;
+  /** The launcher's 'exit' was seen (set before any other listener of it runs). */
+  private launcherGone = false;
   private destroying: Promise<void> | undefined;
   /** Process-group level: every pid seen below the launcher (see {@link signal}). */
   private readonly subtree = new Set<number>();
@@ -163,7 +165,10 @@ export class Sandbox {
     this.launcher = child;
     this.launcherExit = new Promise<void>((resolve) => {
       if (child.pid === undefined) resolve();
-      child.once('exit', () => resolve());
+      child.once('exit', () => {
+        this.launcherGone = true;
+        resolve();
+      });
       child.once('error', () => resolve());
     });
     return child;
@@ -174,8 +179,10 @@ export class Sandbox {
    * namespace level PID 1 has no handler and ignores it; the artifact gets it). SIGKILL also
    * kills every cgroup member, at the process-group level every process of the launcher's own
    * subtree (and the groups they lead), and at a namespace level it ends the namespace.
+   * At a namespace level once the launcher has exited there is nothing left to signal: see {@link namespaceEnded}.
    */
   signal(sig: 'SIGTERM' | 'SIGKILL'): void {
+    if (this.namespaceEnded) return;
     const pid = this.launcher?.pid;
     if (pid !== undefined && !this.containment.pidNamespace && !this.cgroup) {
       // Process-group level: the subtree is walked at every signal and remembered, so what
@@ -192,6 +199,18 @@ export class Sandbox {
       }
     }
     if (sig === 'SIGKILL') this.cgroup?.killAll();
+  }
+
+  /**
+   * True at a namespace level once the launcher (`unshare`) has exited: its init has exited
+   * before it, and the kernel ends a namespace with its init only after every other process
+   * in it (nested namespaces included) has been reaped; only the init itself may still be
+   * dying of `--kill-child` when `unshare` was killed first. Every cgroup member is in the
+   * namespace (the init joins, the rest inherit), so no kill and no member walk is needed;
+   * {@link destroy} proves the cgroup empty by removing it, and walks it only when that fails.
+   */
+  private get namespaceEnded(): boolean {
+    return this.launcherGone && this.containment.pidNamespace !== null;
   }
 
   /**
@@ -225,11 +244,12 @@ export class Sandbox {
   destroy(): Promise<void> {
     this.destroying ??= (async () => {
       this.signal('SIGKILL');
-      if (this.launcherExit) await Promise.race([this.launcherExit, delay(2_000)]);
+      if (this.launcherExit && !this.launcherGone) await Promise.race([this.launcherExit, delay(2_000)]);
       if (this.cgroup) {
-        for (let i = 0; i < 100; i++) {
+        // A removed cgroup was empty (rmdir fails with EBUSY while a member is left or still
+        // exiting), so its members are walked and killed only when removal fails.
+        for (let i = 0; i < 100 && !this.cgroup.remove(); i++) {
           this.cgroup.killAll();
-          if (this.cgroup.remove()) break;
           await delay(20);
         }
       }
