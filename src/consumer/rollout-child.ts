@@ -90,7 +90,7 @@ export interface RolloutChildOptions {
   readonly startTimeoutMs: number;
   /** Where rollout log lines go. */
   readonly onLog: (message: LogMessage) => void;
-  /** The worker's containment: sent to the child; with `pdeathsig` the child dies with the worker. */
+  /** The worker's containment: sent to the child; with `setpriv` the child dies with the worker. */
   readonly containment: Containment;
 }
 
@@ -167,7 +167,7 @@ export class RolloutChild {
     // fork() is spawn(execPath) with an IPC channel; setpriv execs node in place, so the channel
     // (NODE_CHANNEL_FD) and the pid are node's own.
     const launcher = [
-      ...(options.containment.pdeathsig ? ['setpriv', '--pdeathsig', 'KILL', '--'] : []),
+      ...(options.containment.setpriv ? [options.containment.setpriv, '--pdeathsig', 'KILL', '--'] : []),
       ...(ownNamespace(options.containment) ? [...(options.containment.pidNamespace ?? []), '--'] : []),
     ];
     const [program = process.execPath, ...args] = [...launcher, process.execPath, ...execArgv, CHILD_MAIN];

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { findCgroupRoots, type CgroupRoots } from './cgroup.js';
+import { findOnPath } from './program-check.js';
 
 /**
  * Containment levels, strongest first:
@@ -28,14 +29,14 @@ export const CONTAINMENT_MODES: readonly ContainmentMode[] = ['auto', 'strict', 
 /** The containment chosen for this process, and the tools it uses. JSON data (sent to rollout children). */
 export interface Containment {
   readonly level: ContainmentLevel;
-  /** `unshare` argv that makes a PID namespace (with `--user --map-root-user` when unprivileged), or null. */
+  /** `unshare` argv (its absolute path first) that makes a PID namespace (with `--user --map-root-user` when unprivileged), or null. */
   readonly pidNamespace: readonly string[] | null;
   /** Where attempt cgroups go, or null. */
   readonly cgroup: CgroupRoots | null;
-  /** `setpriv --pdeathsig` exists: a launcher dies with its parent. */
-  readonly pdeathsig: boolean;
-  /** `prlimit` exists: `RLIMIT_DATA` bounds memory per process where there is no cgroup. */
-  readonly prlimit: boolean;
+  /** Absolute path of a working `setpriv --pdeathsig` (a launcher dies with its parent), or null. */
+  readonly setpriv: string | null;
+  /** Absolute path of a working `prlimit` (`RLIMIT_DATA` bounds memory per process where there is no cgroup), or null. */
+  readonly prlimit: string | null;
   /** What this level does not cover, one sentence each (logged at start, stated in README). */
   readonly gaps: readonly string[];
 }
@@ -54,13 +55,24 @@ function runs(argv: readonly string[]): boolean {
   return result.status === 0;
 }
 
+/**
+ * The absolute path of launcher tool `name` on this process' PATH (`execvp`'s default without
+ * one) when `probe` (its arguments) runs with it, else null. Launchers name it by path: every
+ * attempt then execs it directly, without trying each PATH directory first.
+ */
+function workingTool(name: string, probe: readonly string[]): string | null {
+  const file = findOnPath(name, process.env.PATH ?? '/bin:/usr/bin');
+  return file !== undefined && runs([file, ...probe]) ? file : null;
+}
+
 /** The unshare argv that works here, or null (no util-linux, no CAP_SYS_ADMIN, user namespaces off). */
 function findPidNamespace(): readonly string[] | null {
-  for (const argv of [
-    ['unshare', '--pid', '--fork', '--kill-child'],
-    ['unshare', '--user', '--map-root-user', '--pid', '--fork', '--kill-child'],
+  for (const flags of [
+    ['--pid', '--fork', '--kill-child'],
+    ['--user', '--map-root-user', '--pid', '--fork', '--kill-child'],
   ]) {
-    if (runs([...argv, 'true'])) return argv;
+    const unshare = workingTool('unshare', [...flags, 'true']);
+    if (unshare) return [unshare, ...flags];
   }
   return null;
 }
@@ -95,8 +107,8 @@ function gapsOf(level: ContainmentLevel, pdeathsig: boolean, prlimit: boolean): 
  */
 export function detectContainment(mode: ContainmentMode = 'auto'): Containment {
   if (!CONTAINMENT_MODES.includes(mode)) throw new Error(`containment mode "${String(mode)}" is not one of ${CONTAINMENT_MODES.join(', ')}`);
-  const pdeathsig = runs(['setpriv', '--pdeathsig', 'KILL', 'true']);
-  const prlimit = runs(['prlimit', '--data=unlimited', 'true']);
+  const setpriv = workingTool('setpriv', ['--pdeathsig', 'KILL', 'true']);
+  const prlimit = workingTool('prlimit', ['--data=unlimited', 'true']);
   // The namespace init and the cgroup join are /bin/sh scripts (sandbox.ts): no shell, no such level.
   const forced = mode === 'process-group' || !existsSync('/bin/sh');
   const pidNamespace = forced ? null : findPidNamespace();
@@ -109,7 +121,7 @@ export function detectContainment(mode: ContainmentMode = 'auto'): Containment {
     throw new ContainmentError(`containment strict: this host lacks ${missing.join(' and ')}; fix the host or start the worker with --containment auto`);
   }
   const level = levelOf(pidNamespace, cgroup);
-  return Object.freeze({ level, pidNamespace, cgroup, pdeathsig, prlimit, gaps: Object.freeze(gapsOf(level, pdeathsig, prlimit)) });
+  return Object.freeze({ level, pidNamespace, cgroup, setpriv, prlimit, gaps: Object.freeze(gapsOf(level, setpriv !== null, prlimit !== null)) });
 }
 
 let current: Containment | undefined;

@@ -34,6 +34,14 @@ function shebangInterpreter(file: string): string | undefined {
 }
 
 /**
+ * The first executable file named `program` in the directories of `pathVar` (`:`-separated), as
+ * `execvp` would find it, or undefined.
+ */
+export function findOnPath(program: string, pathVar: string): string | undefined {
+  return pathVar.split(':').filter(Boolean).map((dir) => path.join(dir, program)).find(executableFile);
+}
+
+/**
  * Checks, before a sandbox launcher starts, what `execve` of `program` would refuse: a
  * sandboxed program is exec'd by `unshare`/`setpriv`/`prlimit`/`sh`, where a failure is only
  * an exit code 126/127, so the errors a direct spawn gives (ENOENT for a missing program or
@@ -52,7 +60,7 @@ export function checkProgram(program: string, pathVar: string, cwd: string): voi
     }
     if (!executableFile(file)) throw spawnError('EACCES', program, '');
   } else {
-    file = pathVar.split(':').filter(Boolean).map((dir) => path.join(dir, program)).find(executableFile);
+    file = findOnPath(program, pathVar);
     if (!file) throw spawnError('ENOENT', program, '');
   }
   const interpreter = shebangInterpreter(file);

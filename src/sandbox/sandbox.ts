@@ -33,8 +33,9 @@ export interface SandboxUsage {
 /**
  * Joins the attempt's cgroups (`cgroup.procs` files before `--`), then execs the rest: so the
  * artifact is inside before its first fork. Only without a PID namespace; with one, its init joins.
+ * Both scripts start with {@link unsetCommand}.
  */
-const JOIN_SCRIPT = 'unset PWD; for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || { echo "rollout-queue sandbox: cannot join cgroup $f" >&2; exit 125; }; shift; done; shift; exec "$@"';
+const JOIN_SCRIPT = 'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || { echo "rollout-queue sandbox: cannot join cgroup $f" >&2; exit 125; }; shift; done; shift; exec "$@"';
 
 /**
  * PID 1 of the attempt's namespace: first joins the attempt's cgroups (`cgroup.procs` files
@@ -46,11 +47,18 @@ const JOIN_SCRIPT = 'unset PWD; for f in "$@"; do [ "$f" = -- ] && break; echo $
  * kill whatever is left in the namespace.
  * A non-interactive shell gives a background job /dev/null as stdin, so stdin goes through fd 3;
  * the shell's own notes ("Killed") go to /dev/null, the artifact's stderr through fd 4.
- * Both scripts unset the PWD the shell exports, so the artifact's environment stays exactly the runner's.
  */
 const INIT_SCRIPT =
-  'unset PWD; for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || { echo "rollout-queue sandbox: cannot join cgroup $f" >&2; exit 125; }; shift; done; shift; ' +
+  'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || { echo "rollout-queue sandbox: cannot join cgroup $f" >&2; exit 125; }; shift; done; shift; ' +
   'exec 3<&0 4>&2 2>/dev/null; "$@" 0<&3 2>&4 3<&- 4>&- & exec 3<&- 4>&-; wait $!';
+
+/**
+ * The scripts' first command: unsets the PWD the shell exports, and the LC_ALL the launcher's
+ * environment got (see {@link Sandbox.spawn}), so the artifact's environment stays exactly the runner's.
+ */
+function unsetCommand(launcherLocale: boolean): string {
+  return launcherLocale ? 'unset PWD LC_ALL; ' : 'unset PWD; ';
+}
 
 const live = new Set<Sandbox>();
 
@@ -100,6 +108,8 @@ function signalQuietly(pid: number, sig: NodeJS.Signals): void {
 export class Sandbox {
   private launcher: ChildProcess | undefined;
   private launcherExit: Promise<void> | undefined;
+  /** The launcher's 'exit' was seen (set before any other listener of it runs). */
+  private launcherGone = false;
   private destroying: Promise<void> | undefined;
   /** Process-group level: every pid seen below the launcher (see {@link signal}). */
   private readonly subtree = new Set<number>();
@@ -135,18 +145,31 @@ export class Sandbox {
   }
 
   /**
-   * The argv that runs `argv` inside this sandbox (launcher chain first). Every layer is an
-   * exec except `unshare --fork` and the namespace's init: each layer costs a program start.
+   * The argv that runs `argv`, with environment `env`, inside this sandbox (launcher chain
+   * first). Every layer is an exec except `unshare --fork` and the namespace's init: each layer
+   * costs a program start. The tools are named by absolute path (no PATH search per layer), and
+   * `setpriv` comes first: its PR_SET_PDEATHSIG survives the execs after it.
    */
-  command(argv: readonly [string, ...string[]]): [string, ...string[]] {
+  command(argv: readonly [string, ...string[]], env: Readonly<Record<string, string>> = {}): [string, ...string[]] {
     const { containment, cgroup, memoryMb } = this;
     const procsFiles = cgroup?.procsFiles ?? [];
+    const unset = unsetCommand(this.launcherLocale(env));
     const chain: string[] = [];
-    if (cgroup && !containment.pidNamespace) chain.push('/bin/sh', '-c', JOIN_SCRIPT, 'rq-join', ...procsFiles, '--');
-    if (!cgroup && memoryMb !== undefined && containment.prlimit) chain.push('prlimit', `--data=${memoryMb * 1024 * 1024}`, '--');
-    if (containment.pdeathsig) chain.push('setpriv', '--pdeathsig', 'KILL', '--');
-    if (containment.pidNamespace) chain.push(...containment.pidNamespace, '--', '/bin/sh', '-c', INIT_SCRIPT, 'rq-init', ...procsFiles, '--');
+    if (!cgroup && memoryMb !== undefined && containment.prlimit) chain.push(containment.prlimit, `--data=${memoryMb * 1024 * 1024}`, '--');
+    if (containment.setpriv) chain.push(containment.setpriv, '--pdeathsig', 'KILL', '--');
+    if (cgroup && !containment.pidNamespace) chain.push('/bin/sh', '-c', unset + JOIN_SCRIPT, 'rq-join', ...procsFiles, '--');
+    if (containment.pidNamespace) chain.push(...containment.pidNamespace, '--', '/bin/sh', '-c', unset + INIT_SCRIPT, 'rq-init', ...procsFiles, '--');
     return [...chain, ...argv] as [string, ...string[]];
+  }
+
+  /**
+   * Whether the launcher runs with LC_ALL=C: `setpriv` and `unshare` call setlocale, which
+   * under e.g. LANG=C.UTF-8 reads a dozen locale files per tool (~0.3 ms each here) for messages
+   * they never print. Only where one of the scripts above runs last, to unset it again before
+   * the artifact starts, and only when the artifact's own environment has no LC_ALL.
+   */
+  private launcherLocale(env: Readonly<Record<string, string>>): boolean {
+    return env.LC_ALL === undefined && (this.cgroup !== undefined || this.containment.pidNamespace !== null);
   }
 
   /**
@@ -158,12 +181,16 @@ export class Sandbox {
     if (this.launcher) throw new Error('a sandbox runs one program; create another sandbox for the next');
     if (this.destroying) throw new Error('the sandbox is destroyed (state: destroyed)');
     checkProgram(argv[0], options.env.PATH ?? '', options.cwd);
-    const [program, ...args] = this.command(argv);
-    const child = spawn(program, args, { cwd: options.cwd, env: options.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    const [program, ...args] = this.command(argv, options.env);
+    const env = this.launcherLocale(options.env) ? { ...options.env, LC_ALL: 'C' } : options.env;
+    const child = spawn(program, args, { cwd: options.cwd, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
     this.launcher = child;
     this.launcherExit = new Promise<void>((resolve) => {
       if (child.pid === undefined) resolve();
-      child.once('exit', () => resolve());
+      child.once('exit', () => {
+        this.launcherGone = true;
+        resolve();
+      });
       child.once('error', () => resolve());
     });
     return child;
@@ -174,8 +201,10 @@ export class Sandbox {
    * namespace level PID 1 has no handler and ignores it; the artifact gets it). SIGKILL also
    * kills every cgroup member, at the process-group level every process of the launcher's own
    * subtree (and the groups they lead), and at a namespace level it ends the namespace.
+   * At a namespace level once the launcher has exited there is nothing left to signal: see {@link namespaceEnded}.
    */
   signal(sig: 'SIGTERM' | 'SIGKILL'): void {
+    if (this.namespaceEnded) return;
     const pid = this.launcher?.pid;
     if (pid !== undefined && !this.containment.pidNamespace && !this.cgroup) {
       // Process-group level: the subtree is walked at every signal and remembered, so what
@@ -192,6 +221,18 @@ export class Sandbox {
       }
     }
     if (sig === 'SIGKILL') this.cgroup?.killAll();
+  }
+
+  /**
+   * True at a namespace level once the launcher (`unshare`) has exited: its init has exited
+   * before it, and the kernel ends a namespace with its init only after every other process
+   * in it (nested namespaces included) has been reaped; only the init itself may still be
+   * dying of `--kill-child` when `unshare` was killed first. Every cgroup member is in the
+   * namespace (the init joins, the rest inherit), so no kill and no member walk is needed;
+   * {@link destroy} proves the cgroup empty by removing it, and walks it only when that fails.
+   */
+  private get namespaceEnded(): boolean {
+    return this.launcherGone && this.containment.pidNamespace !== null;
   }
 
   /**
@@ -225,11 +266,12 @@ export class Sandbox {
   destroy(): Promise<void> {
     this.destroying ??= (async () => {
       this.signal('SIGKILL');
-      if (this.launcherExit) await Promise.race([this.launcherExit, delay(2_000)]);
+      if (this.launcherExit && !this.launcherGone) await Promise.race([this.launcherExit, delay(2_000)]);
       if (this.cgroup) {
-        for (let i = 0; i < 100; i++) {
+        // A removed cgroup was empty (rmdir fails with EBUSY while a member is left or still
+        // exiting), so its members are walked and killed only when removal fails.
+        for (let i = 0; i < 100 && !this.cgroup.remove(); i++) {
           this.cgroup.killAll();
-          if (this.cgroup.remove()) break;
           await delay(20);
         }
       }

@@ -82,6 +82,34 @@ describe('containment at the strongest level of this host (PID namespace per att
   }
 });
 
+describe('containment at the cgroup level (a cgroup per attempt, no PID namespace)', () => {
+  beforeAll(() => {
+    const host = detectContainment('auto');
+    useContainment({ ...host, level: 'cgroup', pidNamespace: null });
+  });
+  afterAll(() => useContainment(detectContainment('auto')));
+
+  it('the host gives a cgroup (else this level does not exist here)', () => {
+    expect(detectContainment('auto').cgroup).not.toBeNull();
+  });
+
+  for (const ending of ['ok', 'time limit', 'cancel'] as const) {
+    it(`double-forked daemon: nothing is left after ${ending} (killed as a member of the attempt's cgroup)`, async () => {
+      const { kind, left } = await runEscape(ESCAPE, { ...BR30_TASK, escape: 'daemon' }, ending);
+      killAll(left);
+      expect(kind).toBe(EXPECTED_KIND[ending]);
+      expect(left).toEqual([]);
+    });
+  }
+
+  it('the artifact gets exactly its own environment (the join script drops what the launcher added)', async () => {
+    const printEnv = 'console.log(JSON.stringify(Object.keys(process.env).sort()));';
+    const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 15_000 });
+    const out = await run(printEnv, {}, fakeContext());
+    expect(JSON.parse(out.stdout)).toEqual(['HOME', 'LANG', 'PATH', 'TMPDIR']);
+  });
+});
+
 describe('containment forced to the fallback (process group + RLIMIT_DATA + own-subtree walk)', () => {
   beforeAll(() => useContainment(detectContainment('process-group')));
   afterAll(() => useContainment(detectContainment('auto')));

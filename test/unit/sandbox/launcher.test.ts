@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { codeRunner } from '../../../src/runners/index.js';
 import { detectContainment, Sandbox } from '../../../src/sandbox/index.js';
@@ -24,6 +26,46 @@ describe.skipIf(!strongest)('launcher chain at the namespace+cgroup level', () =
     } finally {
       await box.destroy();
     }
+  });
+
+  it('names its tools by absolute path, setpriv first (its death signal survives the execs after it)', async () => {
+    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: host });
+    try {
+      const argv = box.command(['/bin/true']);
+      expect(argv[0]).toBe(host.setpriv);
+      expect(path.isAbsolute(argv[0])).toBe(true);
+      const unshare = host.pidNamespace?.[0] ?? '';
+      expect(path.isAbsolute(unshare)).toBe(true);
+      expect(argv).toContain(unshare);
+    } finally {
+      await box.destroy();
+    }
+  });
+
+  it("runs the launcher with LC_ALL=C (no locale files read per tool) and the artifact with exactly its own environment", async () => {
+    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: host });
+    try {
+      const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
+      // The artifact prints its environment once stdin closes, so the launcher can be looked at first.
+      const artifact = "process.stdin.resume(); process.stdin.on('end', () => console.log(JSON.stringify(process.env)));";
+      const child = box.spawn([process.execPath, '-e', artifact], { cwd: box.dir, env });
+      const launcherEnv = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0').filter(Boolean);
+      let out = '';
+      child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      const closed = new Promise((resolve) => child.once('close', resolve));
+      child.stdin?.end();
+      await closed;
+      expect(launcherEnv.sort()).toEqual(['LANG=C.UTF-8', 'LC_ALL=C', `PATH=${env.PATH}`]);
+      expect(JSON.parse(out)).toEqual(env);
+    } finally {
+      await box.destroy();
+    }
+  });
+
+  it('an LC_ALL of the artifact\'s own (a secret of that name) reaches it unchanged', async () => {
+    const printEnv = 'console.log(JSON.stringify(Object.keys(process.env).sort()));';
+    const out = await codeRunner({ entrypoint: 'main.js' })(printEnv, { id: 't' }, fakeContext({ memoryMb: 256, secrets: { LC_ALL: 'C.UTF-8' } }));
+    expect(JSON.parse(out.stdout)).toEqual(['HOME', 'LANG', 'LC_ALL', 'PATH', 'TMPDIR']);
   });
 
   it('the artifact runs inside the attempt cgroup of every hierarchy, named like its work directory', async () => {
