@@ -7,7 +7,7 @@ import { AttemptCgroup, DEFAULT_PIDS_MAX } from './cgroup.js';
 import { currentContainment, type Containment } from './containment.js';
 import { identityMarker, ownIdentity } from './process-identity.js';
 import { checkProgram } from './program-check.js';
-import { killPids, subtreeOf } from './subtree.js';
+import { killPids, signalQuietly, stopSubtree } from './subtree.js';
 import { workRoot } from './work-root.js';
 
 /** What {@link Sandbox.create} makes. */
@@ -84,14 +84,6 @@ function removeWorkDir(dir: string, maxRetries: number): void {
     rmSync(dir, { recursive: true, force: true, maxRetries });
   } catch {
     // Left to the sweep of dead attempts.
-  }
-}
-
-function signalQuietly(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(pid, sig);
-  } catch {
-    // Gone.
   }
 }
 
@@ -207,11 +199,19 @@ export class Sandbox {
     if (this.namespaceEnded) return;
     const pid = this.launcher?.pid;
     if (pid !== undefined && !this.containment.pidNamespace && !this.cgroup) {
-      // Process-group level: the subtree is walked at every signal and remembered, so what
-      // left the group (setsid) is still killed after the leader died of the SIGTERM.
-      for (const below of subtreeOf(pid)) this.subtree.add(below);
+      // Process-group level: the subtree is frozen and walked at every signal and remembered, so
+      // what left the group (setsid) is still killed after the leader died of the SIGTERM, and
+      // nothing forked between the walk and the signal escapes it. What was remembered is walked
+      // too: its leader may be gone and what it forked during the grace is below it.
+      for (const root of [pid, ...this.subtree]) stopSubtree(root, { stopRoot: true, into: this.subtree });
       if (sig === 'SIGKILL') killPids([...this.subtree]);
-      else for (const below of this.subtree) signalQuietly(below, sig);
+      else {
+        for (const below of this.subtree) signalQuietly(below, sig);
+        signalQuietly(-pid, sig);
+        // Stopped above: the signal is delivered once they run again.
+        for (const target of [pid, -pid, ...this.subtree]) signalQuietly(target, 'SIGCONT');
+        return;
+      }
     }
     if (pid !== undefined) {
       try {

@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import { ownChildren } from './own-children.js';
 import { procIsOwnNamespace } from './process-identity.js';
 
@@ -59,6 +60,63 @@ export function subtreeOf(rootPid: number | 'self'): number[] {
   return found;
 }
 
+/** Sends `sig` to a pid (or, negative, a process group) that may be gone already. */
+export function signalQuietly(target: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(target, sig);
+  } catch {
+    // Gone.
+  }
+}
+
+/** Longest wait, ms, for SIGSTOPped processes to stop: past it one in an uninterruptible sleep is taken as it is. */
+const STOP_WAIT_MS = 500;
+/** Slept on between looks at whether they stopped (Atomics.wait: no busy loop). */
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/** True when a process forks nothing any more: stopped, a zombie, or gone (`/proc/<pid>/stat` field 3). */
+function forksNoMore(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return true;
+  }
+  const state = stat[stat.lastIndexOf(')') + 2];
+  return state === 'T' || state === 't' || state === 'Z' || state === 'X';
+}
+
+/**
+ * Freezes `rootPid`'s subtree before it is signalled: each process found is SIGSTOPped and,
+ * once all of them have stopped, the subtree is walked again, until a walk finds nothing new.
+ * A walk followed by a kill misses a child forked in between (re-parented to init, it outlives
+ * the kill; seen under load as a setsid helper outliving a time limit); a stopped process forks
+ * nothing. Nothing is resumed here: SIGKILL ends stopped processes, and a caller sending another
+ * signal sends SIGCONT after it. Where the walk finds nothing (the usual case after a rollout)
+ * this is one walk, as before.
+ * @param options.stopRoot stop `rootPid` itself first (never for `'self'`).
+ * @returns the pids found below the root (root excluded), added to `options.into` when given.
+ */
+export function stopSubtree(rootPid: number | 'self', options: { stopRoot: boolean; into?: Set<number> }): Set<number> {
+  const into = options.into ?? new Set<number>();
+  const stopped = new Set<number>();
+  const deadline = performance.now() + STOP_WAIT_MS;
+  let toStop: number[] = options.stopRoot && rootPid !== 'self' ? [rootPid] : [];
+  for (;;) {
+    for (const pid of toStop) signalQuietly(pid, 'SIGSTOP');
+    while (!toStop.every(forksNoMore) && performance.now() < deadline) Atomics.wait(pause, 0, 0, 1);
+    for (const pid of toStop) stopped.add(pid);
+    toStop = subtreeOf(rootPid).filter((pid) => !stopped.has(pid));
+    if (toStop.length === 0) break;
+    if (performance.now() >= deadline) {
+      for (const pid of toStop) stopped.add(pid);
+      break;
+    }
+  }
+  for (const pid of stopped) if (pid !== rootPid) into.add(pid);
+  return into;
+}
+
 /** SIGKILLs each pid and the process group it may lead; gone ones are skipped. */
 export function killPids(pids: readonly number[]): void {
   for (const pid of pids) {
@@ -74,10 +132,12 @@ export function killPids(pids: readonly number[]): void {
 
 /**
  * SIGKILLs `rootPid`'s process group and its whole subtree (each descendant and the group it
- * may lead), collected before killing so a re-parented grandchild is not missed. With
- * `includeRoot: false` the root itself is spared (a reused rollout child).
+ * may lead), frozen and collected before killing (see {@link stopSubtree}) so neither a
+ * re-parented grandchild nor a child forked meanwhile is missed. With `includeRoot: false` the
+ * root itself is spared and never stopped (a reused rollout child).
  */
 export function killSubtree(rootPid: number | 'self', options: { includeRoot: boolean }): void {
-  const below = subtreeOf(rootPid);
-  killPids(options.includeRoot && rootPid !== 'self' ? [rootPid, ...below] : below);
+  const includeRoot = options.includeRoot && rootPid !== 'self';
+  const below = [...stopSubtree(rootPid, { stopRoot: includeRoot })];
+  killPids(includeRoot ? [rootPid, ...below] : below);
 }
