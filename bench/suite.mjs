@@ -363,6 +363,18 @@ try {
     const ri = perRollout(t['noop-raw'], n, 'redisCommands');
     row('  Redis commands run per rollout (incl. inside scripts)', fmt(oi, 1), `raw BullMQ ${fmt(ri, 1)}`, `${ratioOfMedians(oi, ri).toFixed(2)}×`, '');
   }
+  {
+    // The same after warm-up: in a fresh process most of 800 rollouts' CPU is JIT warm-up and
+    // each child's first import (~10 ms per child); a long-lived worker pays that once.
+    const n = 8000;
+    const t = await compare(redis, ['noop-rq', 'noop-sandboxed'], { n });
+    const ours = rate(t['noop-rq'], n);
+    const sb = rate(t['noop-sandboxed'], n);
+    row(`  same, ${n} rollouts per trial: rollouts/s`, fmt(ours, 0), `sandboxed ${fmt(sb, 0)}`, `${ratioOfMedians(ours, sb).toFixed(2)}×`, '');
+    const oc = perRollout(t['noop-rq'], n, 'cpuMs');
+    const sc = perRollout(t['noop-sandboxed'], n, 'cpuMs');
+    row(`  same, ${n} rollouts per trial: CPU ms per rollout`, fmt(oc, 2), `sandboxed ${fmt(sc, 2)}`, `${ratioOfMedians(oc, sc).toFixed(2)}×`, '');
+  }
   for (const lang of ['js', 'py']) {
     const n = 300;
     const t = await compare(redis, ['code-rq', 'code-plain'], { n, lang });

@@ -61,11 +61,12 @@ describe('traces', () => {
       expect(enqueue, spans.map((s) => s.name).join(', ')).toBeDefined();
       expect(attempt, spans.map((s) => s.name).join(', ')).toBeDefined();
       const traceId = enqueue?.spanContext().traceId as string;
-      // The parent chain: enqueue → BullMQ addBulk → BullMQ process → rollout.child.
+      // The parent chain: enqueue → BullMQ add (a batch of one job goes by Queue.add, more by
+      // addBulk: both span names start with "add") → BullMQ process → rollout.child.
       const parentOf = (name: string): string | undefined => (spans.find((s) => s.name.startsWith(name)) as unknown as { parentSpanContext?: { spanId: string } } | undefined)?.parentSpanContext?.spanId;
       const idOf = (name: string): string | undefined => spans.find((s) => s.name.startsWith(name))?.spanContext().spanId;
-      expect(parentOf('addBulk')).toBe(idOf('rollout-queue.enqueue'));
-      expect(parentOf('process')).toBe(idOf('addBulk'));
+      expect(parentOf('add')).toBe(idOf('rollout-queue.enqueue'));
+      expect(parentOf('process')).toBe(idOf('add'));
       expect(parentOf('rollout.child')).toBe(idOf('process'));
       // BullMQ's own spans (add on the producer, process on the worker) are in the same trace.
       const names = spans.filter((s) => s.spanContext().traceId === traceId).map((s) => s.name);
