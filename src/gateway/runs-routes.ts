@@ -86,14 +86,18 @@ export async function cancelRunRoute(res: ServerResponse, runId: string, deps: R
  * client has the first N, which acknowledges them), waiting for new ones, then one trailer line
  * `{ "end": true, "state", "error", "count" }` once the run has ended. Without `after` it starts
  * at the last acknowledged cursor; header `x-rollout-queue-cursor` says where it started.
- * 400 for a bad `after`, 404 for an unknown run.
+ * 400 for an `after` that is not a whole number from 0 to the Results listed, 404 for an unknown run.
  */
 export async function streamResults(req: IncomingMessage, res: ServerResponse, runId: string, afterText: string | null, deps: RunsDeps): Promise<void> {
   const { log } = deps;
   const head = await log.head(runId);
   if (!head) return sendError(res, 404, 'NoSuchRun', `no run "${runId}" in the runs API; POST /runs first`);
-  let cursor = afterText === null ? head.ackedThrough : Number(afterText);
-  if (!Number.isInteger(cursor) || cursor < 0) return sendError(res, 400, 'InvalidCursor', `query after=${JSON.stringify(afterText)}: must be a whole number ≥ 0 (the count of Results the client already has)`);
+  // A cursor past the Results listed would acknowledge Results the client never had (and,
+  // for an ended run, end its stream at once): refused, as POST /runs/ID/ack refuses it.
+  let cursor = afterText === null ? Math.min(head.ackedThrough, head.count) : /^\d+$/.test(afterText) ? Number(afterText) : Number.NaN;
+  if (!Number.isSafeInteger(cursor) || cursor > head.count) {
+    return sendError(res, 400, 'InvalidCursor', `query after=${JSON.stringify(afterText)}: must be a whole number from 0 to ${head.count} (the Results listed so far): the count of Results the client already has`);
+  }
   await log.acknowledge(runId, cursor);
   // The cursor the stream starts at, so a client that omitted `after` can reconnect at the right place.
   res.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store', 'x-rollout-queue-cursor': String(cursor) });

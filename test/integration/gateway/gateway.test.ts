@@ -270,6 +270,16 @@ describe('rollout-queue gateway: the harness dispatch wire over the durable queu
       expect(((await refused.json()) as { error: { type: string; message: string } }).error).toMatchObject({ type: 'InvalidAck', message: expect.stringMatching(/^body field count: .* must be a whole number from 0 to 6 /) });
     }
     expect((await ack(runId, 'not json')).status).toBe(400);
+    // A results cursor past the listed Results is refused too (fresh-user report: after=9 on a
+    // run of 5 answered 200, moved the cursor to 9, and a resumed client got none of them).
+    for (const after of ['9', '7', '-1', '1.5', '']) {
+      const refused = await fetch(`${gateway.url}/runs/${runId}/results?after=${after}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as { error: { type: string; message: string } }).error).toMatchObject({ type: 'InvalidCursor', message: expect.stringMatching(/must be a whole number from 0 to 6 /) });
+    }
+    const state = (await (await fetch(`${gateway.url}/runs/${runId}`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as { ackedThrough: number };
+    expect(state.ackedThrough).toBe(5);
+    expect((await readResults(gateway.url, runId, 6)).end).toMatchObject({ end: true, count: 6 });
     expect((await ack('no-such-run', '{"count": 0}')).status).toBe(404);
   });
 
