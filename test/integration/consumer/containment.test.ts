@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RolloutQueue } from '../../../src/producer/index.js';
+import { RolloutQueue, type RolloutDraft } from '../../../src/producer/index.js';
 import { artifactProcesses, until, workDirs } from '../../helpers/attempt-traces.js';
 import { hostProcesses } from '../../helpers/host-processes.js';
 import { fixture, makeSpec, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
@@ -31,16 +31,18 @@ afterAll(async () => {
   await redis.stop();
 });
 
+/** The one long `node main.js` rollout of the worker-sigkill-orphans-rollout case, with its exact input. */
+function orphanCaseDraft(): RolloutDraft {
+  const [task] = caseTasks('worker-sigkill-orphans-rollout');
+  return { rendered: { files: { 'main.js': caseFile('worker-sigkill-orphans-rollout', 'artifact/main.js') } }, task: task as Record<string, unknown>, run: codeRunner({ entrypoint: 'main.js', timeoutMs: 300_000 }), reward: lastNumber };
+}
+
 describe('containment seen from the worker', () => {
   it('worker-sigkill-orphans-rollout: SIGKILLed three times on one lease, no artifact or work dir survives, and redispatched is 2 on the Result and in status', async () => {
     const q = new RawQueue(redis.url);
     const rq = await RolloutQueue.create({ redisUrl: redis.url, queue: q.name, prefix: TEST_PREFIX });
     const runId = `orphan${Date.now().toString(36)}`;
-    const [task] = caseTasks('worker-sigkill-orphans-rollout');
-    const result = rq.rollout(
-      { rendered: { files: { 'main.js': caseFile('worker-sigkill-orphans-rollout', 'artifact/main.js') } }, task: task as Record<string, unknown>, run: codeRunner({ entrypoint: 'main.js', timeoutMs: 300_000 }), reward: lastNumber },
-      { runId },
-    );
+    const result = rq.rollout(orphanCaseDraft(), { runId });
     const prefix = `${runId}.long.`;
     const workers = [];
     try {
@@ -79,11 +81,7 @@ describe('containment seen from the worker', () => {
     const q = new RawQueue(redis.url);
     const rq = await RolloutQueue.create({ redisUrl: redis.url, queue: q.name, prefix: TEST_PREFIX });
     const runId = `leftover${Date.now().toString(36)}`;
-    const [task] = caseTasks('worker-sigkill-orphans-rollout');
-    const pending = rq.rollout(
-      { rendered: { files: { 'main.js': caseFile('worker-sigkill-orphans-rollout', 'artifact/main.js') } }, task: task as Record<string, unknown>, run: codeRunner({ entrypoint: 'main.js', timeoutMs: 300_000 }), reward: lastNumber },
-      { runId },
-    ).catch((err: unknown) => err);
+    const pending = rq.rollout(orphanCaseDraft(), { runId }).catch((err: unknown) => err);
     const prefix = `${runId}.long.`;
     const victim = await startWorkerProcess(q.workerOptions({ ...FAST, concurrency: 1 }));
     try {
