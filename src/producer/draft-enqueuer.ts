@@ -1,4 +1,4 @@
-import { enqueuedAtOption, ROLLOUT_JOB_NAME } from '../lease/index.js';
+import { enqueuedAtOption, leaseIdFor, ROLLOUT_JOB_NAME } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import { withoutDefaults, type Result, type RolloutSpecInput } from '../spec/index.js';
 import type { ArtifactStorer } from './artifact-storer.js';
@@ -62,6 +62,25 @@ const leaseClock = (draft: ValidDraft): { leaseId: string; scheduleToStartMs: nu
 });
 
 /**
+ * The refusal of a draft whose lease id an earlier draft of the same call named (same taskKey,
+ * or same task.id): a lease has one job and one Result, so the repeat cannot share it, yet every
+ * draft gets its own Result. Its lease id is the repeated key plus `#<position>`, sanitized
+ * (`safeTaskKey`), so it is stable across a resume (answered once) and names no real lease.
+ */
+function repeatRefusal(runId: string, repeat: PreparedDraft, index: number): PreparedDraft {
+  const key = repeat.leaseId.slice(runId.length + 1);
+  return {
+    ok: false,
+    leaseId: leaseIdFor(runId, `${key}#${index}`),
+    taskId: repeat.taskId,
+    error: {
+      type: 'DuplicateLease',
+      message: `draft #${index} repeats lease ${repeat.leaseId} of an earlier draft of this call (same taskKey or task.id); a lease has one Result, so this draft was not enqueued; give each draft a distinct taskKey or task.id`,
+    },
+  };
+}
+
+/**
  * Most drafts checked and added per round trip. Bounds the Lua scripts' argument lists and the
  * time Redis spends in one script, while cutting round trips per draft by ~100×.
  */
@@ -92,6 +111,8 @@ export class DraftEnqueuer {
   private pulledCount = 0;
   /** Distinct leases seen in this call (enqueued, already enqueued or refused). */
   private readonly seen = new Set<string>();
+  /** Lease ids named by the drafts prepared in this call, so a repeat is told apart ({@link prepare}). */
+  private readonly named = new Set<string>();
   /** Content hash of each evaluation lease enqueued in this call (its ok Result is cached under it). */
   private readonly evalHashes = new Map<string, string>();
   private readonly source: DraftSource;
@@ -168,7 +189,10 @@ export class DraftEnqueuer {
         this.runAttemptId = opening.runAttemptId;
         index = this.pulledCount = opening.values.length;
         await this.enqueue(opening.batch, opening.check, opened);
-      } else if (opening) source.putBack(opening.values);
+      } else if (opening) {
+        source.putBack(opening.values);
+        this.named.clear(); // prepared again, as the run's own
+      }
       while (!this.stopped) {
         const first = await source.next();
         if (first.done) return (exhausted = true);
@@ -201,7 +225,12 @@ export class DraftEnqueuer {
     // One secret scan per batch: every read of process.env crosses into the runtime, and
     // the secret-looking variables are the same for every draft of the batch.
     const secrets = new SecretScan();
-    return values.map((value, i) => ({ draft: withPlacementFor(prepareDraft(value, { runId, runAttemptId, index: index + i, maxSpecBytes, maxTaskBytes, secrets }), this.deps.placementFor), index: index + i }));
+    return values.map((value, i) => {
+      const prepared = prepareDraft(value, { runId, runAttemptId, index: index + i, maxSpecBytes, maxTaskBytes, secrets });
+      const draft = this.named.has(prepared.leaseId) ? repeatRefusal(runId, prepared, index + i) : withPlacementFor(prepared, this.deps.placementFor);
+      this.named.add(draft.leaseId);
+      return { draft, index: index + i };
+    });
   }
 
   /**
@@ -231,19 +260,15 @@ export class DraftEnqueuer {
     for (const { draft, index } of batch) {
       if (this.stopped) break;
       const { leaseId } = draft;
-      const repeated = this.seen.has(leaseId);
       this.seen.add(leaseId);
       if (!draft.ok) {
         // A refused draft of a resumed run was answered before: never yield it twice.
-        if (repeated || flags.get(leaseId)?.delivered) continue;
+        if (flags.get(leaseId)?.delivered) continue;
         await this.add(fresh, stamped, stampedAt);
         fresh = [];
         if (this.stopped) break;
         logger.warn({ runId, leaseId, type: draft.error.type }, `draft refused, not enqueued: ${draft.error.message}`);
         this.deps.onRefused(callerResult(leaseId, runId, draft.taskId, draft.error.type, draft.error.message));
-      } else if (repeated) {
-        already++;
-        logger.warn({ runId, leaseId }, 'draft repeats a lease id of this call: already enqueued, it gets one job and one Result; give each task a distinct taskKey or task.id');
       } else if (flags.get(leaseId)?.enqueued) {
         already++;
         logger.debug({ runId, leaseId }, 'lease already enqueued (resumed run): not added again');

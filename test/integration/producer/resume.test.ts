@@ -10,19 +10,38 @@ const fx = useProducerFixture();
 const leaseIds = (results: readonly Result[]): string[] => results.map((r) => r.leaseId).sort();
 
 describe('re-submission', () => {
-  it('the same spec twice in one call gets one job, one Result, and counts alreadyEnqueued', async () => {
+  // Fresh-user report: three drafts, two sharing task id "same", gave two Results; the
+  // repeat was dropped with a log line only.
+  it('a draft repeating an earlier lease id of the call gets its own caller Result (DuplicateLease) and no job', async () => {
     const queue = fx.queueName();
-    const rq = await fx.open(queue);
-    const inspect = fx.inspect(queue);
+    const rq = await fx.open(queue, { stopOnCaller: false });
     await fx.worker(queue);
     const runId = fx.runId();
-    const { items, error } = await collect(rq.mapRollouts([draft({ id: 'same' }), draft({ id: 'same' }), draft({ id: 'other' })], { runId }));
+    const list = [draft({ id: 'same', x: 1 }), draft({ id: 'same', x: 2 }), draft({ id: 'other' })];
+    const { items, error } = await collect(rq.mapRollouts(list, { runId }));
     expect(error).toBeUndefined();
-    expect(leaseIds(items)).toEqual([`${runId}.other`, `${runId}.same`]);
-    // Delivered jobs leave BullMQ's completed set at once (retention); their hashes stay until they expire.
+    expect(items).toHaveLength(3);
+    const repeat = items.find((r) => r.kind === 'caller');
+    expect(repeat).toMatchObject({ taskId: 'same', error: { type: 'DuplicateLease' } });
+    expect(repeat?.error?.message).toMatch(new RegExp(`draft #1 repeats lease ${runId}\\.same .*give each draft a distinct taskKey or task\\.id`));
+    expect(leaseIds(items.filter((r) => r.kind === 'ok'))).toEqual([`${runId}.other`, `${runId}.same`]);
+    expect(leaseIds(items)).toHaveLength(new Set(items.map((r) => r.leaseId)).size);
     expect(await fx.jobHashes(queue, runId)).toBe(2);
-    expect((await rq.status(runId)).run).toMatchObject({ enqueued: 2, alreadyEnqueued: 1, delivered: 2, status: 'completed' });
-    expect(fx.logs.join('')).toMatch(/repeats a lease id/);
+    expect((await rq.status(runId)).run).toMatchObject({ enqueued: 2, delivered: 3, status: 'completed', kinds: { ok: 2, caller: 1 } });
+    // Resumed with the same list: the refusal was answered, so nothing comes back.
+    expect(await collect(rq.mapRollouts(list, { runId }))).toEqual({ items: [], error: undefined });
+  });
+
+  it('by default the repeat stops the run as any caller Result does', async () => {
+    const queue = fx.queueName();
+    const rq = await fx.open(queue);
+    await fx.worker(queue);
+    const runId = fx.runId();
+    const { items, error } = await collect(rq.mapRollouts([draft({ id: 'same', x: 1 }), draft({ id: 'same', x: 2 })], { runId }));
+    // The first draft's job may have been removed unstarted by the stop (as for any caller Result).
+    expect(items.filter((r) => r.kind === 'caller').map((r) => r.error?.type)).toEqual(['DuplicateLease']);
+    expect((error as Error | undefined)?.name).toBe('RunStoppedError');
+    expect((error as Error | undefined)?.message).toMatch(/DuplicateLease/);
   });
 
   it('re-submitting a finished run enqueues nothing, yields nothing again, keeps the stored spec', async () => {
