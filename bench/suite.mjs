@@ -94,6 +94,16 @@ async function rqStack(url, concurrency, extra = {}) {
   return { rq, close: async () => { await rq.close(); await worker.close(); } };
 }
 
+/**
+ * Warms every child slot as bullmqStack warms BullMQ's child pool: one rollout per slot before
+ * timing, each held 30 ms so they spread over the children, each of which then has imported the
+ * run's Refs (a long-lived worker pays that first import once per child).
+ */
+async function warmSlots(rq, concurrency) {
+  const drafts = Array.from({ length: concurrency }, (_, i) => ({ rendered: 'x', task: { id: `warm-${i}`, delayMs: 30 }, run: echo, reward: constant }));
+  await drain(rq, drafts);
+}
+
 async function drain(rq, drafts) {
   let count = 0;
   for await (const result of rq.mapRollouts(drafts, { runId: `bench-${process.pid}-${Date.now()}` })) {
@@ -174,6 +184,7 @@ const TRIALS = {
   // no-op rollouts, concurrency 8
   async 'noop-rq'(url, { n }) {
     const stack = await rqStack(url, 8);
+    await warmSlots(stack.rq, 8);
     const drafts = Array.from({ length: n }, (_, i) => ({ rendered: 'x', task: { id: `t-${i}` }, run: echo, reward: constant }));
     const m = await measure(stack.redis ?? (await redisClient(url)), () => drain(stack.rq, drafts));
     await stack.close();
@@ -209,8 +220,15 @@ const TRIALS = {
   // 1 000 rollouts awaiting 50 ms, c=50
   async 'wait-rq'(url, { n }) {
     const stack = await rqStack(url, 50);
+    await warmSlots(stack.rq, 50);
     const drafts = Array.from({ length: n }, (_, i) => ({ rendered: 'x', task: { id: `t-${i}`, delayMs: 50 }, run: echo, reward: constant }));
     const m = await measure(await redisClient(url), () => drain(stack.rq, drafts));
+    await stack.close();
+    return m;
+  },
+  async 'wait-sandboxed'(url, { n }) {
+    const stack = await bullmqStack(url, 50, path.join(path.dirname(here), 'fixtures', 'bullmq-sandboxed-wait.mjs'));
+    const m = await measure(await redisClient(url), () => bullmqDrain(stack, n));
     await stack.close();
     return m;
   },
@@ -388,11 +406,13 @@ try {
   }
   {
     const n = 1000;
-    const t = await compare(redis, ['wait-rq', 'wait-inproc'], { n });
+    const t = await compare(redis, ['wait-rq', 'wait-inproc', 'wait-sandboxed'], { n });
     const ow = stats(t['wait-rq'].map((x) => x.wallMs / 1000));
     const iw = stats(t['wait-inproc'].map((x) => x.wallMs / 1000));
+    const sw = stats(t['wait-sandboxed'].map((x) => x.wallMs / 1000));
     row('1 000 rollouts awaiting 50 ms, c=50, wall s (warm)', fmt(ow, 2), `in-process pool ${fmt(iw, 2)}`, `${ratioOfMedians(ow, iw).toFixed(2)}×`, '≤ 1.3×');
-    row('  same, CPU ms per rollout', fmt(perRollout(t['wait-rq'], n, 'cpuMs'), 2), `in-process ${fmt(perRollout(t['wait-inproc'], n, 'cpuMs'), 2)}`, '', '');
+    row('  same, against BullMQ sandboxed (50 children), wall s', fmt(ow, 2), `sandboxed ${fmt(sw, 2)} (${ratioOfMedians(sw, iw).toFixed(2)}× in-process)`, `${ratioOfMedians(ow, sw).toFixed(2)}×`, '');
+    row('  same, CPU ms per rollout', fmt(perRollout(t['wait-rq'], n, 'cpuMs'), 2), `in-process ${fmt(perRollout(t['wait-inproc'], n, 'cpuMs'), 2)}, sandboxed ${fmt(perRollout(t['wait-sandboxed'], n, 'cpuMs'), 2)}`, '', '');
   }
   {
     const n = 100;
