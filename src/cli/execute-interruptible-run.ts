@@ -45,7 +45,7 @@ export async function executeInterruptibleRun(options: InterruptibleRunOptions):
   checkOutFile(out);
   await requireRedis(env);
   if (options.announceRunId) process.stderr.write(`${MSG.runIdGenerated(runId)}\n`);
-  const interrupt = interruptSignal(EXIT.interrupted);
+  const interrupt = interruptSignal(EXIT.interrupted, { first: MSG.runStopping, forced: MSG.runForcedOut(runId, out, options.queue) });
   try {
     return await executeRun({
       env,

@@ -1,3 +1,5 @@
+import { LEASE_LOST_WAIT_MS } from '../producer/index.js';
+
 /**
  * Every user-facing text of the `rollout-queue` command in one place (the habit of
  * lint-staged `lib/messages.js`): help, errors, progress, summaries. Errors name the option
@@ -230,6 +232,10 @@ export const MSG = {
   runInterrupted: (runId: string, out: string, queue: string) =>
     `interrupted: run ${runId} goes on in Redis. Collect the rest with\n  rollout-queue resume ${runId}${queueFlag(queue)} --out ${out}\n` +
     `(if not every task was enqueued yet, run the same run command again with --run-id ${runId} instead: it enqueues only what is missing)\nor stop it with\n  rollout-queue cancel ${runId}${queueFlag(queue)}`,
+  runStopping: 'stopping: writing the results that have arrived (the run goes on in Redis); Ctrl-C again exits at once',
+  runForcedOut: (runId: string, out: string, queue: string) =>
+    `interrupted twice: exited at once, without a summary; ${out} holds the results written so far and run ${runId} goes on in Redis. Collect the rest with\n  rollout-queue resume ${runId}${queueFlag(queue)} --out ${out}\n` +
+    `(it first waits, up to ${LEASE_LOST_WAIT_MS / 1000} s, for this coordinator's lease to expire) or stop it with\n  rollout-queue cancel ${runId}${queueFlag(queue)}`,
   noWorker: (queue: string, prefix: string) =>
     `no worker is serving queue "${queue}" (prefix "${prefix}") yet; start one with: rollout-queue worker --queue ${queue}`,
   purgeNeedsOne: 'purge needs a run id or --older-than <duration> (not both): e.g. rollout-queue purge RUN_ID, or rollout-queue purge --older-than 7d',

@@ -19,12 +19,22 @@ export function onStopSignals(first: (signal: NodeJS.Signals) => void, second: (
   };
 }
 
-/** An AbortSignal aborted by the first SIGINT/SIGTERM; a second one exits with `exitCode` at once. */
-export function interruptSignal(exitCode: number): { readonly signal: AbortSignal; dispose(): void } {
+/**
+ * An AbortSignal aborted by the first SIGINT/SIGTERM (after writing `notes.first` to stderr); a
+ * second one writes `notes.forced` and exits with `exitCode` at once, so a user who pressed
+ * Ctrl-C twice is still told how to go on.
+ */
+export function interruptSignal(exitCode: number, notes: { readonly first?: string; readonly forced?: string } = {}): { readonly signal: AbortSignal; dispose(): void } {
   const controller = new AbortController();
   const dispose = onStopSignals(
-    (signal) => controller.abort(signal),
-    () => process.exit(exitCode),
+    (signal) => {
+      if (notes.first) process.stderr.write(`${notes.first}\n`);
+      controller.abort(signal);
+    },
+    () => {
+      if (notes.forced) process.stderr.write(`${notes.forced}\n`);
+      process.exit(exitCode);
+    },
   );
   return { signal: controller.signal, dispose };
 }
