@@ -73,22 +73,25 @@ export function withDefaultEntrypoint(run: Ref, entrypoint: string | undefined):
 }
 
 /**
- * Refuses a directory artifact that lacks the built-in code runner's entrypoint before
- * anything is enqueued: every rollout would otherwise end `infrastructure` after its
- * re-dispatches (codeRunner cannot tell a typo from an artifact that did not arrive whole).
- * Other run factories, string artifacts (written as the entrypoint) and configs codeRunner
- * itself refuses (reported by the worker, naming the field) pass through.
- * @throws UsageError naming the entrypoint and the artifact's files.
+ * Refuses, before anything is enqueued, a directory artifact that lacks the built-in code
+ * runner's entrypoint (every rollout would otherwise end `infrastructure` after its
+ * re-dispatches: codeRunner cannot tell a typo from an artifact that did not arrive whole) and
+ * a config codeRunner's factory refuses (no `entrypoint`, a misspelt key), for any artifact.
+ * Other run factories pass through.
+ * @throws UsageError naming the entrypoint and the artifact's files, or the refused field.
  */
 export function checkCodeRunnerEntrypoint(run: Ref, rendered: Rendered): void {
   const target = parseRefTarget(run.$ref);
-  if (typeof target === 'string' || target.exportName !== 'codeRunner' || typeof rendered === 'string' || !('files' in rendered)) return;
+  if (typeof target === 'string' || target.exportName !== 'codeRunner') return;
   let entrypoint: string;
   try {
     entrypoint = compileCodeRunnerOptions(run.config).entrypoint;
-  } catch {
-    return;
+  } catch (err) {
+    // The same check the worker's factory makes: refused here, nothing is enqueued (exit 2)
+    // rather than every lease ending `caller` on the worker.
+    throw new UsageError(MSG.runConfigRefused((err as Error).message));
   }
+  if (typeof rendered === 'string' || !('files' in rendered)) return;
   if (!Object.hasOwn(rendered.files, entrypoint)) throw new UsageError(MSG.entrypointNotInArtifact(entrypoint, Object.keys(rendered.files)));
 }
 

@@ -135,6 +135,7 @@ export const MSG = {
   badJsonOption: (option: string, why: string) => `${option} is not valid JSON (${why}); pass an object like '{"timeoutMs": 10000}'`,
   jsonOptionNotObject: (option: string, got: string) => `${option} must be a JSON object, got ${got}`,
   badRefTarget: (option: string, why: string) => `${option}: ${why}`,
+  runConfigRefused: (why: string) => `--run-config: ${why}`,
   entrypointNotInArtifact: (entrypoint: string, files: readonly string[]) =>
     `--run-config: codeRunner's entrypoint ${JSON.stringify(entrypoint)} is not a file of --artifact (its files: ${files.slice(0, 10).map((f) => JSON.stringify(f)).join(', ') || 'none'}${files.length > 10 ? ', …' : ''}); name one of them in "entrypoint"`,
   badRefConfig: (option: string, path: string, why: string) => `${option}${path ? ` at ${path}` : ''}: ${why}`,

@@ -61,6 +61,10 @@ describe('usage errors exit 2 naming the option', () => {
     ['a missing --artifact path', runArgs({ '--artifact': path.join(os.tmpdir(), 'no-such-artifact') }), '--artifact'],
     // Regression (fresh-user report): every lease ended infrastructure after 2 re-dispatches, exit 0.
     ['a codeRunner entrypoint that is not a file of a directory artifact', runArgs({ '--artifact': artifactDir, '--run-config': '{"entrypoint":["python3","nomain.py"]}' }), '"nomain.py" is not a file of --artifact (its files: "main.py")'],
+    // Fresh-user report: a directory artifact without "entrypoint" was enqueued and every lease ended caller (exit 3).
+    ['a codeRunner --run-config without entrypoint for a directory artifact', runArgs({ '--artifact': artifactDir, '--run-config': '{"timeoutMs":5000}' }), '--run-config: codeRunner: config.entrypoint'],
+    ['a codeRunner --run-config with a misspelt key', runArgs({ '--artifact': artifactDir, '--run-config': '{"entrypoint":"main.py","timeoutms":5000}' }), 'timeoutms'],
+    ['a codeRunner --run-config with a misspelt key, single-file artifact', runArgs({ '--run-config': '{"timeoutms":5000}' }), '--run-config: codeRunner'],
   ])('%s', async (_label, args, named) => {
     const outcome = await runCli(args, { env: { REDIS_URL: redis.url } });
     expect(outcome.code, outcome.stderr).toBe(2);
