@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { RolloutDraft } from '../producer/index.js';
 import { compileCodeRunnerOptions } from '../runners/code-runner-options.js';
 import { parseRefTarget, RefSchema, type Ref, type Rendered } from '../spec/index.js';
@@ -93,6 +94,18 @@ export function checkCodeRunnerEntrypoint(run: Ref, rendered: Rendered): void {
   }
   if (typeof rendered === 'string' || !('files' in rendered)) return;
   if (!Object.hasOwn(rendered.files, entrypoint)) throw new UsageError(MSG.entrypointNotInArtifact(entrypoint, Object.keys(rendered.files)));
+}
+
+/**
+ * A fingerprint of what a run's drafts are made of: SHA-256 (hex) over the shared artifact once
+ * and every draft but its artifact, in order. Equal inputs give equal fingerprints, so `run`
+ * again with the same files resumes while a changed task, artifact, Ref or option is told apart
+ * (`MapRolloutsOptions.sourceFingerprint`).
+ */
+export function draftsFingerprint(rendered: Rendered, drafts: readonly RolloutDraft[]): string {
+  const hash = createHash('sha256').update(JSON.stringify(rendered));
+  for (const { rendered: _shared, ...rest } of drafts) hash.update('\n').update(JSON.stringify(rest));
+  return hash.digest('hex');
 }
 
 /** One draft per task, all sharing the template. */

@@ -13,7 +13,7 @@ import { formatSummary, type RunEnd } from './summary.js';
 
 /** Where a run's results come from: new drafts (also a restart of the same run id) or an attach. */
 export type RunSource =
-  | { readonly kind: 'map'; readonly drafts: readonly RolloutDraft[]; readonly maxInFlight?: number }
+  | { readonly kind: 'map'; readonly drafts: readonly RolloutDraft[]; readonly maxInFlight?: number; readonly fingerprint?: string }
   | { readonly kind: 'attach' };
 
 /** Options of {@link executeRun}. */
@@ -50,14 +50,19 @@ export interface CoordinatorMetricsAddress {
 
 /**
  * `run` again with a run id is how a run is resumed, with the same tasks file: a run id that
- * already names a run of another number of specs would merge two task sets into one record
- * (the library allows growing a run on purpose; the CLI's run id stands for one tasks file).
- * @throws CliError (usage) naming both counts and the fix.
+ * already names a run of another number of specs, or of specs made from other inputs (its
+ * stored `sourceFingerprint` differs), would merge two task sets into one record and show the
+ * old Results as the new ones' (the library allows growing a run on purpose; the CLI's run id
+ * stands for one tasks file). A run made before fingerprints were stored is compared by count only.
+ * @throws CliError (usage) naming what differs and the fix.
  */
-async function refuseOtherTasks(q: RolloutQueue, runId: string, queue: string, specs: number): Promise<void> {
+async function refuseOtherTasks(q: RolloutQueue, runId: string, queue: string, specs: number, fingerprint: string | undefined): Promise<void> {
   const existing = (await q.status(runId)).run;
   if (existing && existing.specCount !== null && existing.specCount !== specs) {
     throw new CliError(MSG.runIdHoldsOtherTasks(runId, queue, existing.status, existing.specCount, specs), EXIT.usage);
+  }
+  if (existing && fingerprint !== undefined && existing.sourceFingerprint !== null && existing.sourceFingerprint !== fingerprint) {
+    throw new CliError(MSG.runIdHoldsOtherInputs(runId, queue, existing.status), EXIT.usage);
   }
 }
 
@@ -92,7 +97,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       endpoint = await serveCoordinatorMetrics(q, runId, options.metrics);
       stderr.write(`${MSG.coordinatorMetrics(`http://${options.metrics.host.includes(':') ? `[${options.metrics.host}]` : options.metrics.host}:${endpoint.port}/metrics`)}\n`);
     }
-    if (source.kind === 'map') await refuseOtherTasks(q, runId, queue, source.drafts.length);
+    if (source.kind === 'map') await refuseOtherTasks(q, runId, queue, source.drafts.length, source.fingerprint);
     const total = source.kind === 'map' ? source.drafts.length : await attachTotal(q, options);
     if (options.warnNoWorker !== false) {
       const workers = await within(readStatus(q), WIND_DOWN_MS);
@@ -106,7 +111,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     stderr.write(`${source.kind === 'map' ? MSG.runStarting(runId, total ?? 0, queue, env.address) : MSG.runResuming(runId, queue, env.address)}\n`);
     const progress = createProgress({ total, initial: file.count, stream: stderr });
     const results = source.kind === 'map'
-      ? q.mapRollouts(source.drafts, { runId, specCount: source.drafts.length })
+      ? q.mapRollouts(source.drafts, { runId, specCount: source.drafts.length, ...(source.fingerprint !== undefined ? { sourceFingerprint: source.fingerprint } : {}) })
       : q.attach(runId, {});
     try {
       outcome = await collectResults(results, file, progress, options.interrupt);

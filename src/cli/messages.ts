@@ -282,6 +282,9 @@ export const MSG = {
   runIdHoldsOtherTasks: (runId: string, queue: string, status: string, had: number, now: number) =>
     `run id ${runId} already names a ${status} run of ${had} spec(s) on queue ${queue}; this tasks file has ${now}. ` +
     `Running it again resumes a run with the same tasks: give new tasks a new --run-id (or leave it out)`,
+  runIdHoldsOtherInputs: (runId: string, queue: string, status: string) =>
+    `run id ${runId} already names a ${status} run on queue ${queue} made from other inputs (tasks file, artifact, run/reward or their options differ from that run's). ` +
+    `Running it again resumes a run with the same inputs: give changed inputs a new --run-id (or leave it out)`,
   statusRuns: (runs: readonly string[], total: number) =>
     total > runs.length ? `Runs (the newest ${runs.length} of ${total}; \`status --json\` lists all): ${runs.join(', ')}` : `Runs: ${runs.join(', ')}`,
   statusQuarantined: (count: number) => `Quarantined leases (ended by the re-dispatch limit): ${count}`,

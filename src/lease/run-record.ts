@@ -16,6 +16,8 @@ export const RUN_FIELDS = {
   stopReason: 'stopReason',
   createdAt: 'createdAt',
   runAttemptId: 'runAttemptId',
+  /** What the run's drafts were made from, as the caller fingerprinted it (`MapRolloutsOptions.sourceFingerprint`); set once. */
+  sourceFingerprint: 'sourceFingerprint',
   redispatched: 'redispatched',
   duplicatesDropped: 'duplicatesDropped',
   alreadyEnqueued: 'alreadyEnqueued',
@@ -37,6 +39,8 @@ export interface RunRecord {
   readonly createdAt: string | null;
   readonly runAttemptId: string | null;
   readonly specCount: number | null;
+  /** The fingerprint the run was created with (`MapRolloutsOptions.sourceFingerprint`), or null. */
+  readonly sourceFingerprint: string | null;
   readonly enqueued: number;
   readonly delivered: number;
   readonly redispatched: number;
@@ -79,6 +83,7 @@ export async function readRunRecord(redis: Redis, keys: QueueKeys, runId: string
     createdAt: hash[RUN_FIELDS.createdAt] ?? null,
     runAttemptId: hash[RUN_FIELDS.runAttemptId] ?? null,
     specCount: hash[RUN_FIELDS.specCount] ? int(hash[RUN_FIELDS.specCount]) : null,
+    sourceFingerprint: hash[RUN_FIELDS.sourceFingerprint] ?? null,
     enqueued: int(hash[RUN_FIELDS.enqueued]),
     delivered: delivered ?? 0,
     redispatched: int(hash[RUN_FIELDS.redispatched]),

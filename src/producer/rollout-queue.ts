@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { queueKeys, readRunCost, readRunRecord, type QueueKeys, type RunRecord } from '../lease/index.js';
 import { redactRedisUrl } from '../platform/redis-connection.js';
 import { bullTelemetry } from '../platform/telemetry.js';
-import { RunIdSchema, type CostSummary, type Result } from '../spec/index.js';
+import { MAX_ID_LENGTH, RunIdSchema, type CostSummary, type Result } from '../spec/index.js';
 import { cancelRun, type CancelOutcome } from './cancel-run.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { connectProducerRedis } from './connect-producer-redis.js';
@@ -29,6 +29,13 @@ export interface MapRolloutsOptions {
   readonly runAttemptId?: string;
   /** Number of drafts, when known and `drafts` is not an array (an array's length is used). Shown by `status`. */
   readonly specCount?: number;
+  /**
+   * An opaque fingerprint of what the drafts were made from (e.g. a hash of the tasks file and
+   * the artifact), stored with a new run's record and shown by `status` (`run.sourceFingerprint`)
+   * so a caller can refuse to resume a run id with other inputs (the CLI's `run` does). An
+   * existing run keeps its own. At most 200 characters.
+   */
+  readonly sourceFingerprint?: string;
 }
 
 /** What {@link RolloutQueue.status} reports. */
@@ -140,7 +147,11 @@ export class RolloutQueue {
     const runId = this.checkRunId(options.runId);
     if (Array.isArray(drafts) && drafts.length === 0) return (async function* empty() {})();
     const specCount = Array.isArray(drafts) ? drafts.length : options.specCount;
-    return this.session({ runId, drafts, signal: options.signal, runAttemptId: options.runAttemptId ?? randomUUID(), specCount, stopOnCaller: this.options.stopOnCaller });
+    const fingerprint = options.sourceFingerprint;
+    if (fingerprint !== undefined && (typeof fingerprint !== 'string' || fingerprint.length === 0 || fingerprint.length > MAX_ID_LENGTH)) {
+      throw new TypeError(`mapRollouts option sourceFingerprint must be a string of 1 to ${MAX_ID_LENGTH} characters (a hash of the inputs); omit it to store none`);
+    }
+    return this.session({ runId, drafts, signal: options.signal, runAttemptId: options.runAttemptId ?? randomUUID(), specCount, ...(fingerprint !== undefined ? { sourceFingerprint: fingerprint } : {}), stopOnCaller: this.options.stopOnCaller });
   }
 
   /**

@@ -18,7 +18,7 @@ import { RunEnding, type Ending } from './run-ending.js';
 import { RunReconciler } from './run-reconciler.js';
 import { applyRetention, persistRun, redisNowMs } from './run-retention.js';
 import { RunStoppedError } from './run-stopped-error.js';
-import type { OpenedRun, RunHead, RunStore } from './run-store.js';
+import type { OpenedRun, RunCreation, RunHead, RunStore } from './run-store.js';
 
 /** Connections and settings a session shares with its `RolloutQueue`. */
 export interface SessionDeps {
@@ -61,6 +61,8 @@ export interface SessionPlan {
   readonly signal: AbortSignal | undefined;
   readonly runAttemptId: string;
   readonly specCount: number | undefined;
+  /** `MapRolloutsOptions.sourceFingerprint`, stored with a new run's record. */
+  readonly sourceFingerprint?: string;
   readonly stopOnCaller: boolean;
 }
 
@@ -215,9 +217,11 @@ export class RunSession {
     signal?.addEventListener('abort', this.onAbort, { once: true });
     // A non-empty list has a first draft for sure: its run record is made with the lease, in one
     // round trip (a stream makes it when its first draft arrives, DraftEnqueuer.prepareRun).
-    const create = Array.isArray(drafts) && drafts.length > 0 ? { runAttemptId: this.plan.runAttemptId, specCount: this.plan.specCount } : undefined;
+    const { runAttemptId, specCount, sourceFingerprint } = this.plan;
+    const record: RunCreation = { runAttemptId, specCount, ...(sourceFingerprint !== undefined ? { sourceFingerprint } : {}) };
+    const create = Array.isArray(drafts) && drafts.length > 0 ? record : undefined;
     let created: OpenedRun['created'];
-    const enqueuer = drafts ? this.enqueuerOf(drafts, () => (created ? Promise.resolve(created.runAttemptId) : store.ensureRun(this.runId, this.plan.runAttemptId, this.plan.specCount))) : undefined;
+    const enqueuer = drafts ? this.enqueuerOf(drafts, () => (created ? Promise.resolve(created.runAttemptId) : store.ensureRun(this.runId, record))) : undefined;
     // A new run's first batch is checked and stamped by the same script (one round trip less).
     const opening = create ? await enqueuer?.takeOpening(this.plan.runAttemptId) : undefined;
     const { lease, value: opened } = await CoordinatorLease.acquire(this.deps.redis, this.deps.keys.runCoordinator(this.runId), this.runId, logger, store.opener(this.runId, create, opening));

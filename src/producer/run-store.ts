@@ -182,7 +182,8 @@ return checked`, 3);
 // (the last three only with create, the last one only for a new run given a batch).
 // KEYS: runCoordinator, run, runs, runLeases, runDelivered, runEnqueuedAt. ARGV: token, ttl ms,
 // create '1'/'0', runId, createdAt, runAttemptId, specCount ('' = unknown), then fields status,
-// stopReason, runAttemptId, specCount, enqueued, createdAt, then the batch's quads (may be none).
+// stopReason, runAttemptId, specCount, enqueued, createdAt, then sourceFingerprint's field and
+// value ('' = none), then the batch's quads (may be none).
 const OPEN_RUN = redisScript('rqOpenRun', `
 if not redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {0, redis.call('GET', KEYS[1])} end
 local head = redis.call('HMGET', KEYS[2], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12])
@@ -198,10 +199,11 @@ redis.call('HSETNX', KEYS[2], ARGV[13], ARGV[5])
 redis.call('HSETNX', KEYS[2], ARGV[8], 'running')
 redis.call('HSETNX', KEYS[2], ARGV[10], ARGV[6])
 if ARGV[7] ~= '' then redis.call('HSETNX', KEYS[2], ARGV[11], ARGV[7]) end
+if ARGV[15] ~= '' then redis.call('HSETNX', KEYS[2], ARGV[14], ARGV[15]) end
 redis.call('SADD', KEYS[3], ARGV[4])
 local reply = {1, head, reopened, redis.call('HGET', KEYS[2], ARGV[10]), redis.call('HGET', KEYS[2], ARGV[11]) or ''}
-if not new or #ARGV < 14 then return reply end
-${checkAndStampLua('KEYS[4]', 'KEYS[5]', 'KEYS[6]', 14)}
+if not new or #ARGV < 16 then return reply end
+${checkAndStampLua('KEYS[4]', 'KEYS[5]', 'KEYS[6]', 16)}
 reply[6] = checked
 return reply`, 6);
 
@@ -239,6 +241,15 @@ const headOf = (values: readonly (string | null)[]): RunHead | undefined => {
 };
 
 
+/** What a new run's record is made with (an existing run keeps its own fields). */
+export interface RunCreation {
+  readonly runAttemptId: string;
+  /** Number of drafts, undefined while unknown (a stream). */
+  readonly specCount: number | undefined;
+  /** `MapRolloutsOptions.sourceFingerprint`, stored once. */
+  readonly sourceFingerprint?: string;
+}
+
 /**
  * The producer's reads and writes of its own run bookkeeping (`keys.run`, `runLeases`,
  * `runDelivered`, `runQuarantined`, `runs`, the cancel channel). Every multi-step change is one
@@ -265,13 +276,13 @@ export class RunStore {
    * @param create the record for new drafts: their runAttemptId and count (undefined: unknown); omit to only read.
    * @param opening with `create`: the first batch of drafts, prepared as a new run's.
    */
-  opener(runId: string, create?: { readonly runAttemptId: string; readonly specCount: number | undefined }, opening?: BatchCheck): LeaseTake<OpenedRun> {
+  opener(runId: string, create?: RunCreation, opening?: BatchCheck): LeaseTake<OpenedRun> {
     const f = RUN_FIELDS;
     return async (token, ttlMs) => {
       const keys = [this.keys.runCoordinator(runId), this.keys.run(runId), this.keys.runs(), this.keys.runLeases(runId), this.keys.runDelivered(runId), this.keys.runEnqueuedAt(runId)];
       const reply = (await OPEN_RUN.run(this.redis, keys, [
         token, ttlMs, create ? '1' : '0', runId, new Date().toISOString(), create?.runAttemptId ?? '', create?.specCount ?? '',
-        f.status, f.stopReason, f.runAttemptId, f.specCount, f.enqueued, f.createdAt,
+        f.status, f.stopReason, f.runAttemptId, f.specCount, f.enqueued, f.createdAt, f.sourceFingerprint, create?.sourceFingerprint ?? '',
         ...(create && opening ? checkArgs(opening) : []),
       ])) as [0, string | null] | [1, (string | null)[], number, (string | null)?, string?, [string, ...number[]]?];
       if (reply[0] === 0) return { taken: false, holder: reply[1] };
@@ -295,7 +306,7 @@ export class RunStore {
    * Creates the run record with HSETNX semantics (an existing run keeps its fields) and lists
    * the run in `keys.runs()`. Returns the stored `runAttemptId` (the existing one on resume).
    */
-  async ensureRun(runId: string, runAttemptId: string, specCount: number | undefined): Promise<string> {
+  async ensureRun(runId: string, { runAttemptId, specCount, sourceFingerprint }: RunCreation): Promise<string> {
     const key = this.keys.run(runId);
     const f = RUN_FIELDS;
     const tx = this.redis
@@ -304,6 +315,7 @@ export class RunStore {
       .hsetnx(key, f.status, 'running')
       .hsetnx(key, f.runAttemptId, runAttemptId);
     if (specCount !== undefined) tx.hsetnx(key, f.specCount, String(specCount));
+    if (sourceFingerprint !== undefined) tx.hsetnx(key, f.sourceFingerprint, sourceFingerprint);
     tx.sadd(this.keys.runs(), runId).hget(key, f.runAttemptId);
     const replies = (await tx.exec()) ?? [];
     const stored = replies[replies.length - 1]?.[1];

@@ -1,5 +1,5 @@
 import { loadArtifact } from '../artifact.js';
-import { buildDrafts, buildRef, checkCodeRunnerEntrypoint, parseConfigOption, withDefaultEntrypoint } from '../build-drafts.js';
+import { buildDrafts, buildRef, checkCodeRunnerEntrypoint, draftsFingerprint, parseConfigOption, withDefaultEntrypoint } from '../build-drafts.js';
 import { cliEnvironment } from '../environment.js';
 import type { ExitCode } from '../errors.js';
 import { executeInterruptibleRun, metricsOf } from '../execute-interruptible-run.js';
@@ -43,6 +43,6 @@ export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
     ...(options.retain !== undefined ? { retainMs: options.retain } : {}),
     ...metricsOf(options),
     ...(options.costCeilingUsd !== undefined ? { costCeilingUsd: options.costCeilingUsd } : {}),
-    source: { kind: 'map', drafts, ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}) },
+    source: { kind: 'map', drafts, fingerprint: draftsFingerprint(artifact.rendered, drafts), ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}) },
   });
 }

@@ -163,8 +163,19 @@ describe('rollout-queue run', () => {
     const again = await runCli(runArgs(['--run-id', 'reused', '--out', path.join(dir, 'reused-2.jsonl')]).map((arg) => (arg === tasksFile ? otherTasks : arg)), { env, cwd: dir });
     expect(again.code).toBe(2);
     expect(again.stderr).toContain(`run id reused already names a completed run of ${TASKS} spec(s) on queue ${queue}; this tasks file has 2`);
+    // Fresh-user report: a tasks file of the same size with one task changed was merged
+    // silently, and the old Results were shown as the new task's.
+    const sameSize = path.join(dir, 'same-size-tasks.jsonl');
+    await writeFile(sameSize, readFileSync(tasksFile, 'utf8').replace('"answer":3}', '"answer":4}'));
+    const changed = await runCli(runArgs(['--run-id', 'reused', '--out', path.join(dir, 'reused-3.jsonl')]).map((arg) => (arg === tasksFile ? sameSize : arg)), { env, cwd: dir });
+    expect(changed.code, changed.stderr).toBe(2);
+    expect(changed.stderr).toContain(`run id reused already names a completed run on queue ${queue} made from other inputs`);
     const status = await runCli(['status', 'reused', '--queue', queue, '--json'], { env });
-    expect(JSON.parse(status.stdout).run).toMatchObject({ status: 'completed', specCount: TASKS, enqueued: TASKS });
+    expect(JSON.parse(status.stdout).run).toMatchObject({ status: 'completed', specCount: TASKS, enqueued: TASKS, sourceFingerprint: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    // The same inputs again resume the run: nothing enqueued, every Result already in the file.
+    const same = await runCli(runArgs(['--run-id', 'reused', '--out', path.join(dir, 'reused.jsonl')]), { env, cwd: dir });
+    expect(same.code, same.stderr).toBe(0);
+    expect(lineCount(path.join(dir, 'reused.jsonl'))).toBe(TASKS);
   });
 
   it('a Ref outside the allowlist stops the run on a caller result: exit 3, names the lease', async () => {
