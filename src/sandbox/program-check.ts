@@ -1,4 +1,4 @@
-import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, openSync, readSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 
 /** An error shaped like the one `child_process.spawn` emits (`code`, `syscall`, `path`). */
@@ -6,9 +6,18 @@ function spawnError(code: 'ENOENT' | 'EACCES', program: string, detail: string):
   return Object.assign(new Error(`spawn ${program} ${code}${detail ? ` (${detail})` : ''}`), { code, errno: code === 'ENOENT' ? -2 : -13, syscall: `spawn ${program}`, path: program });
 }
 
-function executableFile(file: string): boolean {
+/** `stat` of `file`, or undefined when it cannot be had; a missing file throws nothing (every PATH miss is one). */
+function statOf(file: string): Stats | undefined {
   try {
-    if (!statSync(file).isFile()) return false;
+    return statSync(file, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
+}
+
+function executableFile(file: string, stats: Stats | undefined = statOf(file)): boolean {
+  if (!stats?.isFile()) return false;
+  try {
     accessSync(file, constants.X_OK);
     return true;
   } catch {
@@ -38,7 +47,7 @@ function shebangInterpreter(file: string): string | undefined {
  * `execvp` would find it, or undefined.
  */
 export function findOnPath(program: string, pathVar: string): string | undefined {
-  return pathVar.split(':').filter(Boolean).map((dir) => path.join(dir, program)).find(executableFile);
+  return pathVar.split(':').filter(Boolean).map((dir) => path.join(dir, program)).find((file) => executableFile(file));
 }
 
 /**
@@ -53,12 +62,9 @@ export function checkProgram(program: string, pathVar: string, cwd: string): voi
   let file: string | undefined;
   if (program.includes('/')) {
     file = path.resolve(cwd, program);
-    try {
-      statSync(file);
-    } catch {
-      throw spawnError('ENOENT', program, '');
-    }
-    if (!executableFile(file)) throw spawnError('EACCES', program, '');
+    const stats = statOf(file);
+    if (!stats) throw spawnError('ENOENT', program, '');
+    if (!executableFile(file, stats)) throw spawnError('EACCES', program, '');
   } else {
     file = findOnPath(program, pathVar);
     if (!file) throw spawnError('ENOENT', program, '');

@@ -1,4 +1,6 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { brandedKind, InfrastructureError, ModelError, truncationMarker } from '../../../src/spec/index.js';
 import { codeRunner } from '../../../src/runners/index.js';
@@ -291,5 +293,25 @@ describe('codeRunner outcomes', () => {
     const okDir = ok.stdout.trim();
     expect(okDir).toMatch(/rollout-queue/);
     expect(existsSync(okDir)).toBe(false);
+  });
+
+  it('removes what the artifact left in its directory (nested dirs, read-only files, links) without following a link out', async () => {
+    const outside = mkdtempSync(path.join(os.tmpdir(), 'rq-outside-'));
+    try {
+      writeFileSync(path.join(outside, 'keep.txt'), 'kept');
+      const artifact = `
+        const fs = require('node:fs');
+        fs.mkdirSync('a/b/c', { recursive: true });
+        fs.writeFileSync('a/b/c/deep.txt', 'x');
+        fs.writeFileSync('ro.txt', 'x', { mode: 0o400 });
+        fs.symlinkSync(${JSON.stringify(outside)}, 'to-outside');
+        fs.symlinkSync(${JSON.stringify(path.join(outside, 'keep.txt'))}, 'to-file');
+        console.log(process.cwd());`;
+      const out = await codeRunner({ entrypoint: 'main.js' })(artifact, task, fakeContext());
+      expect(existsSync(out.stdout.trim())).toBe(false);
+      expect(readFileSync(path.join(outside, 'keep.txt'), 'utf8')).toBe('kept');
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
   });
 });
