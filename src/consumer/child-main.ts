@@ -7,7 +7,8 @@
 import { Allowlist, resolveRefJson } from '../ref/index.js';
 import { destroyLiveSandboxes, destroyLiveSandboxesSync, killSubtree, useContainment } from '../sandbox/index.js';
 import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
-import { CostReceiptSchema, redactSecrets, redactSecretsDeep, type SecretValues } from '../spec/index.js';
+import { checkCostReceipt } from '../spec/cost-receipt-check.js';
+import { redactSecrets, redactSecretsDeep, type SecretValues } from '../spec/redact-secrets.js';
 import { residentBytes } from './child-rss.js';
 import { classifyError } from './classify.js';
 import { RolloutAbort, RolloutAborted } from './rollout-abort.js';
@@ -85,7 +86,7 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
     recordCost(receipt: CostReceipt): Promise<void> {
       const seq = ++costSeq;
       const stored = new Promise<void>((resolve) => costWaiters.set(seq, resolve));
-      send({ type: 'cost', receipt: CostReceiptSchema.parse(receipt), seq });
+      send({ type: 'cost', receipt: checkCostReceipt(receipt), seq });
       return stored;
     },
   };
