@@ -5,7 +5,7 @@
  * loses no state: the worker's main process sees the exit and re-dispatches the lease.
  */
 import { Allowlist, resolveRefJson } from '../ref/index.js';
-import { destroyLiveSandboxes, destroyLiveSandboxesSync, killSubtree, useContainment } from '../sandbox/index.js';
+import { destroyLiveSandboxes, destroyLiveSandboxesSync, killSubtree, liveSandboxCount, useContainment } from '../sandbox/index.js';
 import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
 import { checkCostReceipt } from '../spec/cost-receipt-check.js';
 import { redactSecrets, redactSecretsDeep, type SecretValues } from '../spec/redact-secrets.js';
@@ -176,7 +176,7 @@ function toJsonData(output: unknown): unknown {
  * is killed by a walk of this process' own subtree.
  */
 async function containAfterRollout(): Promise<void> {
-  await destroyLiveSandboxes();
+  if (liveSandboxCount() > 0) await destroyLiveSandboxes();
   killSubtree('self', { includeRoot: false });
 }
 
