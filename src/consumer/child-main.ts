@@ -68,6 +68,8 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
   current = abort;
   const startedAt = Date.now();
   runLimit.arm(spec.timeouts.runMs, () => abort.abort(new RolloutAborted('run-timeout')));
+  // The message was parsed from the IPC channel for this rollout alone: its objects are frozen in
+  // place rather than copied.
   const ctx: RolloutContext = {
     leaseId: spec.leaseId,
     runId: spec.runId,
@@ -77,10 +79,10 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
     get signal() {
       return abort.signal;
     },
-    secrets: Object.freeze({ ...message.secrets }),
-    placement: Object.freeze({ ...spec.placement }),
+    secrets: Object.freeze(message.secrets),
+    placement: Object.freeze(spec.placement),
     traceparent: spec.traceparent,
-    timeouts: Object.freeze({ ...spec.timeouts }),
+    timeouts: Object.freeze(spec.timeouts),
     memoryMb: spec.sandbox.memoryMb,
     log: logger(message.secrets),
     recordCost(receipt: CostReceipt): Promise<void> {
