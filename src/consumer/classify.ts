@@ -1,4 +1,5 @@
-import { brandedKind, type ErrorInfo, type ResultKind } from '../spec/index.js';
+import { brandedKind } from '../spec/errors.js';
+import type { ErrorInfo, ResultKind } from '../spec/index.js';
 
 /** errno codes that mean the machine, not the rollout, failed (Node's `err.code`). */
 const OS_FAILURE_CODES: ReadonlySet<string> = new Set(['ENOMEM', 'EAGAIN', 'EMFILE', 'ENFILE', 'ENOSPC', 'EDQUOT']);

@@ -13,23 +13,42 @@ export interface CheckedRef {
   readonly key: string;
 }
 
-let caches = new WeakMap<Importer, Map<string, Promise<ResolvedFunction>>>();
-let checked = new Map<string, CheckedRef>();
-
-/** `map.get(key)`, made the most recently used entry (Map order is the recency order). */
-function recall<V>(map: Map<string, V>, key: string): V | undefined {
-  const hit = map.get(key);
-  if (hit !== undefined) {
-    map.delete(key);
-    map.set(key, hit);
-  }
-  return hit;
+/**
+ * A cached value with the tick of its last use. Recency is a number on the entry, not the Map's
+ * order: moving a hit to the end (delete, set) on every rollout stored that rollout's fresh key
+ * string in the long-lived Map, so each one outlived young-generation collections.
+ */
+interface Entry<V> {
+  readonly value: V;
+  used: number;
 }
 
-/** `map.set(key, value)`, dropping the least recently used entries past {@link MAX_CACHED_REFS}. */
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
-  map.set(key, value);
-  while (map.size > MAX_CACHED_REFS) map.delete(map.keys().next().value as string);
+let caches = new WeakMap<Importer, Map<string, Entry<Promise<ResolvedFunction>>>>();
+let checked = new Map<string, Entry<CheckedRef>>();
+/** Counts uses of either cache, for {@link Entry.used}. */
+let tick = 0;
+
+/** `map.get(key)`'s value, made the most recently used entry. */
+function recall<V>(map: Map<string, Entry<V>>, key: string): V | undefined {
+  const entry = map.get(key);
+  if (entry === undefined) return undefined;
+  entry.used = ++tick;
+  return entry.value;
+}
+
+/** Sets `key`, dropping the least recently used entry once there are more than {@link MAX_CACHED_REFS}. */
+function remember<V>(map: Map<string, Entry<V>>, key: string, value: V): void {
+  map.set(key, { value, used: ++tick });
+  if (map.size <= MAX_CACHED_REFS) return;
+  let oldest: string | undefined;
+  let oldestUse = Infinity;
+  for (const [candidate, entry] of map) {
+    if (entry.used < oldestUse) {
+      oldest = candidate;
+      oldestUse = entry.used;
+    }
+  }
+  if (oldest !== undefined) map.delete(oldest);
 }
 
 /**
@@ -51,7 +70,7 @@ export function cachedResolve(importer: Importer, key: string, build: () => Prom
   const promise = build();
   remember(owner, key, promise);
   promise.catch(() => {
-    if (owner.get(key) === promise) owner.delete(key);
+    if (owner.get(key)?.value === promise) owner.delete(key);
   });
   return promise;
 }

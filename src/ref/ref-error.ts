@@ -1,4 +1,4 @@
-import { CallerError } from '../spec/index.js';
+import { CallerError } from '../spec/errors.js';
 
 /**
  * Stable codes of {@link RefError}, one per way a Ref can be wrong:

@@ -1,4 +1,5 @@
-import { isPlainObject, type Ref } from '../spec/index.js';
+import { isPlainObject } from '../spec/json-data.js';
+import type { Ref } from '../spec/ref-target.js';
 
 /** One Ref found by {@link refsIn}: the Ref and where it sits (`''` for the outermost, else e.g. `config.judge`). */
 export interface LocatedRef {

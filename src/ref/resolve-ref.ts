@@ -1,4 +1,5 @@
-import { brandedKind, parseRefTarget, type Ref, type RefTarget } from '../spec/index.js';
+import { brandedKind } from '../spec/errors.js';
+import { parseRefTarget, type Ref, type RefTarget } from '../spec/ref-target.js';
 import { Allowlist } from './allowlist.js';
 import { checkBareSpecifier, isSpecifierRefusal } from './bare-specifier.js';
 import { canonicalRefJson } from './canonical-ref-json.js';

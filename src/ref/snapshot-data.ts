@@ -1,4 +1,4 @@
-import { MAX_JSON_DEPTH } from '../spec/index.js';
+import { MAX_JSON_DEPTH } from '../spec/json-data.js';
 
 /** Deepest chain of Refs nested in each other's config; the outermost Ref counts as 1. */
 export const MAX_REF_NESTING = 8;

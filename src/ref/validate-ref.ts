@@ -1,4 +1,5 @@
-import { findRefIssue, isPlainObject, parseRefTarget, type JsonDataIssue, type Ref } from '../spec/index.js';
+import { isPlainObject, type JsonDataIssue } from '../spec/json-data.js';
+import { findRefIssue, parseRefTarget, type Ref } from '../spec/ref-target.js';
 import { checkBareSpecifier, isSpecifierRefusal } from './bare-specifier.js';
 import { RefError } from './ref-error.js';
 import { refsIn } from './refs-in.js';

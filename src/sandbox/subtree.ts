@@ -99,9 +99,12 @@ function forksNoMore(pid: number): boolean {
  */
 export function stopSubtree(rootPid: number | 'self', options: { stopRoot: boolean; into?: Set<number> }): Set<number> {
   const into = options.into ?? new Set<number>();
+  // Without the root to stop, the first step is a walk: when it finds nothing (after almost
+  // every rollout) there is nothing to freeze.
+  let toStop: number[] = options.stopRoot && rootPid !== 'self' ? [rootPid] : subtreeOf(rootPid);
+  if (toStop.length === 0) return into;
   const stopped = new Set<number>();
   const deadline = performance.now() + STOP_WAIT_MS;
-  let toStop: number[] = options.stopRoot && rootPid !== 'self' ? [rootPid] : [];
   for (;;) {
     for (const pid of toStop) signalQuietly(pid, 'SIGSTOP');
     while (!toStop.every(forksNoMore) && performance.now() < deadline) Atomics.wait(pause, 0, 0, 1);

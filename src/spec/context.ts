@@ -43,7 +43,8 @@ export interface RolloutContext {
    * (per lease, first write per `id` wins), so a receipt awaited before a crash of the child or
    * a SIGKILL of the worker is still reported by the lease's final Result (when Redis refuses
    * the write it resolves anyway, and the receipt is written again when the attempt ends).
-   * Callers that do not need that guarantee may ignore the promise.
+   * Callers that do not need that guarantee may ignore the promise. Throws a TypeError, before
+   * anything is sent, for a receipt that is not a {@link CostReceipt} (as `CostReceiptSchema` checks it).
    */
   recordCost(receipt: CostReceipt): Promise<void>;
 }

@@ -2,7 +2,8 @@ import semver from 'semver';
 import { z } from 'zod';
 import { findJsonDataIssue } from './json-data.js';
 import { LeaseIdSchema, RunIdSchema } from './ids.js';
-import { findRefIssue, RefSchema } from './ref-schema.js';
+import { RefSchema } from './ref-schema.js';
+import { findRefIssue } from './ref-target.js';
 
 /** Name of an environment variable: what `sandbox.env` lists, never its value. */
 export const EnvNameSchema = z

@@ -106,6 +106,26 @@ describe("subtreeOf('self') with kept /proc fds", () => {
     }
   });
 
+  it('finds the child of a thread that started after another exited, the thread count unchanged', async () => {
+    const idle = new Worker("require('node:worker_threads').parentPort.once('message', () => process.exit(0)); require('node:worker_threads').parentPort.postMessage('up');", { eval: true });
+    await new Promise((resolve) => idle.once('message', resolve));
+    const threads = (): number => readdirSync('/proc/self/task').length;
+    const before = threads();
+    expect(subtreeOf('self').sort((a, b) => a - b)).toEqual(childrenByPath()); // the idle thread's fds are kept
+    idle.postMessage('exit');
+    await new Promise((resolve) => idle.once('exit', resolve));
+    const { worker, pid } = await threadWithChild(); // one thread gone, one new: the same count
+    try {
+      expect(threads()).toBe(before);
+      expect(subtreeOf('self')).toContain(pid);
+      expect(subtreeOf('self').sort((a, b) => a - b)).toEqual(childrenByPath());
+    } finally {
+      process.kill(pid, 'SIGKILL');
+      worker.postMessage('exit');
+      await new Promise((resolve) => worker.once('exit', resolve));
+    }
+  });
+
   it("killSubtree('self') kills a thread's orphaned child and what it started, sparing this process", async () => {
     const { worker, pid } = await threadWithChild();
     worker.postMessage('exit');

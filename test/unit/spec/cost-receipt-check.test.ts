@@ -1,0 +1,64 @@
+// The rollout child checks receipts without zod (checkCostReceipt): it must accept exactly what
+// CostReceiptSchema accepts, and give the same receipt.
+import { describe, expect, it } from 'vitest';
+import { checkCostReceipt } from '../../../src/spec/cost-receipt-check.js';
+import { CostReceiptSchema } from '../../../src/spec/index.js';
+
+class Instance {
+  id = 'a';
+  usd = 1;
+}
+
+const cases: Array<[string, unknown]> = [
+  ['minimal', { id: 'a', usd: 0 }],
+  ['negative zero', { id: 'a', usd: -0 }],
+  ['all fields', { id: 'call-1', usd: 0.25, label: 'gpt', units: { inputTokens: 1200, outputTokens: 3 } }],
+  ['label undefined', { id: 'a', usd: 1, label: undefined }],
+  ['empty units', { id: 'a', usd: 1, units: {} }],
+  ['null-prototype units', { id: 'a', usd: 1, units: Object.assign(Object.create(null) as object, { x: 1 }) }],
+  ['class instance', new Instance()],
+  ['fields on the prototype', Object.create({ id: 'p', usd: 1 }) as object],
+  ['longest id and label', { id: 'i'.repeat(256), usd: 1, label: 'l'.repeat(256) }],
+  ['empty id', { id: '', usd: 1 }],
+  ['id too long', { id: 'i'.repeat(257), usd: 1 }],
+  ['label too long', { id: 'a', usd: 1, label: 'l'.repeat(257) }],
+  ['label null', { id: 'a', usd: 1, label: null }],
+  ['id a number', { id: 1, usd: 1 }],
+  ['usd missing', { id: 'a' }],
+  ['usd negative', { id: 'a', usd: -0.01 }],
+  ['usd infinite', { id: 'a', usd: Infinity }],
+  ['usd NaN', { id: 'a', usd: NaN }],
+  ['usd a string', { id: 'a', usd: '1' }],
+  ['usd a bigint', { id: 'a', usd: 1n }],
+  ['unknown field', { id: 'a', usd: 1, extra: 1 }],
+  ['unknown field undefined', { id: 'a', usd: 1, extra: undefined }],
+  ['units an array', { id: 'a', usd: 1, units: [] }],
+  ['units null', { id: 'a', usd: 1, units: null }],
+  ['units a Map', { id: 'a', usd: 1, units: new Map() }],
+  ['units a Date', { id: 'a', usd: 1, units: new Date(0) }],
+  ['units infinite value', { id: 'a', usd: 1, units: { x: Infinity } }],
+  ['units string value', { id: 'a', usd: 1, units: { x: '1' } }],
+  ['units symbol key', { id: 'a', usd: 1, units: { [Symbol('s')]: 1 } }],
+  ['null', null],
+  ['an array', []],
+  ['a string', 'receipt'],
+  ['undefined', undefined],
+];
+
+describe('checkCostReceipt', () => {
+  it.each(cases)('agrees with CostReceiptSchema: %s', (_name, value) => {
+    const parsed = CostReceiptSchema.safeParse(value);
+    if (parsed.success) {
+      expect(JSON.parse(JSON.stringify(checkCostReceipt(value)))).toEqual(JSON.parse(JSON.stringify(parsed.data)));
+    } else {
+      expect(() => checkCostReceipt(value)).toThrow(TypeError);
+    }
+  });
+
+  it('copies units, so a later change by rollout code does not reach the sent receipt', () => {
+    const units = { tokens: 1 };
+    const receipt = checkCostReceipt({ id: 'a', usd: 1, units });
+    units.tokens = 2;
+    expect(receipt.units).toEqual({ tokens: 1 });
+  });
+});
