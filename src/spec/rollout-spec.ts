@@ -187,13 +187,13 @@ export type RolloutSpec = z.infer<typeof RolloutSpecSchema>;
 export type RolloutSpecInput = z.input<typeof RolloutSpecSchema>;
 
 /**
- * The top-level fields a parse fills in when absent, each with the JSON of its default: found
+ * The top-level fields a parse fills in when absent, each with its default value: found
  * by parsing a spec that names none of them, so the schema stays their one source.
  */
-const DEFAULTED_FIELDS: ReadonlyArray<readonly [keyof RolloutSpec, string, unknown]> = (() => {
+const DEFAULTED_FIELDS: ReadonlyArray<readonly [keyof RolloutSpec, unknown]> = (() => {
   const minimal: Record<string, unknown> = { v: 1, leaseId: 'r.t', runId: 'r', runAttemptId: 'a', rendered: '', task: {}, run: { $ref: 'm:e' }, reward: { $ref: 'm:e' } };
   const parsed = RolloutSpecSchema.parse(minimal);
-  return (Object.keys(parsed) as (keyof RolloutSpec)[]).filter((key) => !(key in minimal)).map((key) => [key, JSON.stringify(parsed[key]), parsed[key]] as const);
+  return (Object.keys(parsed) as (keyof RolloutSpec)[]).filter((key) => !(key in minimal)).map((key) => [key, parsed[key]] as const);
 })();
 
 /**
@@ -204,7 +204,7 @@ const DEFAULTED_FIELDS: ReadonlyArray<readonly [keyof RolloutSpec, string, unkno
  */
 export function withoutDefaults(spec: RolloutSpec): RolloutSpecInput {
   const omitted: string[] = [];
-  for (const [key, , value] of DEFAULTED_FIELDS) if (sameJson(spec[key], value)) omitted.push(key);
+  for (const [key, value] of DEFAULTED_FIELDS) if (sameJson(spec[key], value)) omitted.push(key);
   if (omitted.length === 0) return spec;
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(spec)) if (!omitted.includes(key)) out[key] = spec[key as keyof RolloutSpec];
