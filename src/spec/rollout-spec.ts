@@ -234,7 +234,8 @@ function sameJson(a: unknown, b: unknown): boolean {
  * should be read. Besides `RolloutSpecSchema` it checks the raw `run`, `reward` and
  * `task` values, and the keys of `placement` and `rendered.files`, first, because zod's
  * records silently drop a `__proto__` key that `JSON.parse` creates as an own property:
- * such a key must be refused, not ignored.
+ * such a key must be refused, not ignored. The fields a run's specs share are parsed by zod
+ * once per distinct value and reused (see `parseByTemplate`); the answer is always zod's.
  * @returns zod's safe-parse result; issues carry the path of the first bad value.
  */
 export function parseRolloutSpec(raw: unknown): z.ZodSafeParseResult<RolloutSpec> {
