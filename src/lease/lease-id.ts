@@ -32,9 +32,16 @@ function digest(text: string): string {
  * @throws Error naming runId when it is not a valid run id.
  */
 export function leaseIdFor(runId: string, taskKey: string | number): string {
-  const parsed = RunIdSchema.safeParse(runId);
-  if (!parsed.success) {
-    throw new Error(`runId "${runId}": ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  // The drafts of a run all name one run id: validated once, not once per draft.
+  if (runId !== lastValidRunId) {
+    const parsed = RunIdSchema.safeParse(runId);
+    if (!parsed.success) {
+      throw new Error(`runId "${runId}": ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    }
+    lastValidRunId = runId;
   }
   return `${runId}.${safeTaskKey(taskKey)}`;
 }
+
+/** The run id {@link leaseIdFor} validated last. */
+let lastValidRunId: string | undefined;

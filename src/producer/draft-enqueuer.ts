@@ -254,7 +254,12 @@ export class DraftEnqueuer {
    */
   private async enqueue(batch: readonly Positioned[], check: BatchCheck, { flags, stampedAt }: CheckedBatch): Promise<void> {
     const { runId, store, logger } = this.deps;
-    const stamped = new Set(check.stamp.map(({ leaseId }) => leaseId));
+    // The check stamps only leases it found neither enqueued nor delivered; addJobs stamps the others it adds.
+    const stamped = new Set<string>();
+    for (const { leaseId } of check.stamp) {
+      const known = flags.get(leaseId);
+      if (!known?.enqueued && !known?.delivered) stamped.add(leaseId);
+    }
     let fresh: Positioned<ValidDraft>[] = [];
     let already = 0;
     for (const { draft, index } of batch) {
@@ -322,7 +327,8 @@ export class DraftEnqueuer {
       const lateAt = unstamped.length > 0 ? await store.stampEnqueued(runId, unstamped) : stampedAt;
       const enqueuedAt = (leaseId: string): number => (stamped.has(leaseId) ? stampedAt : lateAt);
       await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i] as RolloutSpecInput, opts: { jobId: draft.leaseId, attempts: 1, ...enqueuedAtOption(enqueuedAt(draft.leaseId)) } })));
-      await store.recordLeases(runId, leases);
+      // Every lease was stamped above (by the batch's check or stampEnqueued), before its job existed.
+      await store.recordLeases(runId, leases, true);
       for (const { draft } of drafts) tracker.confirm(draft.leaseId);
     } catch (err) {
       for (const { draft } of drafts) tracker.forget(draft.leaseId);

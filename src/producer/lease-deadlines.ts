@@ -61,8 +61,8 @@ export class LeaseDeadlines {
   private readonly noWorkerSince = new Map<string, number | undefined>();
   private readonly started = performance.now();
   private lastCheck = Number.NEGATIVE_INFINITY;
-  /** Enqueue clocks already read (they never change once written), by lease id. */
-  private readonly clocks = new Map<string, string>();
+  /** Enqueue clocks already read and parsed (they never change once written), by lease id. */
+  private readonly clocks = new Map<string, LeaseClock>();
 
   constructor(private readonly deps: LeaseDeadlinesDeps) {}
 
@@ -76,7 +76,7 @@ export class LeaseDeadlines {
     if (leaseIds.length === 0) return [];
     const { redis, keys, runId } = this.deps;
     const verdicts: Result[] = [];
-    const clocks = new Map<string, string>();
+    const clocks = new Map<string, LeaseClock>();
     const toRead: string[] = [];
     for (const leaseId of leaseIds) {
       const known = options.full === false ? this.clocks.get(leaseId) : undefined;
@@ -90,8 +90,10 @@ export class LeaseDeadlines {
         const verdict = parseVerdict(stored[j]);
         if (verdict) verdicts.push(verdict);
         else if (clock[j]) {
-          clocks.set(leaseId, clock[j] as string);
-          this.clocks.set(leaseId, clock[j] as string);
+          // Parsed once: a lease outstanding for many passes is checked on each.
+          const parsed = JSON.parse(clock[j] as string) as LeaseClock;
+          clocks.set(leaseId, parsed);
+          this.clocks.set(leaseId, parsed);
         }
       });
     }
@@ -113,10 +115,9 @@ export class LeaseDeadlines {
     ]);
     const noWorkerMsOf = new Map(names.map((name, i) => [name, this.noticeWorkers(name, counts[i] ?? 1)]));
     const ended: Ended = new Map();
-    for (const [leaseId, json] of clocks) {
+    for (const [leaseId, [at, startMs, closeMs]] of clocks) {
       const queueName = queueOf(leaseId);
       const noWorkerMs = noWorkerMsOf.get(queueName) ?? -1;
-      const [at, startMs, closeMs] = JSON.parse(json) as [number, number, number];
       const waited = now - at;
       if (closeMs > 0 && waited >= closeMs) {
         const verdict = await this.decide(leaseId, 'DeadlineExceeded',
@@ -183,6 +184,9 @@ export class LeaseDeadlines {
     return result;
   }
 }
+
+/** A lease's enqueue clock as `keys.runEnqueuedAt` stores it: enqueue time (Redis clock, ms), scheduleToStartMs, scheduleToCloseMs (0 = none). */
+type LeaseClock = readonly [number, number, number];
 
 /** Leases one deadline pass ended, per verdict type: how many, and the first one's id and message. */
 type Ended = Map<string, { count: number; leaseId: string; message: string }>;

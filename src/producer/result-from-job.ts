@@ -1,4 +1,4 @@
-import { ResultSchema, type Result } from '../spec/index.js';
+import { parseResult, type Result } from '../spec/index.js';
 import { producerResult } from './producer-result.js';
 import type { JobOutcome } from './read-job-outcomes.js';
 
@@ -27,7 +27,7 @@ export function taskKeyOf(leaseId: string, runId: string): string {
  * ends with exactly one Result and the run goes on.
  */
 export function resultFromReturnValue(leaseId: string, runId: string, returnvalue: unknown): Result {
-  const parsed = ResultSchema.safeParse(returnvalue);
+  const parsed = parseResult(returnvalue);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue?.path.map(String).join('.') || '(value)';

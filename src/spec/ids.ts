@@ -26,3 +26,11 @@ export const LeaseIdSchema = z
   .regex(SAFE_ID, 'leaseId may hold only letters, digits, ".", "_" and "-"; build it with leaseIdFor(runId, taskKey)')
   .refine((value) => value.includes('.'), 'leaseId must be "<runId>.<taskKey>"; build it with leaseIdFor(runId, taskKey)')
   .describe('"<runId>.<taskKey>"; equal to the BullMQ job id, so re-submitting is a no-op.');
+
+/**
+ * True when `value` is what {@link LeaseIdSchema} accepts (same rules, without zod's cost: the
+ * worker checks the lease id of every job it takes).
+ */
+export function isLeaseId(value: unknown): value is string {
+  return typeof value === 'string' && value.length >= 3 && value.length <= MAX_ID_LENGTH * 2 + 1 && SAFE_ID.test(value) && value.includes('.');
+}

@@ -74,6 +74,53 @@ export const ResultSchema = z
   .strict()
   .meta({ id: 'Result' });
 
+const RESULT_KINDS: ReadonlySet<unknown> = new Set(ResultKindSchema.options);
+
+/** A whole number zod's `.int().min(0)` accepts. */
+const isCount = (value: unknown): boolean => Number.isSafeInteger(value) && (value as number) >= 0;
+
+/** A number zod's `.min(0).nullable()` accepts. */
+const isSpan = (value: unknown): boolean => value === null || (typeof value === 'number' && Number.isFinite(value) && value >= 0);
+
+/**
+ * Parses a Result (a job's return value, a stored verdict) as `ResultSchema.safeParse` does.
+ * The shape every worker writes (all fields present, no receipts, an error of its two fields
+ * or none) is checked by hand, at a fraction of zod's cost (the coordinator reads one per
+ * lease); anything else goes to zod, issues included.
+ */
+export function parseResult(value: unknown): z.ZodSafeParseResult<Result> {
+  const plain = resultAsWritten(value);
+  return plain ? ({ success: true, data: plain } as z.ZodSafeParseResult<Result>) : ResultSchema.safeParse(value);
+}
+
+/** zod's output for a Result of the common shape (see {@link parseResult}), else undefined. */
+function resultAsWritten(value: unknown): Result | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || Object.getPrototypeOf(value) !== Object.prototype) return undefined;
+  const r = value as Record<string, unknown>;
+  const keys = Object.keys(r);
+  const cached = r.cached;
+  if (keys.length !== (cached === undefined ? 14 : 15) || (cached !== undefined && typeof cached !== 'boolean')) return undefined;
+  const { leaseId, runId, taskId, kind, reward, error, attempts, redispatched, worker, queuedMs, runMs, finishedAt, cost } = r;
+  if (typeof leaseId !== 'string' || typeof runId !== 'string' || typeof taskId !== 'string' || typeof finishedAt !== 'string') return undefined;
+  if (!RESULT_KINDS.has(kind) || !('output' in r) || !isCount(attempts) || !isCount(redispatched) || !isSpan(queuedMs) || !isSpan(runMs)) return undefined;
+  if ((reward !== null && (typeof reward !== 'number' || !Number.isFinite(reward))) || (worker !== null && typeof worker !== 'string')) return undefined;
+  if (!Array.isArray(cost) || cost.length !== 0) return undefined;
+  let errorInfo: ErrorInfo | null = null;
+  if (error !== null) {
+    if (error === undefined || typeof error !== 'object' || Array.isArray(error) || Object.getPrototypeOf(error) !== Object.prototype || Object.keys(error).length !== 2) return undefined;
+    const { type, message } = error as Record<string, unknown>;
+    if (typeof type !== 'string' || type.length < 1 || type.length > 128 || typeof message !== 'string' || message.length > 8192) return undefined;
+    errorInfo = { type, message };
+  }
+  const result: Result = {
+    leaseId, runId, taskId, kind: kind as ResultKind, output: r.output, reward: reward as number | null, error: errorInfo,
+    attempts: attempts as number, redispatched: redispatched as number, worker: worker as string | null,
+    queuedMs: queuedMs as number | null, runMs: runMs as number | null, finishedAt, cost: [],
+  };
+  if (cached !== undefined) result.cached = cached as boolean;
+  return result;
+}
+
 /**
  * The one outcome of one lease, delivered exactly once to the coordinator (the output type of
  * {@link ResultSchema}, written out so its docs reach editors through the published `.d.ts`;

@@ -1,7 +1,7 @@
 import semver from 'semver';
 import { z } from 'zod';
-import { findJsonDataIssue } from './json-data.js';
-import { LeaseIdSchema, RunIdSchema } from './ids.js';
+import { findJsonDataIssue, isPlainObject, MAX_JSON_DEPTH } from './json-data.js';
+import { isLeaseId, LeaseIdSchema, RunIdSchema } from './ids.js';
 import { RefSchema } from './ref-schema.js';
 import { findRefIssue } from './ref-target.js';
 
@@ -188,13 +188,13 @@ export type RolloutSpec = z.infer<typeof RolloutSpecSchema>;
 export type RolloutSpecInput = z.input<typeof RolloutSpecSchema>;
 
 /**
- * The top-level fields a parse fills in when absent, each with the JSON of its default: found
+ * The top-level fields a parse fills in when absent, each with its default value: found
  * by parsing a spec that names none of them, so the schema stays their one source.
  */
-const DEFAULTED_FIELDS: ReadonlyArray<readonly [keyof RolloutSpec, string]> = (() => {
+const DEFAULTED_FIELDS: ReadonlyArray<readonly [keyof RolloutSpec, unknown]> = (() => {
   const minimal: Record<string, unknown> = { v: 1, leaseId: 'r.t', runId: 'r', runAttemptId: 'a', rendered: '', task: {}, run: { $ref: 'm:e' }, reward: { $ref: 'm:e' } };
   const parsed = RolloutSpecSchema.parse(minimal);
-  return (Object.keys(parsed) as (keyof RolloutSpec)[]).filter((key) => !(key in minimal)).map((key) => [key, JSON.stringify(parsed[key])] as const);
+  return (Object.keys(parsed) as (keyof RolloutSpec)[]).filter((key) => !(key in minimal)).map((key) => [key, parsed[key]] as const);
 })();
 
 /**
@@ -205,11 +205,29 @@ const DEFAULTED_FIELDS: ReadonlyArray<readonly [keyof RolloutSpec, string]> = ((
  */
 export function withoutDefaults(spec: RolloutSpec): RolloutSpecInput {
   const omitted: string[] = [];
-  for (const [key, json] of DEFAULTED_FIELDS) if (JSON.stringify(spec[key]) === json) omitted.push(key);
+  for (const [key, value] of DEFAULTED_FIELDS) if (sameJson(spec[key], value)) omitted.push(key);
   if (omitted.length === 0) return spec;
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(spec)) if (!omitted.includes(key)) out[key] = value;
+  for (const key of Object.keys(spec)) if (!omitted.includes(key)) out[key] = spec[key as keyof RolloutSpec];
   return out as RolloutSpecInput;
+}
+
+/**
+ * True when `a` and `b` have the same JSON text (key order included), for parsed spec values:
+ * what comparing their `JSON.stringify` tells, without building the strings (once per job).
+ */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const aKeys = Object.keys(a);
+  const bKeys = Object.keys(b);
+  if (aKeys.length !== bKeys.length) return false;
+  for (let i = 0; i < aKeys.length; i++) {
+    const key = aKeys[i] as string;
+    if (key !== bKeys[i] || !sameJson((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key])) return false;
+  }
+  return true;
 }
 
 /**
@@ -217,12 +235,16 @@ export function withoutDefaults(spec: RolloutSpec): RolloutSpecInput {
  * should be read. Besides `RolloutSpecSchema` it checks the raw `run`, `reward` and
  * `task` values, and the keys of `placement` and `rendered.files`, first, because zod's
  * records silently drop a `__proto__` key that `JSON.parse` creates as an own property:
- * such a key must be refused, not ignored.
+ * such a key must be refused, not ignored. The fields a run's specs share are parsed by zod
+ * once per distinct value and reused (see `parseByTemplate`); the answer is always zod's.
  * @returns zod's safe-parse result; issues carry the path of the first bad value.
  */
 export function parseRolloutSpec(raw: unknown): z.ZodSafeParseResult<RolloutSpec> {
   if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) {
     const record = raw as Record<string, unknown>;
+    // The common case first: the repeated fields equal those of the last spec parsed.
+    const again = lastTemplate && matchesSource(record, lastTemplate) ? fromTemplate(lastTemplate, record) : undefined;
+    if (again) return { success: true, data: again } as z.ZodSafeParseResult<RolloutSpec>;
     for (const field of ['run', 'reward'] as const) {
       const issue = record[field] === undefined ? undefined : findRefIssue(record[field], field);
       if (issue) return failure(issue.path, issue.message, raw);
@@ -238,8 +260,202 @@ export function parseRolloutSpec(raw: unknown): z.ZodSafeParseResult<RolloutSpec
         return failure(`${path}.__proto__`, 'key "__proto__" is not allowed (prototype pollution); rename it', raw);
       }
     }
+    const fast = parseByTemplate(record);
+    if (fast) return { success: true, data: fast } as z.ZodSafeParseResult<RolloutSpec>;
   }
   return RolloutSpecSchema.safeParse(raw);
+}
+
+/**
+ * Fields that differ from spec to spec of one run: checked on each spec (`rendered` only when
+ * it is a string). The others (run, reward, sandbox, timeouts, the run's ids…) repeat across a
+ * run's specs and are parsed by zod once per distinct value ({@link parseByTemplate}).
+ */
+const PER_SPEC_FIELDS: ReadonlySet<string> = new Set(['leaseId', 'task', 'rendered']);
+
+const SPEC_FIELDS: ReadonlySet<string> = new Set(Object.keys(RolloutSpecSchema.shape));
+
+/** Most templates kept (a worker serves many runs; each run has one or a few). */
+const MAX_TEMPLATES = 256;
+
+/** Longest template key kept, characters: larger repeated parts are parsed by zod on every spec. */
+const MAX_TEMPLATE_KEY = 8 * 1024;
+
+/**
+ * What zod made of a spec's repeated fields: the spec's fields in input order, the value of each
+ * repeated one (plain JSON data, undefined for a per-spec one), and zod's output for them with
+ * placeholders for the per-spec fields. Never handed out: each spec gets a copy.
+ */
+interface Template {
+  readonly fields: readonly string[];
+  readonly values: readonly unknown[];
+  readonly spec: RolloutSpec;
+}
+
+/** Templates (null: the repeated fields do not parse) by the fields' names and JSON text. */
+const templates = new Map<string, Template | null>();
+
+/** The template used last: a run's specs come in a row, so most specs match it. */
+let lastTemplate: Template | undefined;
+
+/** True when `field` of `record` is checked on each spec rather than part of the template. */
+const perSpec = (field: string, record: Record<string, unknown>): boolean => PER_SPEC_FIELDS.has(field) && (field !== 'rendered' || typeof record.rendered === 'string');
+
+/**
+ * The spec `RolloutSpecSchema` would parse from `record`, for the common case, at a fraction
+ * of its cost: zod parses the repeated fields once per distinct JSON text (the template), and
+ * each spec only has its lease id, task and rendered value checked and set into a copy of the
+ * template. Returns undefined whenever the result might differ from zod's (a field not plain
+ * JSON, an unknown field, anything invalid): then zod parses it all, issues included.
+ * Expects `parseRolloutSpec`'s checks of the raw `run`, `reward` and `task` passed.
+ */
+function parseByTemplate(record: Record<string, unknown>): RolloutSpec | undefined {
+  if (typeof record.leaseId !== 'string' || !isPlainObject(record.task) || record.rendered === undefined) return undefined;
+  let key = '';
+  const fields = Object.keys(record);
+  const values: unknown[] = [];
+  for (const field of fields) {
+    if (!SPEC_FIELDS.has(field)) return undefined;
+    const value = record[field];
+    if (perSpec(field, record)) {
+      key += `${field}\n`;
+      values.push(undefined);
+    } else if (isJsonText(value, 0)) {
+      key += `${field}\n${JSON.stringify(value)}\n`;
+      values.push(value);
+    } else return undefined;
+    if (key.length > MAX_TEMPLATE_KEY) return undefined;
+  }
+  let template = templates.get(key);
+  if (template === undefined) {
+    template = buildTemplate(record, fields, values);
+    if (templates.size >= MAX_TEMPLATES) templates.clear();
+    templates.set(key, template);
+  }
+  if (template === null) return undefined;
+  const spec = fromTemplate(template, record);
+  if (spec) lastTemplate = template;
+  return spec;
+}
+
+/** The template of `record` (see {@link Template}): zod's output for its repeated fields, placeholders for the rest. */
+function buildTemplate(record: Record<string, unknown>, fields: readonly string[], values: readonly unknown[]): Template | null {
+  const input: Record<string, unknown> = {};
+  for (const field of fields) input[field] = record[field];
+  input.task = {};
+  if (typeof input.rendered === 'string') input.rendered = '';
+  // Valid whenever runId is: then the parse fails only for the repeated fields.
+  input.leaseId = `${String(record.runId)}.t`;
+  const parsed = RolloutSpecSchema.safeParse(input);
+  if (!parsed.success) return null;
+  return { fields, values: values.map(copyJson), spec: copyJson(parsed.data) as RolloutSpec };
+}
+
+/**
+ * True when `record` has the fields of `template` in the same order, per-spec ones where it
+ * has them, and repeated ones equal to its values ({@link sameJsonData}).
+ */
+function matchesSource(record: Record<string, unknown>, template: Template): boolean {
+  const fields = Object.keys(record);
+  if (fields.length !== template.fields.length) return false;
+  for (let i = 0; i < fields.length; i++) {
+    const field = fields[i] as string;
+    if (field !== template.fields[i]) return false;
+    const expected = template.values[i];
+    if (expected === undefined ? !perSpec(field, record) : perSpec(field, record) || !sameJsonData(record[field], expected)) return false;
+  }
+  return true;
+}
+
+/**
+ * A copy of `template`'s spec with the per-spec fields of `record` checked and set in, or
+ * undefined when one of them is not what zod would accept as is (then zod decides).
+ */
+function fromTemplate(template: Template, record: Record<string, unknown>): RolloutSpec | undefined {
+  const { leaseId, task, rendered } = record;
+  if (!isLeaseId(leaseId) || !leaseId.startsWith(`${template.spec.runId}.`)) return undefined;
+  if (!isPlainObject(task) || findJsonDataIssue(task, 'task', { scalarArraysOnly: false })) return undefined;
+  const parsedTask = taskOf(task);
+  if (!parsedTask) return undefined;
+  const spec = copyJson(template.spec) as RolloutSpec;
+  spec.leaseId = leaseId;
+  spec.task = parsedTask;
+  if (typeof rendered === 'string') spec.rendered = rendered;
+  return spec;
+}
+
+/**
+ * `TaskSchema`'s output for a task that passed `findJsonDataIssue` (a plain object of JSON
+ * data): a copy with the same keys; undefined when zod might see it otherwise (symbol keys,
+ * a `task.id` neither string nor number).
+ */
+function taskOf(task: Record<string, unknown>): Record<string, unknown> | undefined {
+  const id = task.id;
+  if (id !== undefined && typeof id !== 'string' && typeof id !== 'number') return undefined;
+  if (Object.getOwnPropertySymbols(task).length > 0) return undefined;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(task)) copy[key] = task[key];
+  return copy;
+}
+
+/** A deep copy of plain JSON data (plain objects, arrays, scalars): ~2× faster than `JSON.parse(JSON.stringify())`. */
+function copyJson(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map(copyJson);
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) copy[key] = copyJson((value as Record<string, unknown>)[key]);
+  return copy;
+}
+
+/**
+ * True when `value` is plain JSON data that zod and `JSON.stringify` both see as its JSON text
+ * says: strings, booleans, null, finite numbers other than -0, dense arrays and plain objects of
+ * those, without symbol keys or a `__proto__` key.
+ */
+function isJsonText(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value) && !Object.is(value, -0);
+    case 'object': {
+      if (value === null) return true;
+      if (depth >= MAX_JSON_DEPTH || Object.getOwnPropertySymbols(value).length > 0) return false;
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) if (!(i in value) || !isJsonText(value[i], depth + 1)) return false;
+        return true;
+      }
+      if (!isPlainObject(value)) return false;
+      for (const key of Object.keys(value)) if (key === '__proto__' || !isJsonText(value[key], depth + 1)) return false;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+/**
+ * True when `value` is data {@link isJsonText} accepts and equal to `expected` (which it
+ * accepted), key order included: then zod makes of it what it made of `expected`.
+ */
+function sameJsonData(value: unknown, expected: unknown): boolean {
+  if (expected === null || typeof expected !== 'object') return Object.is(value, expected);
+  if (value === null || typeof value !== 'object' || Object.getOwnPropertySymbols(value).length > 0) return false;
+  if (Array.isArray(expected)) {
+    if (!Array.isArray(value) || value.length !== expected.length) return false;
+    for (let i = 0; i < expected.length; i++) if (!(i in value) || !sameJsonData(value[i], expected[i])) return false;
+    return true;
+  }
+  if (Array.isArray(value) || !isPlainObject(value)) return false;
+  const keys = Object.keys(value);
+  const expectedKeys = Object.keys(expected);
+  if (keys.length !== expectedKeys.length) return false;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string;
+    if (key !== expectedKeys[i] || !sameJsonData(value[key], (expected as Record<string, unknown>)[key])) return false;
+  }
+  return true;
 }
 
 function failure(path: string, message: string, input: unknown): z.ZodSafeParseResult<RolloutSpec> {

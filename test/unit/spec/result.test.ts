@@ -1,6 +1,6 @@
 // ResultSchema and the results-file line layout.
 import { describe, expect, it } from 'vitest';
-import { RESULT_LINE_FIELDS, ResultKindSchema, ResultSchema, type Result } from '../../../src/spec/index.js';
+import { parseResult, RESULT_LINE_FIELDS, ResultKindSchema, ResultSchema, type Result } from '../../../src/spec/index.js';
 
 const fullResult = (): Result => ({
   leaseId: 'run-1.task-1',
@@ -77,5 +77,58 @@ describe('RESULT_LINE_FIELDS', () => {
     const shape = Object.keys(ResultSchema.shape);
     for (const field of RESULT_LINE_FIELDS) expect(shape).toContain(field);
     expect(shape.filter((field) => !(RESULT_LINE_FIELDS as readonly string[]).includes(field))).toStrictEqual([]);
+  });
+});
+
+describe('parseResult', () => {
+  const written = (): Record<string, unknown> => ({
+    leaseId: 'run-1.t-1', runId: 'run-1', taskId: 't-1', kind: 'ok', output: { text: 'x', list: [1, 2] }, reward: 1, error: null,
+    attempts: 1, redispatched: 0, worker: 'w-1', queuedMs: 3, runMs: 1, finishedAt: '2026-01-01T00:00:00.000Z', cost: [],
+  });
+
+  it('gives ResultSchema\'s answer, key order included, for the shapes workers write and for every odd one', () => {
+    const cases: Record<string, unknown>[] = [
+      written(),
+      { ...written(), cached: true },
+      { ...written(), kind: 'model', reward: null, error: { type: 'RunThrew', message: 'boom' } },
+      { ...written(), worker: null, queuedMs: null, runMs: null },
+      { ...written(), reward: -0, queuedMs: 0 },
+      { ...written(), output: undefined },
+      { ...written(), cost: [{ id: 'c1', usd: 0.5 }] },
+      { ...written(), cached: 'yes' },
+      { ...written(), extra: 1 },
+      { ...written(), kind: 'other' },
+      { ...written(), reward: Number.NaN },
+      { ...written(), reward: Number.POSITIVE_INFINITY },
+      { ...written(), attempts: 1.5 },
+      { ...written(), attempts: -1 },
+      { ...written(), redispatched: 2 ** 53 },
+      { ...written(), queuedMs: -1 },
+      { ...written(), runMs: Number.POSITIVE_INFINITY },
+      { ...written(), error: { type: '', message: 'm' } },
+      { ...written(), error: { type: 't'.repeat(129), message: 'm' } },
+      { ...written(), error: { type: 't', message: 'm'.repeat(8193) } },
+      { ...written(), error: { type: 't', message: 'm', more: 1 } },
+      { ...written(), error: { type: 't' } },
+      { ...written(), error: undefined },
+      { ...written(), leaseId: 5 },
+      { ...written(), worker: 3 },
+      Object.fromEntries(Object.entries(written()).filter(([key]) => key !== 'output')),
+      Object.fromEntries(Object.entries(written()).filter(([key]) => key !== 'cost')),
+      Object.assign(Object.create(null) as object, written()),
+    ];
+    for (const value of cases) {
+      const ours = parseResult(value);
+      const zod = ResultSchema.safeParse(value);
+      expect(ours.success).toBe(zod.success);
+      if (zod.success) {
+        expect(ours.data).toStrictEqual(zod.data);
+        expect(Object.keys(ours.data as object)).toStrictEqual(Object.keys(zod.data));
+      } else {
+        expect(ours.error?.issues).toStrictEqual(zod.error.issues);
+      }
+    }
+    expect(parseResult(null).success).toBe(false);
+    expect(parseResult([written()]).success).toBe(false);
   });
 });
