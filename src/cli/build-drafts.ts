@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { RolloutDraft } from '../producer/index.js';
+import * as builtinRewards from '../rewards/index.js';
 import { compileCodeRunnerOptions } from '../runners/code-runner-options.js';
 import { parseRefTarget, RefSchema, type Ref, type Rendered } from '../spec/index.js';
 import { UsageError } from './errors.js';
@@ -97,15 +97,22 @@ export function checkCodeRunnerEntrypoint(run: Ref, rendered: Rendered): void {
 }
 
 /**
- * A fingerprint of what a run's drafts are made of: SHA-256 (hex) over the shared artifact once
- * and every draft but its artifact, in order. Equal inputs give equal fingerprints, so `run`
- * again with the same files resumes while a changed task, artifact, Ref or option is told apart
- * (`MapRolloutsOptions.sourceFingerprint`).
+ * Refuses, before anything is enqueued, a config that a built-in reward's factory
+ * (`rollout-queue/rewards:<name>`) refuses, such as a misspelt `goldKey`: the same check the
+ * worker makes, which would otherwise end every lease `caller` (or wait for a worker).
+ * Other rewards pass through.
+ * @throws UsageError naming `--reward-config` and the field.
  */
-export function draftsFingerprint(rendered: Rendered, drafts: readonly RolloutDraft[]): string {
-  const hash = createHash('sha256').update(JSON.stringify(rendered));
-  for (const { rendered: _shared, ...rest } of drafts) hash.update('\n').update(JSON.stringify(rest));
-  return hash.digest('hex');
+export function checkBuiltinRewardConfig(reward: Ref): void {
+  const target = parseRefTarget(reward.$ref);
+  if (typeof target === 'string' || target.module !== 'rollout-queue/rewards') return;
+  const factory = (builtinRewards as Record<string, unknown>)[target.exportName];
+  if (typeof factory !== 'function') return; // an unknown export: the worker names it (RefError)
+  try {
+    (factory as (config: unknown) => unknown)(reward.config);
+  } catch (err) {
+    throw new UsageError(MSG.rewardConfigRefused((err as Error).message));
+  }
 }
 
 /** One draft per task, all sharing the template. */
@@ -124,8 +131,8 @@ export function buildDrafts(tasks: readonly TaskLine[], template: DraftTemplate)
     ...(template.fingerprint !== undefined ? { fingerprint: template.fingerprint } : {}),
   };
   return tasks.map(({ taskKey, task }) => {
-    // A task line's own `placement` (an object of labels) wins over --placement; the spec
-    // schema checks its values (strings) when the draft is enqueued.
+    // A task line's own `placement` (an object of labels) wins over --placement; checkDrafts
+    // refuses one of another type, and the spec schema checks its values (strings).
     const own = (task as { placement?: unknown }).placement;
     const placement = own !== null && typeof own === 'object' && !Array.isArray(own) ? (own as Record<string, string>) : template.placement;
     return {

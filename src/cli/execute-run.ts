@@ -3,6 +3,7 @@ import type { RolloutDraft } from './build-drafts.js';
 import { collectResults, type CollectOutcome } from './collect-results.js';
 import type { CliEnvironment } from './environment.js';
 import { CliError, EXIT, type ExitCode } from './errors.js';
+import { fingerprintDifference } from './check-drafts.js';
 import { MSG } from './messages.js';
 import type { MetricsEndpoint } from '../platform/metrics-endpoint.js';
 import { coordinatorLogger, openQueue, readStatus, serveCoordinatorMetrics, type RolloutQueue } from './plane.js';
@@ -62,7 +63,7 @@ async function refuseOtherTasks(q: RolloutQueue, runId: string, queue: string, s
     throw new CliError(MSG.runIdHoldsOtherTasks(runId, queue, existing.status, existing.specCount, specs), EXIT.usage);
   }
   if (existing && fingerprint !== undefined && existing.sourceFingerprint !== null && existing.sourceFingerprint !== fingerprint) {
-    throw new CliError(MSG.runIdHoldsOtherInputs(runId, queue, existing.status), EXIT.usage);
+    throw new CliError(MSG.runIdHoldsOtherInputs(runId, queue, existing.status, fingerprintDifference(existing.sourceFingerprint, fingerprint)), EXIT.usage);
   }
 }
 

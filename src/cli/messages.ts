@@ -282,9 +282,14 @@ export const MSG = {
   runIdHoldsOtherTasks: (runId: string, queue: string, status: string, had: number, now: number) =>
     `run id ${runId} already names a ${status} run of ${had} spec(s) on queue ${queue}; this tasks file has ${now}. ` +
     `Running it again resumes a run with the same tasks: give new tasks a new --run-id (or leave it out)`,
-  runIdHoldsOtherInputs: (runId: string, queue: string, status: string) =>
-    `run id ${runId} already names a ${status} run on queue ${queue} made from other inputs (tasks file, artifact, run/reward or their options differ from that run's). ` +
+  runIdHoldsOtherInputs: (runId: string, queue: string, status: string, differ: string) =>
+    `run id ${runId} already names a ${status} run on queue ${queue} made from other inputs: ${differ === 'tasks' ? 'its tasks differ from this tasks file' : differ === 'inputs' ? 'its artifact, --run/--reward, their configs or the other spec options differ from these' : 'its tasks and its artifact, Refs or options differ from these'}. ` +
     `Running it again resumes a run with the same inputs: give changed inputs a new --run-id (or leave it out)`,
+  taskPlacementNotObject: (file: string, line: number) =>
+    `${file}:${line}: "placement" must be an object of labels like {"region": "eu-west"} (a worker takes the task only with each label equal); remove it to use --placement`,
+  optionRefusedBySpec: (option: string, field: string, reason: string) => `${option}: spec field "${field}": ${reason}`,
+  taskRefusedBySpec: (file: string, line: number, field: string, reason: string) => `${file}:${line}: spec field "${field}": ${reason}`,
+  rewardConfigRefused: (why: string) => `--reward-config: ${why}`,
   statusRuns: (runs: readonly string[], total: number) =>
     total > runs.length ? `Runs (the newest ${runs.length} of ${total}; \`status --json\` lists all): ${runs.join(', ')}` : `Runs: ${runs.join(', ')}`,
   statusQuarantined: (count: number) => `Quarantined leases (ended by the re-dispatch limit): ${count}`,

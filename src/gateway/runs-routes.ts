@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../platform/logger.js';
-import type { RolloutDraft, RolloutQueue } from '../producer/index.js';
+import { DuplicateLeaseError, refuseRepeatedLeases, type RolloutDraft, type RolloutQueue } from '../producer/index.js';
 import { RunIdSchema } from '../spec/index.js';
 import { sendError, sendJson } from './http-io.js';
 import { ENDED_STATES, type RunLog } from './run-log.js';
@@ -32,6 +32,12 @@ export async function postRun(res: ServerResponse, body: unknown, deps: RunsDeps
     return sendError(res, 400, 'InvalidRunRequest', 'body field drafts: must be a non-empty array of rollout drafts (see schema/rollout-spec.json); send {"runId": "...", "drafts": [...]}');
   }
   const id = runId.data;
+  try {
+    refuseRepeatedLeases(id, record.drafts);
+  } catch (err) {
+    if (!(err instanceof DuplicateLeaseError)) throw err;
+    return sendError(res, 400, 'InvalidRunRequest', `body field drafts: ${err.message}`);
+  }
   const head = await deps.log.head(id);
   // Checked again after the await, and the pump registered in the same tick: two posts at once start one pump.
   if (!deps.pumps.has(id) && !(head && ENDED_STATES.has(head.state ?? 'running') && head.state !== 'failed')) {

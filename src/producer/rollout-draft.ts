@@ -43,6 +43,55 @@ function refuse(leaseId: string, taskId: string, type: string, message: string):
   return { ok: false, leaseId, taskId, error: { type, message } };
 }
 
+/** The key naming a draft's lease: `taskKey`, else `task.id`, else its position (`index`); and its task id. */
+function keyOf(draft: unknown, index: number): { record: Record<string, unknown> | undefined; wanted: unknown; taskId: string } {
+  const record = isPlainObject(draft) ? draft : undefined;
+  const task = record && isPlainObject(record.task) ? record.task : undefined;
+  const taskIdValue = task?.id;
+  const idKey = typeof taskIdValue === 'string' || typeof taskIdValue === 'number' ? taskIdValue : undefined;
+  const wanted = record?.taskKey ?? idKey ?? String(index);
+  return { record, wanted, taskId: String(idKey ?? wanted) };
+}
+
+/**
+ * Raised synchronously by `mapRollouts` (and `POST /runs`, as a 400) when two drafts of one
+ * list name the same lease (same `taskKey`, or same `task.id`): a lease has one Result, so
+ * one of them could not get its own. Nothing was enqueued. Names both positions, never a value.
+ */
+export class DuplicateLeaseError extends TypeError {
+  constructor(
+    readonly leaseId: string,
+    readonly first: number,
+    readonly repeat: number,
+  ) {
+    super(`drafts #${first} and #${repeat} name the same lease ${leaseId} (same taskKey or task.id); give each draft a distinct taskKey or task.id; nothing was enqueued`);
+    this.name = 'DuplicateLeaseError';
+  }
+}
+
+/**
+ * Refuses a list of drafts two of which name one lease, before anything is enqueued (a stream
+ * cannot be checked ahead: a repeat there gets its own `caller` Result, `DuplicateLease`).
+ * Drafts whose key is not valid are left to {@link prepareDraft}'s refusal.
+ * @throws DuplicateLeaseError naming the first repeat.
+ */
+export function refuseRepeatedLeases(runId: string, drafts: readonly unknown[]): void {
+  const seen = new Map<string, number>();
+  drafts.forEach((draft, index) => {
+    const { wanted } = keyOf(draft, index);
+    if (typeof wanted !== 'string' && typeof wanted !== 'number') return;
+    let leaseId: string;
+    try {
+      leaseId = leaseIdFor(runId, wanted);
+    } catch {
+      return;
+    }
+    const first = seen.get(leaseId);
+    if (first !== undefined) throw new DuplicateLeaseError(leaseId, first, index);
+    seen.set(leaseId, index);
+  });
+}
+
 /**
  * Fills the producer's fields into a draft, validates it with `RolloutSpecSchema`, and checks
  * its serialized size and that it carries no secret value. Never throws for a bad draft:
@@ -51,12 +100,7 @@ function refuse(leaseId: string, taskId: string, type: string, message: string):
  */
 export function prepareDraft(draft: unknown, ctx: DraftContext): PreparedDraft {
   const fallbackKey = String(ctx.index);
-  const record = isPlainObject(draft) ? draft : undefined;
-  const task = record && isPlainObject(record.task) ? record.task : undefined;
-  const taskIdValue = task?.id;
-  const idKey = typeof taskIdValue === 'string' || typeof taskIdValue === 'number' ? taskIdValue : undefined;
-  const wanted = record?.taskKey ?? idKey ?? fallbackKey;
-  const taskId = String(idKey ?? wanted);
+  const { record, wanted, taskId } = keyOf(draft, ctx.index);
 
   let leaseId: string;
   try {

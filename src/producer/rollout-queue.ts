@@ -9,7 +9,7 @@ import { cancelRun, type CancelOutcome } from './cancel-run.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { connectProducerRedis } from './connect-producer-redis.js';
 import { compileProducerOptions, type CompiledProducerOptions, type ProducerOptions } from './producer-options.js';
-import type { RolloutDraft } from './rollout-draft.js';
+import { refuseRepeatedLeases, type RolloutDraft } from './rollout-draft.js';
 import { purgeOlderThan, purgeRun, RunActiveError, type PurgeOlderOutcome, type PurgeOutcome } from './purge-run.js';
 import { COORDINATOR_LEASE_MS } from './coordinator-lease.js';
 import { RunSession } from './run-session.js';
@@ -140,12 +140,15 @@ export class RolloutQueue {
    * delivers the run), CoordinatorLeaseLostError (it took this one's lease and kept it), the
    * closed-queue error after `close()`, or an error from the draft source or from enqueuing
    * (the run stays resumable).
-   * @throws Error synchronously when the queue is closed or `runId` is invalid.
+   * @throws Error synchronously when the queue is closed or `runId` is invalid, and
+   *   DuplicateLeaseError when two drafts of an array name one lease (nothing is enqueued; in
+   *   a stream the repeat gets its own `caller` Result, `DuplicateLease`).
    */
   mapRollouts(drafts: Iterable<RolloutDraft> | AsyncIterable<RolloutDraft>, options: MapRolloutsOptions): AsyncGenerator<Result, void, undefined> {
     this.assertOpen();
     const runId = this.checkRunId(options.runId);
     if (Array.isArray(drafts) && drafts.length === 0) return (async function* empty() {})();
+    if (Array.isArray(drafts)) refuseRepeatedLeases(runId, drafts);
     const specCount = Array.isArray(drafts) ? drafts.length : options.specCount;
     const fingerprint = options.sourceFingerprint;
     if (fingerprint !== undefined && (typeof fingerprint !== 'string' || fingerprint.length === 0 || fingerprint.length > MAX_ID_LENGTH)) {

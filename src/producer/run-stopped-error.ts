@@ -29,7 +29,7 @@ export class RunStoppedError extends Error {
       result,
       `run "${result.runId}" stopped at lease ${result.leaseId}, a caller error (${why}). ` +
         'No further specs were enqueued and its waiting jobs were removed; fix the spec or Ref and start a new run, ' +
-        'or pass stopOnCaller: false to keep going past caller errors.',
+        'or create the RolloutQueue with stopOnCaller: false to keep going past caller errors.',
     );
   }
 }

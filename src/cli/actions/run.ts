@@ -1,5 +1,6 @@
 import { loadArtifact } from '../artifact.js';
-import { buildDrafts, buildRef, checkCodeRunnerEntrypoint, draftsFingerprint, parseConfigOption, withDefaultEntrypoint } from '../build-drafts.js';
+import { buildDrafts, buildRef, checkBuiltinRewardConfig, checkCodeRunnerEntrypoint, parseConfigOption, withDefaultEntrypoint } from '../build-drafts.js';
+import { checkDrafts, specsFingerprint } from '../check-drafts.js';
 import { cliEnvironment } from '../environment.js';
 import type { ExitCode } from '../errors.js';
 import { executeInterruptibleRun, metricsOf } from '../execute-interruptible-run.js';
@@ -19,6 +20,7 @@ export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
   const run = withDefaultEntrypoint(buildRef('--run', options.run, parseConfigOption('--run-config', options.runConfig)), artifact.entrypoint);
   checkCodeRunnerEntrypoint(run, artifact.rendered);
   const reward = buildRef('--reward', options.reward, parseConfigOption('--reward-config', options.rewardConfig));
+  checkBuiltinRewardConfig(reward);
   const drafts = buildDrafts(tasks, {
     rendered: artifact.rendered,
     run,
@@ -32,6 +34,7 @@ export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
     ...(options.fingerprint !== undefined ? { fingerprint: options.fingerprint } : {}),
     ...(options.class !== undefined ? { class: options.class } : {}),
   });
+  const fingerprint = specsFingerprint(drafts, checkDrafts(options.tasks, tasks, drafts));
   await refuseEvictingRedis(env, options.allowEviction === true);
   const runId = options.runId ?? generateRunId();
   return executeInterruptibleRun({
@@ -43,6 +46,6 @@ export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
     ...(options.retain !== undefined ? { retainMs: options.retain } : {}),
     ...metricsOf(options),
     ...(options.costCeilingUsd !== undefined ? { costCeilingUsd: options.costCeilingUsd } : {}),
-    source: { kind: 'map', drafts, fingerprint: draftsFingerprint(artifact.rendered, drafts), ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}) },
+    source: { kind: 'map', drafts, fingerprint, ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}) },
   });
 }

@@ -13,12 +13,16 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'rq-cli-usage-'));
 const tasks = path.join(dir, 'tasks.jsonl');
 const artifact = path.join(dir, 'solve.js');
 const artifactDir = path.join(dir, 'dart');
+const badPlacementValue = path.join(dir, 'bad-placement-value.jsonl');
+const badPlacementType = path.join(dir, 'bad-placement-type.jsonl');
 let redis: TestRedis;
 
 beforeAll(async () => {
   redis = await startRedis();
   await writeFile(tasks, '{"id":"a","answer":1}\n\n{"id":"b","answer":2}\n');
   await writeFile(artifact, 'console.log(1)\n');
+  await writeFile(badPlacementValue, '{"id":"a","answer":1}\n{"id":"b","answer":2,"placement":{"region":5}}\n');
+  await writeFile(badPlacementType, '{"id":"a","answer":1}\n{"id":"b","answer":2,"placement":"eu"}\n');
   mkdirSync(artifactDir);
   await writeFile(path.join(artifactDir, 'main.py'), 'print(1)\n');
 });
@@ -65,6 +69,12 @@ describe('usage errors exit 2 naming the option', () => {
     ['a codeRunner --run-config without entrypoint for a directory artifact', runArgs({ '--artifact': artifactDir, '--run-config': '{"timeoutMs":5000}' }), '--run-config: codeRunner: config.entrypoint'],
     ['a codeRunner --run-config with a misspelt key', runArgs({ '--artifact': artifactDir, '--run-config': '{"entrypoint":"main.py","timeoutms":5000}' }), 'timeoutms'],
     ['a codeRunner --run-config with a misspelt key, single-file artifact', runArgs({ '--run-config': '{"timeoutms":5000}' }), '--run-config: codeRunner'],
+    // Fresh-user report: these passed the up-front checks and ended every lease caller after enqueueing (exit 3).
+    ['a --reward-ms over the spec bound', runArgs({ '--reward-ms': '999999999' }), '--reward-ms: spec field "timeouts.rewardMs": Too big'],
+    ['a --memory-mb under the spec bound', runArgs({ '--memory-mb': '10' }), '--memory-mb: spec field "sandbox.memoryMb": Too small'],
+    ['a misspelt built-in --reward-config key', runArgs({ '--reward-config': '{"goldkey":"answer"}' }), '--reward-config: lastNumber: config.goldkey'],
+    ['a task line placement label that is not a string', runArgs({ '--tasks': badPlacementValue }), 'bad-placement-value.jsonl:2: spec field "placement.region"'],
+    ['a task line placement that is not an object', runArgs({ '--tasks': badPlacementType }), 'bad-placement-type.jsonl:2: "placement" must be an object of labels'],
   ])('%s', async (_label, args, named) => {
     const outcome = await runCli(args, { env: { REDIS_URL: redis.url } });
     expect(outcome.code, outcome.stderr).toBe(2);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { queueKeys } from '../../../src/lease/index.js';
+import { DuplicateLeaseError } from '../../../src/producer/index.js';
 import type { Result } from '../../../src/spec/index.js';
 import { TEST_PREFIX, collect, useProducerFixture } from '../../helpers/producer-fixture.js';
 import { draft, drafts } from '../../helpers/rollout-drafts.js';
@@ -11,37 +12,41 @@ const leaseIds = (results: readonly Result[]): string[] => results.map((r) => r.
 
 describe('re-submission', () => {
   // Fresh-user report: three drafts, two sharing task id "same", gave two Results; the
-  // repeat was dropped with a log line only.
-  it('a draft repeating an earlier lease id of the call gets its own caller Result (DuplicateLease) and no job', async () => {
+  // repeat was dropped with a log line only. A stream cannot be checked ahead: the repeat gets
+  // its own caller Result.
+  it('a streamed draft repeating an earlier lease id of the call gets its own caller Result (DuplicateLease) and no job', async () => {
     const queue = fx.queueName();
     const rq = await fx.open(queue, { stopOnCaller: false });
     await fx.worker(queue);
     const runId = fx.runId();
     const list = [draft({ id: 'same', x: 1 }), draft({ id: 'same', x: 2 }), draft({ id: 'other' })];
-    const { items, error } = await collect(rq.mapRollouts(list, { runId }));
+    const stream = async function* (): AsyncGenerator<(typeof list)[number]> {
+      yield* list;
+    };
+    const { items, error } = await collect(rq.mapRollouts(stream(), { runId }));
     expect(error).toBeUndefined();
     expect(items).toHaveLength(3);
     const repeat = items.find((r) => r.kind === 'caller');
     expect(repeat).toMatchObject({ taskId: 'same', error: { type: 'DuplicateLease' } });
     expect(repeat?.error?.message).toMatch(new RegExp(`draft #1 repeats lease ${runId}\\.same .*give each draft a distinct taskKey or task\\.id`));
     expect(leaseIds(items.filter((r) => r.kind === 'ok'))).toEqual([`${runId}.other`, `${runId}.same`]);
-    expect(leaseIds(items)).toHaveLength(new Set(items.map((r) => r.leaseId)).size);
+    expect(new Set(items.map((r) => r.leaseId)).size).toBe(3);
     expect(await fx.jobHashes(queue, runId)).toBe(2);
     expect((await rq.status(runId)).run).toMatchObject({ enqueued: 2, delivered: 3, status: 'completed', kinds: { ok: 2, caller: 1 } });
-    // Resumed with the same list: the refusal was answered, so nothing comes back.
-    expect(await collect(rq.mapRollouts(list, { runId }))).toEqual({ items: [], error: undefined });
+    // Resumed with the same stream: the refusal was answered, so nothing comes back.
+    expect(await collect(rq.mapRollouts(stream(), { runId }))).toEqual({ items: [], error: undefined });
   });
 
-  it('by default the repeat stops the run as any caller Result does', async () => {
+  // Fresh-user report: [x, y, x, z] yielded only the repeat's caller Result, then stopped the
+  // run with x and y run but not yielded and z never enqueued.
+  it('an array with two drafts of one lease is refused before anything is enqueued (DuplicateLeaseError)', async () => {
     const queue = fx.queueName();
     const rq = await fx.open(queue);
-    await fx.worker(queue);
     const runId = fx.runId();
-    const { items, error } = await collect(rq.mapRollouts([draft({ id: 'same', x: 1 }), draft({ id: 'same', x: 2 })], { runId }));
-    // The first draft's job may have been removed unstarted by the stop (as for any caller Result).
-    expect(items.filter((r) => r.kind === 'caller').map((r) => r.error?.type)).toEqual(['DuplicateLease']);
-    expect((error as Error | undefined)?.name).toBe('RunStoppedError');
-    expect((error as Error | undefined)?.message).toMatch(/DuplicateLease/);
+    const list = [draft({ id: 'x' }), draft({ id: 'y' }), draft({ id: 'x' }), draft({ id: 'z' })];
+    expect(() => rq.mapRollouts(list, { runId })).toThrow(DuplicateLeaseError);
+    expect(() => rq.mapRollouts(list, { runId })).toThrow(`drafts #0 and #2 name the same lease ${runId}.x (same taskKey or task.id); give each draft a distinct taskKey or task.id; nothing was enqueued`);
+    expect((await rq.status(runId)).run).toBeNull();
   });
 
   it('re-submitting a finished run enqueues nothing, yields nothing again, keeps the stored spec', async () => {

@@ -1,0 +1,100 @@
+import { createHash } from 'node:crypto';
+import type { RolloutDraft } from '../producer/index.js';
+import { parseRolloutSpec, type RolloutSpec } from '../spec/index.js';
+import { UsageError } from './errors.js';
+import { MSG } from './messages.js';
+import type { TaskLine } from './tasks-file.js';
+
+/** Placeholder ids: the real ones are the producer's; a draft is checked as a spec with these. */
+const PLACEHOLDER = { v: 1, runId: 'check', leaseId: 'check.draft', runAttemptId: 'check' } as const;
+
+/** The `run` option a spec field comes from, when every draft shares it (else it is the task line's). */
+const OPTION_OF: ReadonlyArray<readonly [string, string]> = [
+  ['timeouts.runMs', '--run-ms'],
+  ['timeouts.rewardMs', '--reward-ms'],
+  ['timeouts.hangMs', '--hang-ms'],
+  ['sandbox.memoryMb', '--memory-mb'],
+  ['sandbox.env', '--env'],
+  ['sandbox.fingerprint', '--fingerprint'],
+  ['run', '--run/--run-config'],
+  ['reward', '--reward/--reward-config'],
+  ['rendered', '--artifact'],
+  ['class', '--class'],
+];
+
+/**
+ * Checks every draft against the spec schema the producer applies (`parseRolloutSpec`) before
+ * anything touches Redis, so a bad option value or task line is a usage error (exit 2) naming
+ * the option or `file:line`, never a `caller` Result per lease after enqueueing. A task line's
+ * `placement` must be an object of labels (a string or array was silently dropped before).
+ * @returns the parsed specs (defaults filled), in draft order, for {@link specsFingerprint}.
+ * @throws UsageError naming the option or the task file's line, the field and zod's reason.
+ */
+export function checkDrafts(file: string, tasks: readonly TaskLine[], drafts: readonly RolloutDraft[]): RolloutSpec[] {
+  return drafts.map((draft, i) => {
+    const line = tasks[i]?.line ?? i + 1;
+    const own = (tasks[i]?.task as { placement?: unknown } | undefined)?.placement;
+    if (own !== undefined && (own === null || typeof own !== 'object' || Array.isArray(own))) {
+      throw new UsageError(MSG.taskPlacementNotObject(file, line));
+    }
+    const { taskKey: _key, ...spec } = draft;
+    const parsed = parseRolloutSpec({ ...spec, ...PLACEHOLDER });
+    if (parsed.success) return parsed.data;
+    const issue = parsed.error.issues[0];
+    const field = issue?.path.map(String).join('.') ?? '';
+    const option = OPTION_OF.find(([prefix]) => field === prefix || field.startsWith(`${prefix}.`))?.[1];
+    throw new UsageError(option ? MSG.optionRefusedBySpec(option, field, issue?.message ?? 'invalid') : MSG.taskRefusedBySpec(file, line, field, issue?.message ?? 'invalid'));
+  });
+}
+
+/** JSON with object keys sorted at every depth: equal values give equal text whatever their key order. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const record = value as Record<string, unknown>;
+    const keys = Object.keys(record).filter((key) => record[key] !== undefined).sort();
+    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(record[key])}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** A spec's fields beside its task and artifact, as they act: `sandbox.env` is a set of names, its order means nothing. */
+function sharedOf(spec: RolloutSpec): unknown {
+  const { task: _task, rendered: _rendered, leaseId: _lease, runId: _run, runAttemptId: _attempt, v: _v, ...rest } = spec;
+  return { ...rest, sandbox: { ...rest.sandbox, env: [...rest.sandbox.env].sort() } };
+}
+
+/**
+ * A fingerprint of what a run's specs are, as they act: `<tasks>.<inputs>`, each 128 bits of
+ * SHA-256 in hex, of the tasks (each task key and task, in order) and of everything else
+ * (artifact, Refs and configs, timeouts, sandbox, placement, class). Specs are taken parsed, so
+ * a value given explicitly and the same default left out, JSON keys in another order and
+ * `--env` names in another order fingerprint the same; a changed task, artifact, Ref or option
+ * does not. What `MapRolloutsOptions.sourceFingerprint` stores for `run`.
+ */
+export function specsFingerprint(drafts: readonly RolloutDraft[], specs: readonly RolloutSpec[]): string {
+  const tasks = createHash('sha256');
+  const inputs = createHash('sha256');
+  let lastShared = '';
+  let lastRendered: unknown;
+  specs.forEach((spec, i) => {
+    const draft = drafts[i];
+    tasks.update(`${canonicalJson(draft?.taskKey ?? i)}:${canonicalJson(spec.task)}\n`);
+    // Drafts share one artifact object: hashed again only where it changes (it may be megabytes).
+    if (i === 0 || draft?.rendered !== lastRendered) inputs.update(`${i}:rendered:${canonicalJson(spec.rendered)}\n`);
+    lastRendered = draft?.rendered;
+    const shared = canonicalJson(sharedOf(spec));
+    if (shared !== lastShared) inputs.update(`${i}:${shared}\n`);
+    lastShared = shared;
+  });
+  return `${tasks.digest('hex').slice(0, 32)}.${inputs.digest('hex').slice(0, 32)}`;
+}
+
+/** Which half of two {@link specsFingerprint}s differs: `tasks`, `inputs` (anything else), or both. */
+export function fingerprintDifference(stored: string, now: string): 'tasks' | 'inputs' | 'tasks and inputs' {
+  const [storedTasks, storedInputs] = stored.split('.');
+  const [nowTasks, nowInputs] = now.split('.');
+  const tasks = storedTasks !== nowTasks;
+  const inputs = storedInputs !== nowInputs;
+  return tasks && inputs ? 'tasks and inputs' : tasks ? 'tasks' : 'inputs';
+}
