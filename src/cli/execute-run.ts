@@ -140,7 +140,9 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       return EXIT.stopped;
     }
     if (outcome.kind === 'interrupted') {
-      if (options.resumeHint !== false) stderr.write(`${MSG.runInterrupted(runId, file.path, queue)}\n`);
+      // A run of a tasks file knows how many of its specs are enqueued: say which command finishes it.
+      const notEnqueued = source.kind === 'map' && run ? Math.max(0, source.drafts.length - run.enqueued) : undefined;
+      if (options.resumeHint !== false) stderr.write(`${MSG.runInterrupted(runId, file.path, queue, notEnqueued)}\n`);
       return EXIT.interrupted;
     }
     if (outcome.kind === 'cancelled') throw new CliError(MSG.runWasCancelled(runId, outcome.reason));

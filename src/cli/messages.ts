@@ -230,9 +230,14 @@ export const MSG = {
   cancelReason: 'cancelled with `rollout-queue cancel`',
   runAlreadyEnded: (runId: string, status: string) =>
     `run ${runId} is already ${status}: nothing to cancel (rollout-queue purge ${runId} removes it from Redis)`,
-  runInterrupted: (runId: string, out: string, queue: string) =>
-    `interrupted: run ${runId} goes on in Redis. Collect the rest with\n  rollout-queue resume ${runId}${queueFlag(queue)} --out ${out}\n` +
-    `(if not every task was enqueued yet, run the same run command again with --run-id ${runId} instead: it enqueues only what is missing)\nor stop it with\n  rollout-queue cancel ${runId}${queueFlag(queue)}`,
+  runInterrupted: (runId: string, out: string, queue: string, notEnqueued: number | undefined) =>
+    (notEnqueued === undefined
+      ? `interrupted: run ${runId} goes on in Redis. Collect the rest with\n  rollout-queue resume ${runId}${queueFlag(queue)} --out ${out}\n` +
+        `(if not every task was enqueued yet, run the same run command again with --run-id ${runId} instead: it enqueues only what is missing)`
+      : notEnqueued > 0
+        ? `interrupted before every task was enqueued (${notEnqueued} not yet): run ${runId} goes on in Redis. Finish it with the same run command again, with --run-id ${runId} --out ${out}: it enqueues only what is missing (resume would only collect what was enqueued)`
+        : `interrupted: run ${runId} goes on in Redis. Collect the rest with\n  rollout-queue resume ${runId}${queueFlag(queue)} --out ${out}`) +
+    `\nor stop it with\n  rollout-queue cancel ${runId}${queueFlag(queue)}`,
   runStopping: 'stopping: writing the results that have arrived (the run goes on in Redis); Ctrl-C again exits at once',
   runForcedOut: (runId: string, out: string, queue: string) =>
     `interrupted twice: exited at once, without a summary; ${out} holds the results written so far and run ${runId} goes on in Redis. Collect the rest with\n  rollout-queue resume ${runId}${queueFlag(queue)} --out ${out}\n` +

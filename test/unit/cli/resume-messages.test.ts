@@ -14,8 +14,20 @@ describe('CLI advice when a run was interrupted before every spec was enqueued',
   });
 
   it('the interrupt hint says when to re-run instead of resume', () => {
-    const text = MSG.runInterrupted('mif1', 'results-mif1.jsonl', 'rollouts');
+    const text = MSG.runInterrupted('mif1', 'results-mif1.jsonl', 'rollouts', undefined);
     expect(text).toContain('rollout-queue resume mif1 --out results-mif1.jsonl');
     expect(text).toContain('run the same run command again with --run-id mif1');
+  });
+
+  // Fresh-user report: with --max-in-flight 6, Ctrl-C after 12 of 60 advised resume first
+  // (which then exited 1 with "failed"), though the coordinator knew 42 were not enqueued.
+  it('the interrupt hint of a run with specs not yet enqueued names the run command, and resume when all were', () => {
+    const partial = MSG.runInterrupted('int3', 'r.jsonl', 'rollouts', 42);
+    expect(partial).toContain('interrupted before every task was enqueued (42 not yet)');
+    expect(partial).toContain('the same run command again, with --run-id int3 --out r.jsonl');
+    expect(partial).not.toContain('rollout-queue resume');
+    const whole = MSG.runInterrupted('int3', 'r.jsonl', 'rollouts', 0);
+    expect(whole).toContain('rollout-queue resume int3 --out r.jsonl');
+    expect(whole).not.toContain('run command again');
   });
 });
