@@ -58,19 +58,21 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
-/** A spec's fields beside its task and artifact, as they act: `sandbox.env` is a set of names, its order means nothing. */
+/** A spec's fields beside its task and artifact, as they act: `sandbox.env` is a set of names (order and repeats mean nothing). */
 function sharedOf(spec: RolloutSpec): unknown {
   const { task: _task, rendered: _rendered, leaseId: _lease, runId: _run, runAttemptId: _attempt, v: _v, ...rest } = spec;
-  return { ...rest, sandbox: { ...rest.sandbox, env: [...rest.sandbox.env].sort() } };
+  return { ...rest, sandbox: { ...rest.sandbox, env: [...new Set(rest.sandbox.env)].sort() } };
 }
 
 /**
  * A fingerprint of what a run's specs are, as they act: `<tasks>.<inputs>`, each 128 bits of
  * SHA-256 in hex, of the tasks (each task key and task, in order) and of everything else
  * (artifact, Refs and configs, timeouts, sandbox, placement, class). Specs are taken parsed, so
- * a value given explicitly and the same default left out, JSON keys in another order and
- * `--env` names in another order fingerprint the same; a changed task, artifact, Ref or option
- * does not. What `MapRolloutsOptions.sourceFingerprint` stores for `run`.
+ * a spec value given explicitly and the same default left out, JSON keys in another order and
+ * `--env` names in another order or repeated fingerprint the same; a changed task, artifact, Ref
+ * or option does not. A Ref's config is taken as given (key order aside): a factory default
+ * written out (`"maxOutputBytes": 1048576`) counts as a change. What
+ * `MapRolloutsOptions.sourceFingerprint` stores for `run`.
  */
 export function specsFingerprint(drafts: readonly RolloutDraft[], specs: readonly RolloutSpec[]): string {
   const tasks = createHash('sha256');

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { queueKeys } from '../../../src/lease/index.js';
 import { freePort, startRedis, type TestRedis } from '../../helpers/redis.js';
 import { BIN, killLeftovers, REPO_ROOT, runCli, startCli, uniquePrefix, waitFor, type CliOutcome, type CliProcess } from './cli-process.js';
 
@@ -195,6 +196,11 @@ describe('6. a queue without workers', () => {
       env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix },
     });
     await waitFor(() => run.stderr().includes('rollout(s) on queue'), 30_000, 'the run to start');
+    // Interrupted once its task is enqueued (the hint names resume then; before, the run command).
+    const runId = /run id: (\S+)/.exec(run.stderr())?.[1] ?? '';
+    const probe = new Redis(redis.url);
+    await waitFor(async () => (await probe.hget(queueKeys(prefix, 'nobody-home').run(runId), 'enqueued')) === '1', 30_000, 'its task to be enqueued');
+    probe.disconnect();
     run.child.kill('SIGINT');
     const end = await run.done;
     expect(end.code, end.stderr).toBe(130);

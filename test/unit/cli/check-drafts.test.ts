@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { buildDrafts } from '../../../src/cli/build-drafts.js';
+import { checkDrafts, fingerprintDifference, specsFingerprint } from '../../../src/cli/check-drafts.js';
+import { UsageError } from '../../../src/cli/errors.js';
+import type { TaskLine } from '../../../src/cli/tasks-file.js';
+
+const tasks: TaskLine[] = [
+  { taskKey: 'a', task: { id: 'a', answer: 1 }, line: 1 },
+  { taskKey: 'b', task: { id: 'b', answer: 2 }, line: 2 },
+];
+const run = { $ref: 'rollout-queue/runners:codeRunner', config: { entrypoint: 'main.js', timeoutMs: 3000 } };
+const reward = { $ref: 'rollout-queue/rewards:lastNumber', config: { goldKey: 'answer' } };
+
+/** The fingerprint `run` stores for these tasks and options. */
+function fingerprintOf(lines: readonly TaskLine[], options: Partial<Parameters<typeof buildDrafts>[1]> = {}): string {
+  const drafts = buildDrafts(lines, { rendered: 'console.log(3)', run, reward, ...options });
+  return specsFingerprint(drafts, checkDrafts('tasks.jsonl', lines, drafts));
+}
+
+describe('the run-id fingerprint of a tasks file and its options', () => {
+  // Fresh-user reports: the same inputs spelt otherwise were refused as "other inputs".
+  it('is the same for --env names in another order or repeated, config keys in another order, and a spec default given', () => {
+    const base = fingerprintOf(tasks, { env: ['LANG', 'HOME'] });
+    expect(fingerprintOf(tasks, { env: ['HOME', 'LANG'] })).toBe(base);
+    expect(fingerprintOf(tasks, { env: ['LANG', 'HOME', 'HOME'] })).toBe(base);
+    expect(fingerprintOf(tasks, { env: ['LANG', 'HOME'], memoryMb: 1024, runMs: 600_000 })).toBe(base);
+    const reordered = buildDrafts(tasks, { rendered: 'console.log(3)', run: { ...run, config: { timeoutMs: 3000, entrypoint: 'main.js' } }, reward, env: ['LANG', 'HOME'] });
+    expect(specsFingerprint(reordered, checkDrafts('tasks.jsonl', tasks, reordered))).toBe(base);
+  });
+
+  it('tells a changed task from a changed option', () => {
+    const base = fingerprintOf(tasks);
+    const edited = fingerprintOf([tasks[0] as TaskLine, { taskKey: 'b', task: { id: 'b', answer: 3 }, line: 2 }]);
+    expect(fingerprintDifference(base, edited)).toBe('tasks');
+    expect(fingerprintDifference(base, fingerprintOf(tasks, { runMs: 5000 }))).toBe('inputs');
+  });
+
+  it('refuses a task line whose placement is not an object, naming file:line', () => {
+    const lines: TaskLine[] = [tasks[0] as TaskLine, { taskKey: 'b', task: { id: 'b', placement: 'eu' }, line: 7 }];
+    const drafts = buildDrafts(lines, { rendered: 'x', run, reward });
+    expect(() => checkDrafts('tasks.jsonl', lines, drafts)).toThrow(UsageError);
+    expect(() => checkDrafts('tasks.jsonl', lines, drafts)).toThrow('tasks.jsonl:7: "placement" must be an object of labels');
+  });
+});
