@@ -77,13 +77,15 @@ export function withDefaultEntrypoint(run: Ref, entrypoint: string | undefined):
  * Refuses, before anything is enqueued, a directory artifact that lacks the built-in code
  * runner's entrypoint (every rollout would otherwise end `infrastructure` after its
  * re-dispatches: codeRunner cannot tell a typo from an artifact that did not arrive whole) and
- * a config codeRunner's factory refuses (no `entrypoint`, a misspelt key), for any artifact.
- * Other run factories pass through.
+ * a config codeRunner's factory refuses (no `entrypoint`, a misspelt key), for any artifact,
+ * and an export of `rollout-queue/runners` other than `codeRunner`. Other run factories pass through.
  * @throws UsageError naming the entrypoint and the artifact's files, or the refused field.
  */
 export function checkCodeRunnerEntrypoint(run: Ref, rendered: Rendered): void {
   const target = parseRefTarget(run.$ref);
-  if (typeof target === 'string' || target.exportName !== 'codeRunner') return;
+  if (typeof target === 'string') return;
+  if (target.module === 'rollout-queue/runners' && target.exportName !== 'codeRunner') throw new UsageError(MSG.unknownBuiltin('--run', run.$ref, ['codeRunner']));
+  if (target.exportName !== 'codeRunner') return;
   let entrypoint: string;
   try {
     entrypoint = compileCodeRunnerOptions(run.config).entrypoint;
@@ -101,13 +103,14 @@ export function checkCodeRunnerEntrypoint(run: Ref, rendered: Rendered): void {
  * (`rollout-queue/rewards:<name>`) refuses, such as a misspelt `goldKey`: the same check the
  * worker makes, which would otherwise end every lease `caller` (or wait for a worker).
  * Other rewards pass through.
- * @throws UsageError naming `--reward-config` and the field.
+ * @throws UsageError naming `--reward-config` and the field, or `--reward` for an export the
+ *   module does not have (a misspelt `lastNumbr` would end every lease `caller`).
  */
 export function checkBuiltinRewardConfig(reward: Ref): void {
   const target = parseRefTarget(reward.$ref);
   if (typeof target === 'string' || target.module !== 'rollout-queue/rewards') return;
   const factory = (builtinRewards as Record<string, unknown>)[target.exportName];
-  if (typeof factory !== 'function') return; // an unknown export: the worker names it (RefError)
+  if (typeof factory !== 'function') throw new UsageError(MSG.unknownBuiltin('--reward', reward.$ref, Object.keys(builtinRewards).sort()));
   try {
     (factory as (config: unknown) => unknown)(reward.config);
   } catch (err) {

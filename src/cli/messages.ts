@@ -295,6 +295,8 @@ export const MSG = {
   optionRefusedBySpec: (option: string, field: string, reason: string) => `${option}: spec field "${field}": ${reason}`,
   taskRefusedBySpec: (file: string, line: number, field: string, reason: string) => `${file}:${line}: spec field "${field}": ${reason}`,
   rewardConfigRefused: (why: string) => `--reward-config: ${why}`,
+  unknownBuiltin: (option: string, ref: string, names: readonly string[]) =>
+    `${option} ${ref}: the module has no such export; it exports ${names.join(', ')}`,
   statusRuns: (runs: readonly string[], total: number) =>
     total > runs.length ? `Runs (the newest ${runs.length} of ${total}; \`status --json\` lists all): ${runs.join(', ')}` : `Runs: ${runs.join(', ')}`,
   statusQuarantined: (count: number) => `Quarantined leases (ended by the re-dispatch limit): ${count}`,

@@ -75,6 +75,9 @@ describe('usage errors exit 2 naming the option', () => {
     ['a misspelt built-in --reward-config key', runArgs({ '--reward-config': '{"goldkey":"answer"}' }), '--reward-config: lastNumber: config.goldkey'],
     ['a task line placement label that is not a string', runArgs({ '--tasks': badPlacementValue }), 'bad-placement-value.jsonl:2: spec field "placement.region"'],
     ['a task line placement that is not an object', runArgs({ '--tasks': badPlacementType }), 'bad-placement-type.jsonl:2: "placement" must be an object of labels'],
+    // Second fresh-user pass: a misspelt built-in export was enqueued and ended caller (exit 3).
+    ['a misspelt built-in run export', runArgs({ '--run': 'rollout-queue/runners:codeRunnr' }), '--run rollout-queue/runners:codeRunnr: the module has no such export; it exports codeRunner'],
+    ['a misspelt built-in reward export', runArgs({ '--reward': 'rollout-queue/rewards:lastNumbr' }), '--reward rollout-queue/rewards:lastNumbr: the module has no such export; it exports answerText, contains, exactMatch, lastNumber, regex'],
   ])('%s', async (_label, args, named) => {
     const outcome = await runCli(args, { env: { REDIS_URL: redis.url } });
     expect(outcome.code, outcome.stderr).toBe(2);
