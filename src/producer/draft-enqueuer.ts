@@ -234,20 +234,20 @@ export class DraftEnqueuer {
   }
 
   /**
-   * The check of a batch: every lease seen first here, and the enqueue clock rides along for each
-   * valid one the evaluation cache cannot answer (those are stamped once known fresh). One this
-   * batch then does not add (a stop halted it) keeps a stamp, as after a crash before the add.
+   * The check of a batch: every lease of it (each names its own: {@link prepare} turns a repeat
+   * into a refusal with a lease id of its own), and the enqueue clock rides along for each valid
+   * one the evaluation cache cannot answer (those are stamped once known fresh). One this batch
+   * then does not add (a stop halted it) keeps a stamp, as after a crash before the add.
    */
   private checkOf(batch: readonly Positioned[]): BatchCheck {
-    const first = new Map<string, PreparedDraft>();
-    for (const { draft } of batch) if (!this.seen.has(draft.leaseId) && !first.has(draft.leaseId)) first.set(draft.leaseId, draft);
     const cached = this.deps.evaluations !== undefined && this.deps.onCached !== undefined;
-    const stamp = [...first.values()].filter((draft): draft is ValidDraft => draft.ok && !(cached && draft.spec.class === 'evaluation')).map(leaseClock);
-    return { leaseIds: [...first.keys()], stamp };
+    const drafts = batch.map(({ draft }) => draft);
+    const stamp = drafts.filter((draft): draft is ValidDraft => draft.ok && !(cached && draft.spec.class === 'evaluation')).map(leaseClock);
+    return { leaseIds: drafts.map(({ leaseId }) => leaseId), stamp };
   }
 
   /**
-   * Sorts a batch, in draft order, into refused, repeated, already enqueued and new leases, and
+   * Sorts a batch, in draft order, into refused, already enqueued and new leases, and
    * adds the new ones. The jobs of the drafts before a refused one are added before the refusal
    * is reported: a stop it causes then waits for them and removes them (as when drafts went one
    * at a time), and nothing after it is added.
