@@ -81,7 +81,7 @@ export function withDefaultEntrypoint(run: Ref, entrypoint: string | undefined):
  * and an export of `rollout-queue/runners` other than `codeRunner`. Other run factories pass through.
  * @throws UsageError naming the entrypoint and the artifact's files, or the refused field.
  */
-export function checkCodeRunnerEntrypoint(run: Ref, rendered: Rendered): void {
+export function checkBuiltinRun(run: Ref, rendered: Rendered): void {
   const target = parseRefTarget(run.$ref);
   if (typeof target === 'string') return;
   if (target.module === 'rollout-queue/runners' && target.exportName !== 'codeRunner') throw new UsageError(MSG.unknownBuiltin('--run', run.$ref, ['codeRunner']));

@@ -1,5 +1,5 @@
 import { loadArtifact } from '../artifact.js';
-import { buildDrafts, buildRef, checkBuiltinRewardConfig, checkCodeRunnerEntrypoint, parseConfigOption, withDefaultEntrypoint } from '../build-drafts.js';
+import { buildDrafts, buildRef, checkBuiltinRewardConfig, checkBuiltinRun, parseConfigOption, withDefaultEntrypoint } from '../build-drafts.js';
 import { checkDrafts, specsFingerprint } from '../check-drafts.js';
 import { cliEnvironment } from '../environment.js';
 import type { ExitCode } from '../errors.js';
@@ -18,7 +18,7 @@ export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
   const tasks = await readTasksFile(options.tasks);
   const artifact = await loadArtifact(options.artifact);
   const run = withDefaultEntrypoint(buildRef('--run', options.run, parseConfigOption('--run-config', options.runConfig)), artifact.entrypoint);
-  checkCodeRunnerEntrypoint(run, artifact.rendered);
+  checkBuiltinRun(run, artifact.rendered);
   const reward = buildRef('--reward', options.reward, parseConfigOption('--reward-config', options.rewardConfig));
   checkBuiltinRewardConfig(reward);
   const drafts = buildDrafts(tasks, {
