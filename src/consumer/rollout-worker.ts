@@ -419,9 +419,12 @@ export class RolloutWorker {
       const timer = setTimeout(() => this.processor.abort({}, 'shutdown'), graceMs);
       // BullMQ's close waits for Redis to acknowledge every finish and hand-back; with Redis
       // gone it would wait forever. Past the grace plus a margin, stop anyway: leases not
-      // handed back return through BullMQ's stalled check once Redis is back.
+      // handed back return through BullMQ's stalled check once Redis is back. With nothing
+      // active there is nothing for the grace to wait for (no new rollout starts once closing):
+      // only the margin (fresh-user report: an idle worker with Redis down waited out 30 s).
+      const waitMs = (this.processor.active.size > 0 ? graceMs : 0) + CLOSE_MARGIN_MS;
       let deadline: NodeJS.Timeout | undefined;
-      const givenUp = new Promise<'timeout'>((resolve) => (deadline = setTimeout(() => resolve('timeout'), graceMs + CLOSE_MARGIN_MS)));
+      const givenUp = new Promise<'timeout'>((resolve) => (deadline = setTimeout(() => resolve('timeout'), waitMs)));
       try {
         this.watcher.stop();
         const how = await Promise.race([Promise.all(this.allWorkers().map((worker) => worker.close())).then(() => 'closed' as const), givenUp]);

@@ -54,6 +54,25 @@ describe('rollout-queue worker', () => {
     expect(await connectedWorkers(env, 'wq')).toEqual([]);
   });
 
+  // Fresh-user report: an idle worker whose Redis had gone did not stop on SIGTERM; it waited out
+  // the whole shutdown grace for BullMQ's close. The grace here is 10 minutes: only an exit that
+  // does not wait for it ends within the test.
+  it('an idle worker whose Redis is gone exits 0 on SIGTERM without waiting out the shutdown grace', async () => {
+    const own = await startRedis({ private: true });
+    const env = { REDIS_URL: own.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('wk') };
+    const worker = startCli(['worker', '--queue', 'wq-gone', '--name', 'orphaned', '--shutdown-grace-ms', '600000'], { env });
+    try {
+      await waitFor(async () => (await connectedWorkers(env, 'wq-gone')).includes('orphaned'), 30_000, 'the worker in status');
+      await own.stop();
+      await waitFor(() => worker.stderr().includes('cannot reach Redis') || worker.stdout().includes('cannot reach Redis'), 30_000, 'the worker to see Redis gone');
+      worker.child.kill('SIGTERM');
+      const end = await worker.done;
+      expect(end.code, end.stdout + end.stderr).toBe(0);
+    } finally {
+      worker.child.kill('SIGKILL');
+    }
+  }, 60_000);
+
   it('first SIGTERM waits for the active rollout; a second one hands it back at once, exit 0', async () => {
     const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('wk') };
     const dir = await mkdtemp(path.join(os.tmpdir(), 'rq-slow-'));
