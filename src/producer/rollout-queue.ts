@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { queueKeys, readRunCost, readRunRecord, type QueueKeys, type RunRecord } from '../lease/index.js';
 import { redactRedisUrl } from '../platform/redis-connection.js';
 import { bullTelemetry } from '../platform/telemetry.js';
-import { MAX_ID_LENGTH, RunIdSchema, type CostSummary, type Result } from '../spec/index.js';
+import { isRunId, MAX_ID_LENGTH, RunIdSchema, type CostSummary, type Result } from '../spec/index.js';
 import { cancelRun, type CancelOutcome } from './cancel-run.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { connectProducerRedis } from './connect-producer-redis.js';
@@ -339,6 +339,7 @@ export class RolloutQueue {
   }
 
   private checkRunId(runId: string): string {
+    if (isRunId(runId)) return runId;
     const parsed = RunIdSchema.safeParse(runId);
     if (!parsed.success) throw new Error(`runId ${JSON.stringify(runId)}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     return parsed.data;

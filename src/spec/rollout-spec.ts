@@ -1,7 +1,7 @@
 import semver from 'semver';
 import { z } from 'zod';
 import { findJsonDataIssue, isPlainObject, MAX_JSON_DEPTH } from './json-data.js';
-import { isLeaseId, LeaseIdSchema, RunIdSchema } from './ids.js';
+import { isLeaseId, isRunId, LeaseIdSchema, RunIdSchema } from './ids.js';
 import { RefSchema } from './ref-schema.js';
 import { findRefIssue } from './ref-target.js';
 
@@ -267,11 +267,12 @@ export function parseRolloutSpec(raw: unknown): z.ZodSafeParseResult<RolloutSpec
 }
 
 /**
- * Fields that differ from spec to spec of one run: checked on each spec (`rendered` only when
- * it is a string). The others (run, reward, sandbox, timeouts, the run's ids…) repeat across a
- * run's specs and are parsed by zod once per distinct value ({@link parseByTemplate}).
+ * Fields checked on each spec (`rendered`, `runId` and `runAttemptId` only when strings): those
+ * that differ from spec to spec of a run, and the run's ids, which differ from run to run while
+ * the rest repeats (each `rollout()` call is a run of its own). The others (run, reward, sandbox,
+ * timeouts…) are parsed by zod once per distinct value ({@link parseByTemplate}).
  */
-const PER_SPEC_FIELDS: ReadonlySet<string> = new Set(['leaseId', 'task', 'rendered']);
+const PER_SPEC_FIELDS: ReadonlySet<string> = new Set(['leaseId', 'runId', 'runAttemptId', 'task', 'rendered']);
 
 const SPEC_FIELDS: ReadonlySet<string> = new Set(Object.keys(RolloutSpecSchema.shape));
 
@@ -299,7 +300,7 @@ const templates = new Map<string, Template | null>();
 let lastTemplate: Template | undefined;
 
 /** True when `field` of `record` is checked on each spec rather than part of the template. */
-const perSpec = (field: string, record: Record<string, unknown>): boolean => PER_SPEC_FIELDS.has(field) && (field !== 'rendered' || typeof record.rendered === 'string');
+const perSpec = (field: string, record: Record<string, unknown>): boolean => PER_SPEC_FIELDS.has(field) && (field === 'leaseId' || field === 'task' || typeof record[field] === 'string');
 
 /**
  * The spec `RolloutSpecSchema` would parse from `record`, for the common case, at a fraction
@@ -344,8 +345,10 @@ function buildTemplate(record: Record<string, unknown>, fields: readonly string[
   for (const field of fields) input[field] = record[field];
   input.task = {};
   if (typeof input.rendered === 'string') input.rendered = '';
-  // Valid whenever runId is: then the parse fails only for the repeated fields.
-  input.leaseId = `${String(record.runId)}.t`;
+  // Valid placeholders for the per-spec ids (checked on each spec): the parse fails only for the repeated fields.
+  if (typeof input.runId === 'string') input.runId = 'r';
+  if (typeof input.runAttemptId === 'string') input.runAttemptId = 'a';
+  input.leaseId = `${String(input.runId)}.t`;
   const parsed = RolloutSpecSchema.safeParse(input);
   if (!parsed.success) return null;
   return { fields, values: values.map(copyJson), spec: copyJson(parsed.data) as RolloutSpec };
@@ -372,13 +375,17 @@ function matchesSource(record: Record<string, unknown>, template: Template): boo
  * undefined when one of them is not what zod would accept as is (then zod decides).
  */
 function fromTemplate(template: Template, record: Record<string, unknown>): RolloutSpec | undefined {
-  const { leaseId, task, rendered } = record;
-  if (!isLeaseId(leaseId) || !leaseId.startsWith(`${template.spec.runId}.`)) return undefined;
+  const { leaseId, runId, runAttemptId, task, rendered } = record;
+  if (!isRunId(runId)) return undefined;
+  if (typeof runAttemptId !== 'string' || runAttemptId.length < 1 || runAttemptId.length > 128) return undefined;
+  if (!isLeaseId(leaseId) || !leaseId.startsWith(`${runId}.`)) return undefined;
   if (!isPlainObject(task) || findJsonDataIssue(task, 'task', { scalarArraysOnly: false })) return undefined;
   const parsedTask = taskOf(task);
   if (!parsedTask) return undefined;
   const spec = copyJson(template.spec) as RolloutSpec;
   spec.leaseId = leaseId;
+  spec.runId = runId;
+  spec.runAttemptId = runAttemptId;
   spec.task = parsedTask;
   if (typeof rendered === 'string') spec.rendered = rendered;
   return spec;

@@ -79,6 +79,31 @@ describe('parseRolloutSpec: specs that repeat their run fields', () => {
     }
   });
 
+  it('gives zod\'s answer for specs of other runs with the same repeated fields, bad run ids included', () => {
+    // Each rollout() call is a run of its own: the run ids are checked on each spec, not templated.
+    const base = rawSpec();
+    expectZodAnswer(base);
+    for (const ids of [
+      { runId: 'run-2', leaseId: 'run-2.t', runAttemptId: 'b' },
+      { runId: 'single-0f8c', leaseId: 'single-0f8c.0', runAttemptId: 'x'.repeat(128) },
+      { runId: 'r'.repeat(200), leaseId: `${'r'.repeat(200)}.t`, runAttemptId: 'c' },
+      { runId: 'r'.repeat(201), leaseId: `${'r'.repeat(201)}.t` },
+      { runId: 'bad.run', leaseId: 'bad.run.t' },
+      { runId: 'bad:run', leaseId: 'bad:run.t' },
+      { runId: '', leaseId: '.t' },
+      { runId: 7, leaseId: '7.t' },
+      { runId: 'run-2', leaseId: 'run-1.t' },
+      { runAttemptId: '' },
+      { runAttemptId: 'x'.repeat(129) },
+      { runAttemptId: 3 },
+    ]) {
+      expectZodAnswer({ ...base, ...ids });
+      expectZodAnswer(base);
+    }
+    expect(parseRolloutSpec({ ...base, runId: 'bad.run', leaseId: 'bad.run.t' }).success).toBe(false);
+    expect(parseRolloutSpec({ ...base, runId: 'run-2', leaseId: 'run-2.t', runAttemptId: 'b' }).data?.runId).toBe('run-2');
+  });
+
   it('never shares an object between two parsed specs', () => {
     const first = parseRolloutSpec(rawSpec());
     const second = parseRolloutSpec(rawSpec({ leaseId: 'run-1.task-2' }));
