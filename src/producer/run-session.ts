@@ -392,7 +392,9 @@ export class RunSession {
 
   private async retain(): Promise<void> {
     await applyRetention(this.deps.redis, this.deps.queue, this.deps.keys, this.runId, this.deps.retainMs);
-    this.deps.logger.info({ runId: this.runId, retainMs: this.deps.retainMs }, 'every Result delivered; the run expires from Redis after its retention');
+    // A run of one spec (every rollout() call) says it at debug: a line per call is noise at info.
+    const level = this.plan.specCount === 1 ? 'debug' : 'info';
+    this.deps.logger[level]({ runId: this.runId, retainMs: this.deps.retainMs }, 'every Result delivered; the run expires from Redis after its retention');
   }
 
   private async teardown(): Promise<void> {

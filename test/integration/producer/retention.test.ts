@@ -64,6 +64,23 @@ describe('retention of a delivered run', () => {
 });
 
 describe('an artifact stored once per run', () => {
+  it('says a run expires at info for a run of several specs, at debug for each rollout() call', async () => {
+    const lines: { level: number; msg: string; runId?: string }[] = [];
+    const logger = createLogger({}, { write: (line: string) => (lines.push(JSON.parse(line) as { level: number; msg: string }), true) });
+    logger.level = 'debug';
+    const logged = await RolloutQueue.create({ redisUrl: redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, retainMs: RETAIN_MS, logger });
+    try {
+      expect((await collect(logged.mapRollouts([draft('a'), draft('b')], { runId: 'logged-many' }))).length).toBe(2);
+      await logged.rollout(draft('a'), { runId: 'logged-one' });
+      await logged.settled();
+      const expiring = lines.filter((line) => line.msg.includes('the run expires from Redis'));
+      // pino levels: 20 debug, 30 info.
+      expect(expiring.map(({ runId, level }) => ({ runId, level }))).toEqual([{ runId: 'logged-many', level: 30 }, { runId: 'logged-one', level: 20 }]);
+    } finally {
+      await logged.close();
+    }
+  });
+
   it('jobs carry its content hash, Redis holds one copy, and the worker runs the whole artifact', async () => {
     const artifact = `// ${'big artifact line\n'.repeat(4000)}`;
     const results = await collect(rq.mapRollouts(Array.from({ length: 6 }, (_, i) => draft(`t${i}`, { rendered: artifact })), { runId: 'hashed' }));
