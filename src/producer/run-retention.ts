@@ -84,11 +84,16 @@ export async function redisNowMs(redis: Redis): Promise<number> {
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
+// The run's enqueued leases, delivered leases and stored artifacts, read at once. A script, not
+// MULTI: one request instead of five (MULTI, three reads, EXEC), and every rollout() call ends a
+// run of its own. KEYS: runLeases, runDelivered, runArtifacts.
+const RUN_LEASE_IDS = redisScript('rqRunLeaseIds', `
+return {redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('SMEMBERS', KEYS[2]), redis.call('SMEMBERS', KEYS[3])}`, 3);
+
 async function runLeaseIds(redis: Redis, keys: QueueKeys, runId: string): Promise<{ all: string[]; delivered: Set<string>; artifacts: string[] }> {
-  const replies = (await redis.multi().zrange(keys.runLeases(runId), 0, -1).smembers(keys.runDelivered(runId)).smembers(keys.runArtifacts(runId)).exec()) ?? [];
-  const leases = (replies[0]?.[1] as string[] | undefined) ?? [];
-  const delivered = new Set((replies[1]?.[1] as string[] | undefined) ?? []);
-  return { all: [...new Set([...leases, ...delivered])], delivered, artifacts: (replies[2]?.[1] as string[] | undefined) ?? [] };
+  const [leases, delivered, artifacts] = (await RUN_LEASE_IDS.run(redis, [keys.runLeases(runId), keys.runDelivered(runId), keys.runArtifacts(runId)], [])) as [string[], string[], string[]];
+  const deliveredSet = new Set(delivered);
+  return { all: [...new Set([...leases, ...delivered])], delivered: deliveredSet, artifacts };
 }
 
 /**
