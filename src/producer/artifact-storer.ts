@@ -47,4 +47,9 @@ export class ArtifactStorer {
     }
     return { ...spec, rendered: { sha256, bytes } };
   }
+
+  /** The sha256 of every artifact this storer stored (its session's run), for that run's retention. */
+  storedArtifacts(): string[] {
+    return [...this.stored].map((key) => key.slice(key.indexOf('\n') + 1));
+  }
 }

@@ -173,10 +173,20 @@ export class CoordinatorLease {
   /** Gives the run up (idempotent); a Redis error is ignored, the TTL frees it anyway. */
   async release(): Promise<void> {
     if (this.released) return;
+    this.markReleased();
+    await RELEASE.run(this.redis, [this.key], [this.token]).catch(() => undefined);
+  }
+
+  /**
+   * The lease key was deleted for this holder by a script of the caller's (the run's retention,
+   * `applyRetention` with a lease to release): stops renewing as {@link release} does, without
+   * a call of its own. Idempotent.
+   */
+  markReleased(): void {
+    if (this.released) return;
     this.released = true;
     clearInterval(this.timer);
     this.wake();
-    await RELEASE.run(this.redis, [this.key], [this.token]).catch(() => undefined);
   }
 
   private renew(): Promise<void> {

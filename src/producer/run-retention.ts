@@ -16,16 +16,24 @@ const BATCH = 500;
 // last call only) the run's own keys, its record first. All share the queue prefix's hash tag
 // (placement queue names extend the base name), which keeps one call in one Cluster slot.
 // The last call also records endedAt (Redis TIME) and retainMs in the record and PEXPIREs the
-// run's own keys: a small run's retention is this one call.
+// run's own keys: a small run's retention is this one call. Given a coordinator lease token, it
+// then releases that lease (its key last in KEYS, deleted when it holds the token), as the
+// coordinator's own release would: the session's end is one call.
 // ARGV: retainMs, number of queues, number of leases, endedAt field ('' = not the last call),
-// retainMs field, then per lease its id and its queue's 1-based number, 0 when it was not delivered.
+// retainMs field, lease token ('' = no release), then per lease its id and its queue's 1-based
+// number, 0 when it was not delivered.
 const RETAIN = redisScript('rqRetainLeases', `
 local ms = ARGV[1]
 local sets = tonumber(ARGV[2]) * 2
 local leases = tonumber(ARGV[3])
 local gone = {}
 local k = sets
-for i = 6, 5 + leases * 2, 2 do
+local own = #KEYS
+if ARGV[6] ~= '' then
+  own = own - 1
+  if redis.call('GET', KEYS[#KEYS]) == ARGV[6] then redis.call('DEL', KEYS[#KEYS]) end
+end
+for i = 7, 6 + leases * 2, 2 do
   redis.call('PEXPIRE', KEYS[k + 1], ms)
   redis.call('PEXPIRE', KEYS[k + 2], ms)
   redis.call('PEXPIRE', KEYS[k + 3], ms)
@@ -45,20 +53,26 @@ if ARGV[4] ~= '' then
   local t = redis.call('TIME')
   local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
   redis.call('HSET', KEYS[k + 1], ARGV[4], now, ARGV[5], ms)
-  for i = k + 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ms) end
+  for i = k + 1, own do redis.call('PEXPIRE', KEYS[i], ms) end
 end
 return 1`, 'any');
+
+/** A coordinator lease the retention's last call releases: its key and the holder's token. */
+export interface LeaseToRelease {
+  readonly key: string;
+  readonly token: string;
+}
 
 /**
  * PEXPIREs one batch of leases' keys and takes the delivered ones out of BullMQ's finished sets,
  * in one script call; with `ownKeys` (the last batch: the run's record first) it also records
- * the end and PEXPIREs those.
+ * the end and PEXPIREs those, then releases `release` when given.
  */
-async function retainBatch(redis: Redis, bull: BullKeys, keys: QueueKeys, leaseIds: readonly string[], delivered: ReadonlySet<string>, retainMs: number, ownKeys?: readonly string[]): Promise<void> {
+async function retainBatch(redis: Redis, bull: BullKeys, keys: QueueKeys, leaseIds: readonly string[], delivered: ReadonlySet<string>, retainMs: number, ownKeys?: readonly string[], release?: LeaseToRelease): Promise<void> {
   const queueOf = new Map<string, number>();
   const sets: string[] = [];
   const leaseKeys: string[] = [];
-  const args: (string | number)[] = [retainMs, 0, leaseIds.length, ownKeys ? RUN_FIELDS.endedAt : '', RUN_FIELDS.retainMs];
+  const args: (string | number)[] = [retainMs, 0, leaseIds.length, ownKeys ? RUN_FIELDS.endedAt : '', RUN_FIELDS.retainMs, ownKeys && release ? release.token : ''];
   for (const leaseId of leaseIds) {
     const job = leaseBullKey(bull, leaseId);
     leaseKeys.push(job, bullJobLogsKey(job), keys.lease(leaseId));
@@ -75,7 +89,7 @@ async function retainBatch(redis: Redis, bull: BullKeys, keys: QueueKeys, leaseI
     args.push(leaseId, q);
   }
   args[1] = sets.length / 2;
-  await RETAIN.run(redis, [...sets, ...leaseKeys, ...(ownKeys ?? [])], args);
+  await RETAIN.run(redis, [...sets, ...leaseKeys, ...(ownKeys ?? []), ...(ownKeys && release ? [release.key] : [])], args);
 }
 
 /** The Redis clock now, ms since the epoch (`TIME`): the one clock run timings use. */
@@ -103,19 +117,33 @@ async function runLeaseIds(redis: Redis, keys: QueueKeys, runId: string): Promis
  * sets at once, because a set entry does not expire with its job hash and would dangle (and
  * count in `getJobCounts`) forever; until the retention ends the jobs are still readable by id
  * (`Queue.getJob`) and the run by `status RUN_ID`. Records `endedAt` (Redis clock) and `retainMs`.
- * Two round trips for up to 500 leases (one read, one script call), one more per further 500.
- * BullMQ's own `removeOnComplete: { age }` is not used: it counts from the job's finish, not its
- * delivery, and runs only when another job finishes (BullMQ docs "Auto-removal of jobs").
+ * Two round trips for up to 500 leases (one read, one script call), one more per further 500;
+ * one for a run whose leases the caller knows (`known`: the session that made the run and
+ * delivered all of it, `RunSession`). BullMQ's own `removeOnComplete: { age }` is not used: it
+ * counts from the job's finish, not its delivery, and runs only when another job finishes
+ * (BullMQ docs "Auto-removal of jobs").
+ * @param known every lease of the run (all delivered) and the sha256 of every stored artifact;
+ *   undefined: read them from the run's sets.
+ * @param release a coordinator lease the last call releases (see {@link LeaseToRelease}).
+ * @throws the Redis error of a read or a script call (what was written before stays written).
  */
-export async function applyRetention(redis: Redis, bull: BullKeys, keys: QueueKeys, runId: string, retainMs: number): Promise<void> {
-  const { all, delivered, artifacts } = await runLeaseIds(redis, keys, runId);
+export async function applyRetention(
+  redis: Redis,
+  bull: BullKeys,
+  keys: QueueKeys,
+  runId: string,
+  retainMs: number,
+  known?: { readonly leaseIds: readonly string[]; readonly artifacts: readonly string[] },
+  release?: LeaseToRelease,
+): Promise<void> {
+  const { all, delivered, artifacts } = known ? { all: [...new Set(known.leaseIds)], delivered: new Set(known.leaseIds), artifacts: known.artifacts } : await runLeaseIds(redis, keys, runId);
   await bull.resolve?.(all);
   const record = keys.run(runId);
   const ownKeys = [record, ...runOwnKeys(keys, runId).filter((key) => key !== record), ...artifacts.map((sha) => keys.runArtifact(runId, sha))];
   // At least one call (the last), even for a run without leases: it records the end.
   for (let i = 0; i === 0 || i < all.length; i += BATCH) {
     const last = i + BATCH >= all.length;
-    await retainBatch(redis, bull, keys, all.slice(i, i + BATCH), delivered, retainMs, last ? ownKeys : undefined);
+    await retainBatch(redis, bull, keys, all.slice(i, i + BATCH), delivered, retainMs, last ? ownKeys : undefined, release);
   }
 }
 

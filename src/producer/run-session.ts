@@ -20,6 +20,12 @@ import { applyRetention, persistRun, redisNowMs } from './run-retention.js';
 import { RunStoppedError } from './run-stopped-error.js';
 import type { OpenedRun, RunCreation, RunHead, RunStore } from './run-store.js';
 
+/**
+ * Most leases a session remembers acknowledging, so that retention of a run it made and
+ * delivered whole need not read them back (`applyRetention`'s `known`): one script call's worth.
+ */
+const KNOWN_LEASES_MAX = 500;
+
 /** Connections and settings a session shares with its `RolloutQueue`. */
 export interface SessionDeps {
   readonly redis: Redis;
@@ -93,6 +99,11 @@ export class RunSession {
   /** The enqueuer's run and its follow-up (spec count); never rejects. */
   private enqueuing: Promise<void> = Promise.resolve();
   private readonly onAbort = (): void => this.ending.abortBy(this.plan.signal?.reason);
+  /** The run did not exist when this session took its coordinator lease. */
+  private madeRun = false;
+  /** Leases this session acknowledged, while at most {@link KNOWN_LEASES_MAX}; undefined past that. */
+  private acknowledgedIds: string[] | undefined = [];
+  private artifactStorer: ArtifactStorer | undefined;
 
   constructor(private readonly deps: SessionDeps, private readonly plan: SessionPlan) {
     this.runId = plan.runId;
@@ -229,6 +240,7 @@ export class RunSession {
     this.coordinatorLease = lease;
     this.fence = new DeliveryFence(this.runId, lease, store, this.tracker, logger);
     const { head } = opened;
+    this.madeRun = !head;
     if (!head && !drafts) {
       throw new Error(`no run "${this.runId}" on queue "${this.deps.keys.queue}" (prefix "${this.deps.keys.prefix}"); check the run id, queue and prefix`);
     }
@@ -271,7 +283,7 @@ export class RunSession {
       runId: this.runId, drafts, queue: this.deps.queue, store, tracker: this.tracker, logger, placementFor: this.deps.placementFor,
       maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
       prepareRun,
-      artifacts: new ArtifactStorer(this.deps.redis, this.deps.keys),
+      artifacts: (this.artifactStorer = new ArtifactStorer(this.deps.redis, this.deps.keys)),
       evaluations: new EvaluationCache(this.deps.redis, this.deps.keys, this.deps.retainMs),
       onCached: (result) => this.tracker.pushReady(result),
       onRefused: (result) => {
@@ -333,8 +345,14 @@ export class RunSession {
    * @returns true when it marked the run completed.
    */
   private async acknowledge(results: readonly Result[], complete = false): Promise<boolean> {
-    if (this.abandoned || !this.fence) return false;
-    return this.fence.acknowledge(results, () => this.abandoned, complete);
+    if (this.abandoned || !this.fence || results.length === 0) return false;
+    const completed = await this.fence.acknowledge(results, () => this.abandoned, complete);
+    // An abandoned session gave up without acknowledging: it is never retained by this process.
+    if (this.acknowledgedIds && !this.abandoned) {
+      if (this.acknowledgedIds.length + results.length > KNOWN_LEASES_MAX) this.acknowledgedIds = undefined;
+      else for (const result of results) this.acknowledgedIds.push(result.leaseId);
+    }
+    return completed;
   }
 
   /** Every lease answered and acknowledged: record the end, or say what is missing. */
@@ -391,10 +409,26 @@ export class RunSession {
   }
 
   private async retain(): Promise<void> {
-    await applyRetention(this.deps.redis, this.deps.queue, this.deps.keys, this.runId, this.deps.retainMs);
+    const lease = this.coordinatorLease;
+    const known = this.knownLeases();
+    // With the leases known, the same call also releases the coordinator lease (teardown's release is then a no-op).
+    const release = known && lease ? { key: this.deps.keys.runCoordinator(this.runId), token: lease.token } : undefined;
+    await applyRetention(this.deps.redis, this.deps.queue, this.deps.keys, this.runId, this.deps.retainMs, known, release);
+    if (release) lease?.markReleased();
     // A run of one spec (every rollout() call) says it at debug: a line per call is noise at info.
     const level = this.plan.specCount === 1 ? 'debug' : 'info';
     this.deps.logger[level]({ runId: this.runId, retainMs: this.deps.retainMs }, 'every Result delivered; the run expires from Redis after its retention');
+  }
+
+  /**
+   * Every lease of the run and its stored artifacts, when this session knows them all: it made
+   * the run, no other coordinator can have held it since (its lease was never found free and
+   * retaken, `CoordinatorLease.epoch`), and it acknowledged every lease itself (a completed run's
+   * leases are all delivered). Else undefined: retention reads them from the run's sets.
+   */
+  private knownLeases(): { leaseIds: readonly string[]; artifacts: readonly string[] } | undefined {
+    if (!this.madeRun || !this.acknowledgedIds || this.earlier || this.coordinatorLease?.epoch !== 0 || this.tracker.unfinishedCount > 0) return undefined;
+    return { leaseIds: this.acknowledgedIds, artifacts: this.artifactStorer?.storedArtifacts() ?? [] };
   }
 
   private async teardown(): Promise<void> {

@@ -61,9 +61,42 @@ describe('retention of a delivered run', () => {
     const run = (await rq.status('kept')).run;
     expect(run).toMatchObject({ status: 'completed', delivered: 3 });
   });
-});
 
-describe('an artifact stored once per run', () => {
+  /** Keys with `runId` in their name that would never expire, or expire later than retainMs. */
+  async function lasting(runId: string): Promise<string[]> {
+    const keys = await keysOf(runId);
+    const ttls = await Promise.all(keys.map((key) => raw.redis.pttl(key)));
+    return keys.filter((_, i) => !((ttls[i] as number) > 0 && (ttls[i] as number) <= RETAIN_MS));
+  }
+
+  it('a rollout() run (one retention call with its release): its stored artifact and every key expire, its coordinator lease is gone', async () => {
+    const artifact = `// ${'artifact line\n'.repeat(200)}`;
+    expect((await rq.rollout(draft('one', { rendered: artifact }), { runId: 'single-kept' })).kind).toBe('ok');
+    await rq.settled('single-kept');
+    const keys = await keysOf('single-kept');
+    expect(keys.filter((key) => key.includes(':artifact:'))).toHaveLength(1);
+    expect(keys).toContain(raw.queue.toKey('single-kept.one'));
+    expect(await lasting('single-kept')).toEqual([]);
+    expect(await raw.redis.exists(raw.keys.runCoordinator('single-kept'))).toBe(0);
+    expect(await raw.redis.zscore(raw.queue.toKey('completed'), 'single-kept.one')).toBeNull();
+    // The lease was released: another session of the run starts at once (it finds nothing undelivered).
+    await expect(rq.rollout(draft('one', { rendered: artifact }), { runId: 'single-kept' })).rejects.toThrow(/delivered before/);
+  });
+
+  it('a run finished by a second session (it did not make the run): every key expires, the first session\'s leases included', async () => {
+    for await (const result of rq.mapRollouts([draft('a'), draft('b'), draft('c')], { runId: 'resumed-kept' })) {
+      expect(result.kind).toBe('ok');
+      break;
+    }
+    await rq.settled('resumed-kept');
+    const rest = await collect(rq.mapRollouts([draft('a'), draft('b'), draft('c')], { runId: 'resumed-kept' }));
+    expect(rest).toHaveLength(2);
+    await rq.settled('resumed-kept');
+    expect(await lasting('resumed-kept')).toEqual([]);
+    expect((await rq.status('resumed-kept')).run).toMatchObject({ status: 'completed', delivered: 3 });
+    expect(await raw.redis.exists(raw.keys.runCoordinator('resumed-kept'))).toBe(0);
+  });
+
   it('says a run expires at info for a run of several specs, at debug for each rollout() call', async () => {
     const lines: { level: number; msg: string; runId?: string }[] = [];
     const logger = createLogger({}, { write: (line: string) => (lines.push(JSON.parse(line) as { level: number; msg: string }), true) });
@@ -81,6 +114,9 @@ describe('an artifact stored once per run', () => {
     }
   });
 
+});
+
+describe('an artifact stored once per run', () => {
   it('jobs carry its content hash, Redis holds one copy, and the worker runs the whole artifact', async () => {
     const artifact = `// ${'big artifact line\n'.repeat(4000)}`;
     const results = await collect(rq.mapRollouts(Array.from({ length: 6 }, (_, i) => draft(`t${i}`, { rendered: artifact })), { runId: 'hashed' }));
