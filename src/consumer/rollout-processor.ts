@@ -122,9 +122,9 @@ export class RolloutProcessor {
   /** One attempt after its start was recorded: the checks before running it, the child, the Result. */
   private async attempt(job: Job, token: string | undefined, parsedSpec: RolloutSpec, startedAt: number, overLimit: boolean, runStatus: string | undefined): Promise<Result> {
     let spec = parsedSpec;
-    if (runStatus === 'cancelled') {
-      return this.finish(job, spec, startedAt, { kind: 'caller', error: { type: 'Cancelled', message: 'the run was cancelled before this rollout started' } });
-    }
+    // The run record says so, or this worker heard the cancel (pub/sub: a bare PUBLISH is the
+    // whole contract, the record may never say `cancelled`).
+    if (runStatus === 'cancelled' || this.cancelledRuns.has(spec.runId)) return this.cancelledBeforeStart(job, spec, startedAt);
     if (overLimit) {
       const { lastExit } = await this.ledger.read(spec.leaseId);
       return this.quarantine(job, spec, startedAt, lastExit);
@@ -153,6 +153,10 @@ export class RolloutProcessor {
       });
     }
     const secrets = Object.fromEntries(spec.sandbox.env.map((name) => [name, process.env[name] as string]));
+    // A cancel heard since the start was noted (the ledger's round trip, the artifact's fetch)
+    // found no active rollout of this lease to abort: honoured here, with no await between this
+    // check and the lease becoming active, so no message falls in between.
+    if (this.cancelledRuns.has(spec.runId)) return this.cancelledBeforeStart(job, spec, startedAt);
     const active = { runId: spec.runId, abort: new AttemptAbort() };
     this.active.set(spec.leaseId, active);
     this.events.onStart();
@@ -188,6 +192,11 @@ export class RolloutProcessor {
     } finally {
       if (this.active.get(spec.leaseId) === active) this.active.delete(spec.leaseId);
     }
+  }
+
+  /** The Result of a lease of a cancelled run that never ran here. */
+  private cancelledBeforeStart(job: Job, spec: RolloutSpec, startedAt: number): Promise<Result> {
+    return this.finish(job, spec, startedAt, { kind: 'caller', error: { type: 'Cancelled', message: 'the run was cancelled before this rollout started' } });
   }
 
   /**
@@ -245,6 +254,17 @@ export class RolloutProcessor {
       case 'hung':
         return this.redispatch(job, token, spec, startedAt, { reason: 'Hang', exitCode: null, signal: 'SIGKILL', stderrTail: `no answer within timeouts.hangMs = ${outcome.hangMs} ms; process tree killed\n${tail(outcome.stderrTail, 1500)}` });
       case 'aborted':
+        if (outcome.reason === 'cancelled') {
+          // The child did not answer the cancel within killGraceMs (its event loop blocked, or a
+          // loaded machine slowed its clean-up) and its tree was killed. The run is cancelled all
+          // the same: handing the lease back would run it again from the start, and a run
+          // cancelled by its message alone (no `cancelled` status in its record) would then run
+          // to its end.
+          return this.finish(job, spec, startedAt, {
+            kind: 'caller',
+            error: { type: 'Cancelled', message: `the run was cancelled while this rollout was running; it did not stop within killGraceMs = ${this.options.killGraceMs} ms, so its process tree was killed` },
+          }, runMs, outcome.costs.length > 0);
+        }
         return this.handBack(job, token, spec, outcome.reason);
     }
   }

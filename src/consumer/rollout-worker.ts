@@ -254,7 +254,9 @@ export class RolloutWorker {
     await this.subscriber.subscribe(this.keys.cancelChannel());
     this.subscriber.on('message', (_channel: string, runId: string) => {
       const count = this.processor.abort({ runId }, 'cancelled');
+      // Remembered all the same: an attempt of the run starting here later ends as Cancelled.
       if (count > 0) logger.info({ runId, count }, 'run cancelled; aborting its active rollouts');
+      else logger.debug({ runId }, 'run cancelled; no active rollout of it here');
     });
     await this.publishInfo();
     if (options.metricsPort !== undefined) {

@@ -1,8 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The compiled package: a worker forks dist/consumer/child-main.js, which vitest's TS sources lack.
 import { RolloutWorker } from '../../../dist/consumer/index.js';
 import { createLogger } from '../../../src/platform/logger.js';
+import { until } from '../../helpers/attempt-traces.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { fixture, makeSpec, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { isAlive, startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
@@ -147,6 +150,43 @@ describe('failures of the rollout itself', () => {
       const { results } = await q.waitForAll([spec.leaseId], 10_000);
       expect(results.get(spec.leaseId)).toMatchObject({ kind: 'caller', error: { type: 'Cancelled' } });
     });
+  });
+
+  it('a cancel the rollout cannot answer (its event loop blocked) ends it as Cancelled once killed, never handed back to run again', async () => {
+    const q = new RawQueue(redis.url);
+    const dir = mkdtempSync(path.join(tmpdir(), 'rq-cancel-'));
+    const marker = path.join(dir, 'ran');
+    try {
+      await withWorker(q, { killGraceMs: 300 }, async () => {
+        // Attempt 1 blocks its event loop once it has written the marker; a second attempt would return ok at once.
+        const spec = makeSpec('cancelkill', 'spin', { run: fixture('spinsOnFirstAttempt', { path: marker }) });
+        await q.add([spec]);
+        expect(await until(() => existsSync(marker), 30_000)).toBe(true);
+        // The bare message is the whole contract (the run record still says `running`).
+        await q.redis.publish(q.keys.cancelChannel(), 'cancelkill');
+        const { results } = await q.waitForAll([spec.leaseId]);
+        expect(results.get(spec.leaseId)).toMatchObject({ kind: 'caller', attempts: 1, error: { type: 'Cancelled' } });
+        expect(results.get(spec.leaseId)?.error?.message).toContain('killGraceMs = 300 ms');
+        expect(readFileSync(marker, 'utf8')).toBe('ran spin\n');
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a cancel heard while no rollout of the run was active here ends a later attempt of it as Cancelled, not run', async () => {
+    const q = new RawQueue(redis.url);
+    await withWorker(q, {}, async (worker) => {
+      // As a cancel falling between a stalled attempt's end and its re-dispatched attempt's start.
+      await q.redis.publish(q.keys.cancelChannel(), 'cancellater');
+      expect(await until(() => worker.output().includes('no active rollout of it here'), 30_000)).toBe(true);
+      // RawQueue jobs carry no enqueue time: their start goes through the ledger, which reads the
+      // run record (still `running`: the bare message is the whole contract).
+      const spec = makeSpec('cancellater', 'x');
+      await q.add([spec]);
+      const { results } = await q.waitForAll([spec.leaseId]);
+      expect(results.get(spec.leaseId)).toMatchObject({ kind: 'caller', error: { type: 'Cancelled', message: 'the run was cancelled before this rollout started' } });
+    }, { LOG_LEVEL: 'debug' });
   });
 
   it('nothing a finished rollout started outlives it (a detached grandchild is killed)', async () => {
