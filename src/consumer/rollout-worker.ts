@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { Queue, Worker, type ConnectionOptions, type JobType } from 'bullmq';
+import { LeaseWorker } from './lease-worker.js';
 import { Cluster, Redis } from 'ioredis';
 import { queueKeys, RUN_FIELDS, type LeaseClass, type QueueKeys } from '../lease/index.js';
 import { PlacementWatcher } from './placement-watcher.js';
@@ -459,7 +460,7 @@ export class RolloutWorker {
 
 /** A BullMQ worker of `queueName` running `processor` (one per served queue; they share the child pool). */
 function bullWorker(queueName: string, concurrency: number, processor: RolloutProcessor, options: CompiledWorkerOptions, connection: ConnectionOptions): Worker {
-  return new Worker(queueName, processor.process, {
+  return new LeaseWorker(queueName, processor.process, {
     connection,
     prefix: options.prefix,
     name: options.name,

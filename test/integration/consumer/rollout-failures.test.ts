@@ -81,6 +81,19 @@ describe('failures of the rollout itself', () => {
     });
   });
 
+  it('a re-dispatched lease taken again by another slot of the same worker keeps its lock renewed while it runs past several lock durations', async () => {
+    // BullMQ's lock manager tracks locks by job id: the crashed attempt's end used to drop the
+    // new attempt's lock from renewal, which then stalled and was re-dispatched as WorkerLost.
+    const q = new RawQueue(redis.url);
+    await withWorker(q, { concurrency: 2, lockDurationMs: 2000, stalledIntervalMs: 1000 }, async () => {
+      const spec = makeSpec('relock', 'x', { run: fixture('crashesUntilAttempt', { succeedOnAttempt: 2, thenWaitMs: 6000 }) });
+      await q.add([spec]);
+      const { results } = await q.waitForAll([spec.leaseId]);
+      expect(results.get(spec.leaseId)).toMatchObject({ kind: 'ok', attempts: 2, redispatched: 1 });
+      expect((await q.queue.getJob(spec.leaseId))?.stalledCounter).toBe(0);
+    });
+  });
+
   it('a child that cannot start fails the lease with its exit code and stderr tail, not as stalled', async () => {
     const q = new RawQueue(redis.url);
     await withWorker(q, { childExecArgv: ['--no-such-node-flag'] }, async () => {
