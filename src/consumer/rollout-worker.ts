@@ -9,6 +9,7 @@ import type { Result } from '../spec/index.js';
 import { createRedisClient, redactRedisUrl, redisOptionsFromUrl, redisTopology } from '../platform/redis-connection.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { RedisClock } from '../platform/redis-clock.js';
+import { subscribeWhenReady } from '../platform/subscribe-when-ready.js';
 import { bullTelemetry } from '../platform/telemetry.js';
 import { SandboxSpecSchema } from '../spec/index.js';
 import { ArtifactCache } from './artifact-cache.js';
@@ -252,7 +253,7 @@ export class RolloutWorker {
     for (const client of [this.redis, this.subscriber]) this.watchConnection(client, address);
     this.wire(this.worker);
     this.queue.on('error', (err) => this.onWorkerError(err));
-    await this.subscriber.subscribe(this.keys.cancelChannel());
+    await subscribeWhenReady(this.subscriber, this.keys.cancelChannel());
     this.subscriber.on('message', (_channel: string, runId: string) => {
       const count = this.processor.abort({ runId }, 'cancelled');
       // Remembered all the same: an attempt of the run starting here later ends as Cancelled.
