@@ -4,7 +4,7 @@ import { LeaseWorker } from './lease-worker.js';
 import { Cluster, Redis } from 'ioredis';
 import { queueKeys, RUN_FIELDS, type LeaseClass, type QueueKeys } from '../lease/index.js';
 import { PlacementWatcher } from './placement-watcher.js';
-import { createLogger, type Logger } from '../platform/logger.js';
+import { childLogger, createLogger, type Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
 import { createRedisClient, redactRedisUrl, redisOptionsFromUrl, redisTopology } from '../platform/redis-connection.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
@@ -123,7 +123,7 @@ export class RolloutWorker {
     const containment = detectContainment(options.containment);
     useContainment(containment);
     const keys = queueKeys(options.prefix, options.queue);
-    const logger = (input.logger ?? createLogger({ component: 'worker' })).child({ worker: options.name, queue: options.queue });
+    const logger = childLogger(input.logger ?? createLogger({ component: 'worker' }), { worker: options.name, queue: options.queue });
     const redis = createRedisClient(options.redisUrl, { connectionName: `${options.prefix}:rollout-queue:ledger` });
     let clock: RedisClock;
     try {

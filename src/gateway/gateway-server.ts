@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import { queueKeys } from '../lease/index.js';
-import { createLogger } from '../platform/logger.js';
+import { childLogger, createLogger } from '../platform/logger.js';
 import { connectProducerRedis, DEFAULT_MAX_TASK_BYTES, queueDispatch, RolloutQueue } from '../producer/index.js';
 import { handleDispatch } from './dispatch-route.js';
 import { compileGatewayOptions, type GatewayOptions } from './gateway-options.js';
@@ -43,7 +43,7 @@ const RUN_PATH = /^\/runs\/([A-Za-z0-9_-]{1,200})(\/results|\/ack|\/cancel)?$/;
  */
 export async function startGateway(input: GatewayOptions): Promise<Gateway> {
   const options = compileGatewayOptions(input);
-  const logger = (options.logger ?? createLogger({ component: 'gateway' })).child({ queue: options.queue });
+  const logger = childLogger(options.logger ?? createLogger({ component: 'gateway' }), { queue: options.queue });
   // A body the gateway accepts must fit the spec it becomes: the task holds the whole scenario.
   const maxTaskBytes = Math.min(MAX_PRODUCER_BYTES, Math.max(DEFAULT_MAX_TASK_BYTES, options.maxBodyBytes + 16 * 1024));
   const maxSpecBytes = Math.min(MAX_PRODUCER_BYTES, Math.max(1024 * 1024, maxTaskBytes + 64 * 1024));

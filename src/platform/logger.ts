@@ -27,4 +27,16 @@ export function createLogger(bindings: Record<string, unknown> = {}, destination
   return pino(options, destination ?? pino.destination(2));
 }
 
+/**
+ * A child of `logger` with `bindings` on every line, leaving out those it binds already to the
+ * same value: pino writes a key bound twice twice (`"queue":"a",…,"queue":"a"`), e.g. when the
+ * CLI's logger names the queue and the library component names it again.
+ */
+export function childLogger(logger: Logger, bindings: Record<string, unknown>): Logger {
+  const bound = logger.bindings();
+  const fresh: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(bindings)) if (bound[key] !== value) fresh[key] = value;
+  return logger.child(fresh);
+}
+
 export type { Logger };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../../src/platform/logger.js';
+import { childLogger, createLogger } from '../../../src/platform/logger.js';
 
 function capture(): { lines: string[]; stream: { write: (line: string) => boolean } } {
   const lines: string[] = [];
@@ -21,5 +21,21 @@ describe('createLogger redaction', () => {
     const { lines, stream } = capture();
     createLogger({}, stream).warn({ runId: 'r', kind: 'model' }, 'x');
     expect(JSON.parse(lines[0] as string)).toMatchObject({ runId: 'r', kind: 'model', level: 40 });
+  });
+});
+
+describe('childLogger', () => {
+  it('writes a key the parent binds already once (fresh-user report: "queue" twice in every worker line)', () => {
+    const { lines, stream } = capture();
+    const cli = createLogger({ component: 'worker', queue: 'rollouts' }, stream);
+    childLogger(cli, { worker: 'w1', queue: 'rollouts' }).info('ready');
+    expect(lines[0]?.match(/"queue"/g)).toHaveLength(1);
+    expect(JSON.parse(lines[0] as string)).toMatchObject({ component: 'worker', queue: 'rollouts', worker: 'w1' });
+  });
+
+  it('binds a value that differs from the parent\'s (the last one wins, as in pino)', () => {
+    const { lines, stream } = capture();
+    childLogger(createLogger({ queue: 'a' }, stream), { queue: 'b' }).info('x');
+    expect(JSON.parse(lines[0] as string)).toMatchObject({ queue: 'b' });
   });
 });
