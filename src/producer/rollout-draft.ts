@@ -142,13 +142,11 @@ export function prepareDraft(draft: unknown, ctx: DraftContext): PreparedDraft {
   if (oversize) return refuse(leaseId, taskId, 'InvalidSpec', oversize);
   const leaked = (ctx.secrets ?? new SecretScan()).find(json, spec.sandbox.env);
   if (leaked) {
-    return refuse(
-      leaseId,
-      taskId,
-      'SecretInSpec',
-      `lease ${leaseId}: the spec contains the value of the coordinator's environment variable ${leaked}; ` +
-        `a spec must never carry a secret value: list "${leaked}" in sandbox.env and let the worker read it from its own environment`,
-    );
+    // Already named in sandbox.env: the fix is only to take the value out (fresh-user report).
+    const fix = spec.sandbox.env.includes(leaked)
+      ? `take the value out of the draft (the task, rendered or a Ref config): sandbox.env names "${leaked}" already, so the worker passes its own value to the rollout as ctx.secrets.${leaked}`
+      : `list "${leaked}" in sandbox.env and let the worker read it from its own environment`;
+    return refuse(leaseId, taskId, 'SecretInSpec', `lease ${leaseId}: the spec contains the value of the coordinator's environment variable ${leaked}; a spec must never carry a secret value: ${fix}`);
   }
   return { ok: true, leaseId, taskId, spec, bytes };
 }

@@ -41,6 +41,18 @@ describe('prepareDraft with a shared scan', () => {
     expect(prepareDraft(draft({ id: 't' }), { ...ctx, secrets })).toMatchObject({ ok: true, leaseId: 'run-1.t' });
   });
 
+  it('tells a draft that lists the variable in sandbox.env already to take the value out, not to list it (fresh-user input)', () => {
+    const secrets = new SecretScan({ MY_SECRET: 'hunter2value' });
+    const listed = prepareDraft(draft({ id: 't', note: 'the answer is hunter2value' }, { env: ['MY_SECRET'] }), { ...ctx, secrets });
+    expect(listed).toMatchObject({ ok: false, error: { type: 'SecretInSpec' } });
+    const message = (listed as { error: { message: string } }).error.message;
+    expect(message).toContain('take the value out of the draft');
+    expect(message).toContain('ctx.secrets.MY_SECRET');
+    expect(message).not.toContain('hunter2value');
+    const unlisted = prepareDraft(draft({ id: 't', note: 'the answer is hunter2value' }), { ...ctx, secrets: new SecretScan({ MY_SECRET: 'hunter2value' }) });
+    expect((unlisted as { error: { message: string } }).error.message).toContain('list "MY_SECRET" in sandbox.env');
+  });
+
   it('measures the spec once: bytes is its UTF-8 size, and an oversize task or spec is refused by name', () => {
     const ok = prepareDraft(draft({ id: 't', text: 'é' }), ctx);
     expect(ok.ok && ok.bytes).toBe(ok.ok ? Buffer.byteLength(JSON.stringify(ok.spec), 'utf8') : -1);
