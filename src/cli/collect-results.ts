@@ -54,6 +54,7 @@ async function collect(
       next = await Promise.race([iterator.next(), interrupted]);
     } catch (err) {
       const stop = runStoppedBy(err);
+      if (stop?.cancelled) return { kind: 'cancelled', reason: stop.message };
       if (stop) {
         if (stop.result) file.append(stop.result);
         progress.update(file.count);

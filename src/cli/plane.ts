@@ -64,16 +64,19 @@ export interface RunStop {
   readonly leaseId: string | null;
   readonly result: Result | null;
   readonly message: string;
+  /** The run was cancelled before (`cancel`), not stopped: `resume` ends as `run` does for a cancel. */
+  readonly cancelled: boolean;
 }
 
 /** The {@link RunStop} of a RunStoppedError, else undefined. */
 export function runStoppedBy(err: unknown): RunStop | undefined {
   if (!(err instanceof Error) || err.name !== 'RunStoppedError') return undefined;
-  const { leaseId, result } = err as Error & { leaseId?: unknown; result?: unknown };
+  const { leaseId, result, status } = err as Error & { leaseId?: unknown; result?: unknown; status?: unknown };
   return {
     leaseId: typeof leaseId === 'string' ? leaseId : null,
     result: result && typeof result === 'object' ? (result as Result) : null,
     message: err.message,
+    cancelled: status === 'cancelled',
   };
 }
 

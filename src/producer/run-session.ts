@@ -362,7 +362,7 @@ export class RunSession {
       // Every Result of the stopped run is delivered now: its retention starts.
       await this.retain();
       throw new RunStoppedError(this.runId, null, `run "${this.runId}" was ${this.earlier.status} earlier (${this.earlier.stopReason ?? 'no reason recorded'}); ` +
-        'its remaining Results were delivered and nothing new was enqueued; start a new run id to run its specs again');
+        'its remaining Results were delivered and nothing new was enqueued; start a new run id to run its specs again', this.earlier.status === 'cancelled' ? 'cancelled' : 'stopped');
     }
     if (!this.plan.drafts) {
       const [head, known] = await Promise.all([store.readHead(this.runId), store.knownLeases(this.runId)]);

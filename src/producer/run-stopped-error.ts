@@ -7,18 +7,21 @@ import type { Result } from '../spec/index.js';
  *
  * `leaseId` and `result` name the lease whose caller Result stopped the run; both are null
  * when the run had already been stopped by an earlier coordinator (its reason is in the message).
+ * `status` is the run's: `cancelled` when it was cancelled before this session (`cancel`), else `stopped`.
  */
 export class RunStoppedError extends Error {
   readonly runId: string;
   readonly leaseId: string | null;
   readonly result: Result | null;
+  readonly status: 'stopped' | 'cancelled';
 
-  constructor(runId: string, result: Result | null, message: string) {
+  constructor(runId: string, result: Result | null, message: string, status: 'stopped' | 'cancelled' = 'stopped') {
     super(message);
     this.name = 'RunStoppedError';
     this.runId = runId;
     this.leaseId = result?.leaseId ?? null;
     this.result = result;
+    this.status = status;
   }
 
   /** The error for a run stopped by this caller Result, in words a caller can act on. */

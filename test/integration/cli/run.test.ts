@@ -138,11 +138,18 @@ describe('rollout-queue run', () => {
     expect(cancel.code, cancel.stderr).toBe(0);
     expect(cancel.stdout).toContain('cancelled run cancelme');
     const end = await coordinator.done;
-    expect([1, 3], end.stderr).toContain(end.code);
+    expect(end.code, end.stderr).toBe(1);
     expect(end.stderr).toMatch(/cancel/i);
+    expect(end.stdout).toMatch(/result\(s\), cancelled/);
     expect(lineCount(out)).toBeLessThan(TASKS);
     const status = await runCli(['status', 'cancelme', '--queue', queue, '--json'], { env });
     expect((JSON.parse(status.stdout) as { run: { status: string } }).run.status).toBe('cancelled');
+    // resume of the cancelled run ends as run did (fresh-user report: exit 3, "stopped on a caller result").
+    const resumed = await runCli(['resume', 'cancelme', '--queue', queue, '--out', out], { env, cwd: dir });
+    expect(resumed.code, resumed.stderr).toBe(1);
+    expect(resumed.stdout).toMatch(/result\(s\), cancelled/);
+    expect(resumed.stderr).toContain('was cancelled');
+    expect(resumed.stderr).not.toContain('caller result');
   });
 
   it('a results file of another run is refused (exit 2) and left as it is', async () => {
