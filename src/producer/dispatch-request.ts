@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../lease/index.js';
 import { CostReceiptSchema, DispatchRequestSchema, ResultSchema, type CostReceipt, type DispatchRequest, type Result } from '../spec/index.js';
@@ -33,12 +34,54 @@ export function placementOf(placement: DispatchPlacement | undefined, fallback: 
   return { queue: queue ?? fallback, labels };
 }
 
+/** JSON text of `value` with every object's keys sorted: equal data, equal text. */
+function sortedJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(sortedJson).join(',')}]`;
+  const entries = Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${sortedJson((value as Record<string, unknown>)[key])}`);
+  return `{${entries.join(',')}}`;
+}
+
+/**
+ * The fingerprint of what a call asks for: sha256 (hex) of the JSON, keys sorted, of its
+ * scenario, rep, seed, generation and cycleId. Two calls of one `(runAttemptId, cellId)` share
+ * one lease only when their fingerprints are equal. The placement is left out: it says where
+ * the work runs, not what it is (a retry may be routed elsewhere).
+ */
+export function requestFingerprint(request: DispatchRequest): string {
+  const { scenario, rep, seed, generation, cycleId } = request;
+  return createHash('sha256').update(sortedJson({ scenario, rep, seed, generation: generation ?? null, cycleId: cycleId ?? null })).digest('hex');
+}
+
+/** The call error for a request that reuses the cell of another request (it would get that one's answer). */
+export function conflictError(request: DispatchRequest): DispatchError {
+  return new DispatchError('caller', {
+    type: 'DispatchConflict',
+    message: `cell ${JSON.stringify(request.cellId)} of run attempt ${JSON.stringify(request.runAttemptId)} was dispatched with another request ` +
+      '(its scenario, rep, seed, generation or cycleId differ); a cellId names one request within a run attempt: give this request a cellId of its own, or a new runAttemptId',
+  });
+}
+
+/** A delivered dispatch's answer as kept: the Result and the fingerprint of its request. */
+export interface KeptAnswer {
+  readonly result: Result;
+  /** Undefined for an answer kept by an earlier version (a bare Result). */
+  readonly fingerprint: string | undefined;
+}
+
+/** The text {@link readAnswer} reads back. */
+export function answerText(result: Result, fingerprint: string): string {
+  return JSON.stringify({ fingerprint, result });
+}
+
 /** The kept answer of a delivered dispatch, or undefined. */
-export async function readAnswer(redis: Redis, key: string): Promise<Result | undefined> {
+export async function readAnswer(redis: Redis, key: string): Promise<KeptAnswer | undefined> {
   const json = await redis.get(key);
   if (json === null) return undefined;
-  const parsed = ResultSchema.safeParse(JSON.parse(json));
-  return parsed.success ? parsed.data : undefined;
+  const raw = JSON.parse(json) as { fingerprint?: unknown; result?: unknown };
+  const kept = typeof raw.fingerprint === 'string' ? raw.result : raw;
+  const parsed = ResultSchema.safeParse(kept);
+  return parsed.success ? { result: parsed.data, fingerprint: typeof raw.fingerprint === 'string' ? raw.fingerprint : undefined } : undefined;
 }
 
 /** Receipts the worker stored for a lease so far (`cost:<id>` fields of its ledger hash). */

@@ -8,7 +8,7 @@ import { connectProducerRedis } from './connect-producer-redis.js';
 import { deliverDispatch, replayReceipts } from './dispatch-delivery.js';
 import { DispatchError } from './dispatch-errors.js';
 import { compileQueueDispatchOptions, type CompiledQueueDispatchOptions, type QueueDispatchOptions } from './dispatch-options.js';
-import { checkedRequest, placementOf, readAnswer, readReceipts } from './dispatch-request.js';
+import { answerText, checkedRequest, conflictError, placementOf, readAnswer, readReceipts, requestFingerprint } from './dispatch-request.js';
 import { dispatchRunId } from './dispatch-run-id.js';
 import { forgetDispatchRun } from './forget-dispatch-run.js';
 import { compileProducerOptions } from './producer-options.js';
@@ -94,10 +94,12 @@ class QueueDispatcher {
     const abortError = (): AbortError => new AbortError(runId, `dispatch of cell ${JSON.stringify(request.cellId)} (run attempt ${JSON.stringify(request.runAttemptId)}) was aborted by the caller`, { cause: ctx.signal?.reason });
     if (ctx.signal?.aborted) throw abortError();
     const key = `${queue}\n${runId}`;
+    const fingerprint = requestFingerprint(request);
     let shared = this.inflight.get(key);
+    if (shared && shared.fingerprint !== fingerprint) throw conflictError(request);
     if (!shared) {
-      const fresh = new SharedCall();
-      fresh.done = this.run(queue, runId, leaseId, request, labels, fresh.controller.signal);
+      const fresh = new SharedCall(fingerprint);
+      fresh.done = this.run(queue, runId, leaseId, request, fingerprint, labels, fresh.controller.signal);
       this.inflight.set(key, fresh);
       fresh.done.then(() => this.inflight.delete(key), () => this.inflight.delete(key));
       shared = fresh;
@@ -113,11 +115,16 @@ class QueueDispatcher {
   }
 
   /** The lease's Result: the kept answer of an earlier delivery, or a (resumed) one-spec run. */
-  private async run(queueName: string, runId: string, leaseId: string, request: DispatchRequest, labels: Record<string, string>, signal: AbortSignal): Promise<Result> {
+  private async run(queueName: string, runId: string, leaseId: string, request: DispatchRequest, fingerprint: string, labels: Record<string, string>, signal: AbortSignal): Promise<Result> {
     const plane = await this.plane(queueName);
     const redis = await this.redis();
     const answerKey = plane.keys.dispatchAnswer(runId);
-    const kept = await readAnswer(redis, answerKey);
+    /** A kept answer is this request's only when it was kept for an equal request (fresh-user report: another scenario got it). */
+    const answerOf = (kept: Awaited<ReturnType<typeof readAnswer>>): Result | undefined => {
+      if (kept?.fingerprint !== undefined && kept.fingerprint !== fingerprint) throw conflictError(request);
+      return kept?.result;
+    };
+    const kept = answerOf(await readAnswer(redis, answerKey));
     if (kept) return kept;
     const { options } = this;
     const draft: RolloutDraft = {
@@ -143,7 +150,7 @@ class QueueDispatcher {
         throw Object.assign(err, { receipts });
       }
       // Delivered before (a retry racing the first delivery in another process): the answer says what it was.
-      const late = await readAnswer(redis, answerKey).catch(() => undefined);
+      const late = answerOf(await readAnswer(redis, answerKey).catch(() => undefined));
       if (late) return late;
       throw new DispatchError('infrastructure', { type: 'DispatchFailed', message: `dispatch of cell ${JSON.stringify(request.cellId)}: ${(err as Error).message}` });
     }
@@ -155,7 +162,7 @@ class QueueDispatcher {
       await plane.rq.settled(runId);
       if (!(await forgetDispatchRun(redis, plane.queue, plane.keys, runId, leaseId).catch(() => false))) this.cleanupLater(plane, runId, leaseId, 1);
     } else {
-      await redis.set(answerKey, JSON.stringify(result), 'PX', options.keepAnswerMs);
+      await redis.set(answerKey, answerText(result, fingerprint), 'PX', options.keepAnswerMs);
       this.cleanupLater(plane, runId, leaseId, 0);
     }
     return result;

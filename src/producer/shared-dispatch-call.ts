@@ -4,6 +4,10 @@ import { AbortError } from './abort-error.js';
 /** One lease shared by every call attached to it. */
 export class SharedCall {
   readonly controller = new AbortController();
+
+  /** @param fingerprint the request's (`requestFingerprint`): only an equal request may join. */
+  constructor(readonly fingerprint: string) {}
+
   private waiters = 0;
   done!: Promise<Result>;
 

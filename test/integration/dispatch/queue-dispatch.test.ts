@@ -161,6 +161,35 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
     }
   });
 
+  it('another request under a cell id already used is refused as DispatchConflict, in flight and after delivery, in another process too (fresh-user report: it got the first answer)', async () => {
+    const q = new RawQueue(redis.url);
+    const workers = [await startWorkerProcess(q.workerOptions({ concurrency: 2 }))];
+    const dispatch = open(q);
+    const logFile = path.join(dir, 'conflict.log');
+    const conflict = { kind: 'caller', type: 'DispatchConflict', retryable: false };
+    try {
+      const ctx = { cellId: 's1-r0', runAttemptId: 'eval-7', rep: 0, seed: 0 };
+      const first = dispatch({ echo: '2+2', logFile, delayMs: 300 }, ctx);
+      await expect(dispatch({ echo: '3+3', logFile }, ctx)).rejects.toMatchObject(conflict);
+      const answer = await first;
+      await expect(dispatch({ echo: '3+3', logFile }, ctx)).rejects.toMatchObject(conflict);
+      // The same request again is the kept answer; another seed is another request.
+      expect(await dispatch({ echo: '2+2', logFile, delayMs: 300 }, ctx)).toEqual(answer);
+      await expect(dispatch({ echo: '2+2', logFile, delayMs: 300 }, { ...ctx, seed: 1 })).rejects.toMatchObject(conflict);
+      const other = open(q);
+      try {
+        await expect(other({ echo: '3+3', logFile }, ctx)).rejects.toThrow(/s1-r0.*eval-7.*another request/);
+      } finally {
+        await other.close();
+      }
+      expect(lines(logFile)).toHaveLength(1);
+    } finally {
+      await dispatch.close();
+      await stop(workers);
+      await q.close();
+    }
+  });
+
   it('receipts of a dispatch that failed after two paid calls reach the coordinator once each; a model failure is not retryable', async () => {
     const q = new RawQueue(redis.url);
     const workers = [await startWorkerProcess(q.workerOptions())];
@@ -168,7 +197,8 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
     try {
       const cost = ledger();
       const ctx = { cellId: 'pays-then-fails', runAttemptId: 'attempt-pay', rep: 0, seed: 0, cost };
-      const failure = await dispatch({ paidCalls: 2, usd: 0.5, throw: { name: 'JudgeRefused', message: 'the answer was empty' } }, ctx).catch((err: unknown) => err);
+      const scenario = { paidCalls: 2, usd: 0.5, throw: { name: 'JudgeRefused', message: 'the answer was empty' } };
+      const failure = await dispatch(scenario, ctx).catch((err: unknown) => err);
       expect(failure).toBeInstanceOf(DispatchError);
       expect(failure).toMatchObject({ kind: 'model', retryable: false, type: 'JudgeRefused' });
       expect((failure as Error).message).toContain('the answer was empty');
@@ -177,7 +207,7 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
         { callId: 'pays-then-fails-call-1', usd: 0.5, label: 'fixture', units: { calls: 1 } },
       ]);
       // A retry of the same cell attempt gets the same failure and replays nothing twice.
-      await expect(dispatch({ paidCalls: 2, usd: 0.5, throw: { name: 'JudgeRefused' } }, ctx)).rejects.toMatchObject({ kind: 'model' });
+      await expect(dispatch(scenario, ctx)).rejects.toMatchObject({ kind: 'model' });
       expect(cost.receipts).toHaveLength(2);
     } finally {
       await dispatch.close();
