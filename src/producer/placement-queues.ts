@@ -1,5 +1,5 @@
 import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import { bullTelemetry, withSpan } from '../platform/telemetry.js';
 import { effectivePlacement, parsePlacementEntry, placementEntryJson, placementQueueName, type LeaseClass, type PlacedSpec, type QueueKeys } from '../lease/index.js';
 
@@ -140,8 +140,9 @@ export class PlacementQueues {
 
   private async addRouted(jobs: readonly BulkJob[]): Promise<void> {
     const groups = new Map<string, BulkJob[]>();
-    const pipe = this.redis.pipeline();
-    let writes = 0;
+    // Made only when there is something to write: an ioredis pipeline copies every script
+    // command defined on the connection onto itself (most batches route to the base queue).
+    let pipe: ChainableCommander | undefined;
     const announcing: string[] = [];
     for (const job of jobs) {
       const labels = effectivePlacement(job.data);
@@ -150,21 +151,18 @@ export class PlacementQueues {
       const leaseId = job.opts?.jobId;
       if (leaseId !== undefined) this.leaseQueue.set(leaseId, name);
       if (name !== this.base.name) {
+        pipe ??= this.redis.pipeline();
         if (!this.announced.has(name) && !announcing.includes(name)) {
           pipe.hset(this.keys.placements(), name, placementEntryJson(labels, leaseClass));
           announcing.push(name);
-          writes++;
         }
-        if (leaseId !== undefined) {
-          pipe.hset(this.keys.lease(leaseId), QUEUE_FIELD, name);
-          writes++;
-        }
+        if (leaseId !== undefined) pipe.hset(this.keys.lease(leaseId), QUEUE_FIELD, name);
       }
       const group = groups.get(name);
       if (group) group.push(job);
       else groups.set(name, [job]);
     }
-    if (writes > 0) {
+    if (pipe && pipe.length > 0) {
       for (const [err] of (await pipe.exec()) ?? []) if (err) throw err;
       // Only once stored: a failed announcement is tried again with the next add.
       for (const name of announcing) this.announced.add(name);
