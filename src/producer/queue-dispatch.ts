@@ -27,6 +27,9 @@ export interface QueueDispatch extends Dispatch {
   close(): Promise<void>;
 }
 
+/** How often a call whose lease another process delivers looks for that process' answer, ms. */
+const HOLDER_POLL_MS = 100;
+
 /** How often a cleanup of an aborted dispatch whose job is still active is tried again, ms, and how often at most. */
 const CLEANUP_RETRY_MS = 1000;
 const CLEANUP_TRIES = 120;
@@ -126,6 +129,8 @@ class QueueDispatcher {
     };
     const kept = answerOf(await readAnswer(redis, answerKey));
     if (kept) return kept;
+    const held = answerOf(await this.answerOfHolder(redis, plane.keys.runCoordinator(runId), answerKey, signal));
+    if (held) return held;
     const { options } = this;
     const draft: RolloutDraft = {
       rendered: '',
@@ -166,6 +171,33 @@ class QueueDispatcher {
       this.cleanupLater(plane, runId, leaseId, 0);
     }
     return result;
+  }
+
+  /**
+   * While another process delivers this call (it holds the run's coordinator lease: another
+   * gateway, a `queueDispatch` elsewhere), waits for the answer it keeps rather than for its
+   * lease: that process gives the lease up in its wrap-up and then forgets the run, so a call
+   * that waited for the lease found no run and ran the Dispatch a second time (fresh-user
+   * report: two gateways, one request, two runs). Returns the kept answer, or undefined once
+   * nobody holds the lease and none was kept (a transient is not kept: the call runs afresh),
+   * or at the caller's abort (rollout() then throws AbortError). A holder that died frees the
+   * lease within its TTL; then this call resumes the run.
+   */
+  private async answerOfHolder(redis: Redis, coordinatorKey: string, answerKey: string, signal: AbortSignal): Promise<Awaited<ReturnType<typeof readAnswer>>> {
+    while (!signal.aborted) {
+      const [held, answer] = await Promise.all([redis.exists(coordinatorKey), readAnswer(redis, answerKey)]);
+      if (answer || held === 0) return answer;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, HOLDER_POLL_MS);
+        function done(): void {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          resolve();
+        }
+        signal.addEventListener('abort', done, { once: true });
+      });
+    }
+    return undefined;
   }
 
   /** Deletes a delivered (or aborted) call's keys in the background; retried while its job is still active. */

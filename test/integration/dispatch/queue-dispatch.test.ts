@@ -150,10 +150,17 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
       const other = open(q);
       try {
         expect(await other(scenario, ctx)).toEqual(first);
+        expect(lines(logFile)).toHaveLength(1);
+        // The same call in another process while this one runs it (fresh-user report: two
+        // gateways ran one request twice): it waits for this one's answer, not for its lease.
+        const both = { ...ctx, cellId: 'cell-b' };
+        const mine = dispatch({ ...scenario, delayMs: 1500 }, both);
+        await waitFor(() => lines(logFile).length === 2, 'the first call of cell-b started', 30_000);
+        expect(await other({ ...scenario, delayMs: 1500 }, both)).toEqual(await mine);
       } finally {
         await other.close();
       }
-      expect(lines(logFile)).toHaveLength(1);
+      expect(lines(logFile)).toHaveLength(2);
     } finally {
       await dispatch.close();
       await stop(workers);
@@ -179,10 +186,16 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
       const other = open(q);
       try {
         await expect(other({ echo: '3+3', logFile }, ctx)).rejects.toThrow(/s1-r0.*eval-7.*another request/);
+        // In flight in another process: it waits for this one's answer, then refuses.
+        const cell = { ...ctx, cellId: 's2-r0' };
+        const running = dispatch({ echo: '4+4', logFile, delayMs: 800 }, cell);
+        await waitFor(() => lines(logFile).length === 2, 'the first call of s2-r0 started', 30_000);
+        await expect(other({ echo: '5+5', logFile }, cell)).rejects.toMatchObject(conflict);
+        await running;
       } finally {
         await other.close();
       }
-      expect(lines(logFile)).toHaveLength(1);
+      expect(lines(logFile)).toHaveLength(2);
     } finally {
       await dispatch.close();
       await stop(workers);
