@@ -287,6 +287,30 @@ describe('rollout-queue gateway: the harness dispatch wire over the durable queu
     expect((await ack('no-such-run', '{"count": 0}')).status).toBe(404);
   });
 
+  it('runs API: a cancelled run lists the Results of its rollouts that were running, then ends; its record expires (fresh-user report)', async () => {
+    const runId = 'gw-runs-cancel';
+    const drafts = Array.from({ length: 8 }, (_, i) => ({
+      rendered: 'r',
+      task: { id: `t${i}`, delayMs: i === 0 ? 100 : 20_000 },
+      run: { $ref: 'rq-fixtures/failures:echo', config: {} },
+      reward: { $ref: 'rq-fixtures/failures:constant', config: {} },
+    }));
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    expect((await fetch(`${gateway.url}/runs`, { method: 'POST', headers: auth, body: JSON.stringify({ runId, drafts }) })).status).toBe(202);
+    const first = await readResults(gateway.url, runId, 0, 1);
+    expect(first.items.map((item) => item.leaseId)).toEqual([`${runId}.t0`]);
+    // Wait until two rollouts run (the worker's concurrency), so the cancel finds them active.
+    await waitFor(async () => (await q.queue.getActiveCount()) === 2, 'two active rollouts', 30_000);
+    const cancel = await fetch(`${gateway.url}/runs/${runId}/cancel`, { method: 'POST', headers: auth });
+    const { removed } = (await cancel.json()) as { removed: number };
+    expect(cancel.status).toBe(200);
+    const rest = await readResults(gateway.url, runId, 1);
+    expect(rest.end).toMatchObject({ end: true, state: 'cancelled', count: 8 - removed });
+    expect(rest.items.map((item) => [item.kind, (item.error as { type?: string } | null)?.type])).toEqual([['caller', 'Cancelled'], ['caller', 'Cancelled']]);
+    const ttl = await q.redis.pttl(q.keys.run(runId));
+    expect(ttl).toBeGreaterThan(0);
+  });
+
   it('refuses to start without auth off loopback, and without any auth choice', async () => {
     const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: TEST_PREFIX };
     const offLoopback = await runCli(['gateway', '--port', '0', '--host', '0.0.0.0', '--dispatch', 'rq-fixtures/dispatches:scripted', '--no-auth'], { env });
