@@ -60,9 +60,12 @@ describe('rollout-queue worker', () => {
   it('an idle worker whose Redis is gone exits 0 on SIGTERM without waiting out the shutdown grace', async () => {
     const own = await startRedis({ private: true });
     const env = { REDIS_URL: own.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('wk') };
-    const worker = startCli(['worker', '--queue', 'wq-gone', '--name', 'orphaned', '--shutdown-grace-ms', '600000'], { env });
+    const worker = startCli(['worker', '--queue', 'wq-gone', '--name', 'orphaned', '--shutdown-grace-ms', '600000'], { env: { ...env, LOG_LEVEL: 'info' } });
     try {
-      await waitFor(async () => (await connectedWorkers(env, 'wq-gone')).includes('orphaned'), 30_000, 'the worker in status');
+      // Started, not only connected: BullMQ's connections show in status before the worker's start
+      // is done, and Redis stopped mid-start left it waiting there (a CI failure under load).
+      await waitFor(() => (worker.stdout() + worker.stderr()).includes('"msg":"worker running"'), 30_000, 'the worker running');
+      expect(await connectedWorkers(env, 'wq-gone')).toContain('orphaned');
       await own.stop();
       await waitFor(() => worker.stderr().includes('cannot reach Redis') || worker.stdout().includes('cannot reach Redis'), 30_000, 'the worker to see Redis gone');
       worker.child.kill('SIGTERM');
