@@ -121,6 +121,12 @@ describe('properties', () => {
     );
   });
 
+  it('ref() with a -0 in its config returns it as 0, its JSON form (the counterexample fast-check found: seed 1290641077)', () => {
+    const built = ref('@acme/fs:f', { '': -0, nested: { list: [-0, 1] } }, { call: true });
+    expect(built.config).toStrictEqual({ '': 0, nested: { list: [0, 1] } });
+    expect(JSON.parse(JSON.stringify(built))).toStrictEqual(built);
+  });
+
   it('validateRef() of any value returns a Ref or throws a RefError', () => {
     fc.assert(
       fc.property(fc.oneof(valueArb, configArb, configArb.map((config) => ({ $ref: 'fixture-pkg/good:f', config }))), (value) => {
