@@ -61,18 +61,22 @@ describe('rollout-queue worker', () => {
     const own = await startRedis({ private: true });
     const env = { REDIS_URL: own.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('wk') };
     const worker = startCli(['worker', '--queue', 'wq-gone', '--name', 'orphaned', '--shutdown-grace-ms', '600000'], { env: { ...env, LOG_LEVEL: 'info' } });
+    let stopped = false;
     try {
       // Started, not only connected: BullMQ's connections show in status before the worker's start
       // is done, and Redis stopped mid-start left it waiting there (a CI failure under load).
       await waitFor(() => (worker.stdout() + worker.stderr()).includes('"msg":"worker running"'), 30_000, 'the worker running');
       expect(await connectedWorkers(env, 'wq-gone')).toContain('orphaned');
       await own.stop();
+      stopped = true;
       await waitFor(() => worker.stderr().includes('cannot reach Redis') || worker.stdout().includes('cannot reach Redis'), 30_000, 'the worker to see Redis gone');
       worker.child.kill('SIGTERM');
       const end = await worker.done;
       expect(end.code, end.stdout + end.stderr).toBe(0);
     } finally {
       worker.child.kill('SIGKILL');
+      // A failed wait must not leave this test's own Redis running.
+      if (!stopped) await own.stop();
     }
   }, 60_000);
 
