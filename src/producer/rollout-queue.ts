@@ -12,6 +12,7 @@ import { compileProducerOptions, type CompiledProducerOptions, type ProducerOpti
 import { refuseRepeatedLeases, type RolloutDraft } from './rollout-draft.js';
 import { purgeOlderThan, purgeRun, RunActiveError, type PurgeOlderOutcome, type PurgeOutcome } from './purge-run.js';
 import { COORDINATOR_LEASE_MS } from './coordinator-lease.js';
+import { PRUNE_EVERY_RUNS, pruneRunList } from './run-list-pruner.js';
 import { RunSession } from './run-session.js';
 import { PlacementQueues, type PlacementStatus } from './placement-queues.js';
 import { RunStore } from './run-store.js';
@@ -67,6 +68,8 @@ export class RolloutQueue {
   private readonly sessions = new Map<string, RunSession>();
   /** Wrap-ups of runs whose last Result was delivered (see {@link settled}); each never rejects. */
   private readonly wrapUps = new Map<string, Promise<void>>();
+  /** Wrap-ups tracked, modulo {@link PRUNE_EVERY_RUNS}: every that many, the run list is pruned. */
+  private wrapUpCount = 0;
   private readonly keys: QueueKeys;
   private readonly store: RunStore;
   /** The base queue and its placement queues (one BullMQ queue per distinct placement and class). */
@@ -281,13 +284,24 @@ export class RolloutQueue {
   }
 
   private track(runId: string, work: () => Promise<void>): void {
+    this.wrapUpCount = (this.wrapUpCount + 1) % PRUNE_EVERY_RUNS;
+    const prune = this.wrapUpCount === 0;
     const done = work().catch((err: Error) => {
       this.options.logger.warn({ runId, err: err.message }, 'wrapping up a delivered run failed; the next session of the run (mapRollouts or attach with its runId) completes it');
-    });
+    }).then(() => prune ? this.pruneRuns() : undefined);
     this.wrapUps.set(runId, done);
     void done.then(() => {
       if (this.wrapUps.get(runId) === done) this.wrapUps.delete(runId);
     });
+  }
+
+  /** Takes expired runs out of the run list (see `pruneRunList`); a failure only waits for the next prune. */
+  private async pruneRuns(): Promise<void> {
+    const pruned = await pruneRunList(this.redis, this.keys).catch((err: Error) => {
+      this.options.logger.debug({ err: err.message }, 'pruning the run list failed; the next prune retries');
+      return 0;
+    });
+    if (pruned > 0) this.options.logger.debug({ pruned }, 'expired runs taken out of the run list');
   }
 
   private session(plan: ConstructorParameters<typeof RunSession>[1]): AsyncGenerator<Result, void, undefined> {
