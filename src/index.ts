@@ -9,7 +9,7 @@ export { RolloutQueue, RunStoppedError, DuplicateLeaseError, RunBusyError, Coord
 export { queueDispatch, DispatchError, dispatchRunId, type QueueDispatch, type QueueDispatchOptions } from './producer/index.js';
 export type { Dispatch, DispatchContext, DispatchCost, DispatchCostReceipt, DispatchTrace, DispatchArtifacts, DispatchSpan, DispatchPlacement } from './dispatch/index.js';
 export { startGateway, type Gateway, type GatewayOptions } from './gateway/index.js';
-export { RolloutWorker, type WorkerOptions } from './consumer/index.js';
+export { RolloutWorker, WorkerStartAborted, type WorkerOptions } from './consumer/index.js';
 export { ref, RefError, Allowlist, DEFAULT_ALLOWLIST } from './ref/index.js';
 export { leaseIdFor } from './lease/index.js';
 export * from './spec/index.js';

@@ -3,7 +3,7 @@
  * change in either library API is absorbed in this file.
  */
 import { pino } from 'pino';
-import { RolloutWorker } from '../consumer/index.js';
+import { RolloutWorker, WorkerStartAborted } from '../consumer/index.js';
 import type { RunRecord } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import { serveMetrics, type MetricsEndpoint } from '../platform/metrics-endpoint.js';
@@ -13,7 +13,7 @@ import type { CliEnvironment } from './environment.js';
 import { CliError } from './errors.js';
 import { MSG } from './messages.js';
 
-export { RolloutQueue, RolloutWorker };
+export { RolloutQueue, RolloutWorker, WorkerStartAborted };
 
 /** A coordinator-side logger: pino JSON on stderr (stdout is for the summary), level `LOG_LEVEL` or `warn`. */
 export function coordinatorLogger(component: string): Logger {

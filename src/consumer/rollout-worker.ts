@@ -8,6 +8,7 @@ import { childLogger, createLogger, type Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
 import { createRedisClient, redactRedisUrl, redisOptionsFromUrl, redisTopology } from '../platform/redis-connection.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
+import { abortable } from '../platform/abortable.js';
 import { RedisClock } from '../platform/redis-clock.js';
 import { subscribeWhenReady } from '../platform/subscribe-when-ready.js';
 import { bullTelemetry } from '../platform/telemetry.js';
@@ -20,10 +21,14 @@ import { isLostOwnership, RolloutProcessor } from './rollout-processor.js';
 import { serveMetrics, type MetricsEndpoint } from '../platform/metrics-endpoint.js';
 import { compileWorkerOptions, type CompiledWorkerOptions, type WorkerOptions } from './worker-options.js';
 import { WorkerMetrics } from './worker-metrics.js';
+import { WorkerStartAborted } from './worker-start-aborted.js';
 import { WriteBackoff } from './write-backoff.js';
 
 /** Heap limit of a spec that names none (`sandbox.memoryMb`): the limit warm children are forked with. */
 const DEFAULT_MEMORY_MB = SandboxSpecSchema.parse({}).memoryMb;
+
+/** Settles as the given wait for Redis does, or rejects with `WorkerStartAborted` at the start's signal. */
+type UntilAborted = <T>(work: Promise<T>) => Promise<T>;
 
 /** Lifecycle of a worker; errors print the current state. */
 export type WorkerState = 'starting' | 'running' | 'closing' | 'closed';
@@ -117,19 +122,23 @@ export class RolloutWorker {
    * @throws Error naming the option when `options` are invalid.
    * @throws ContainmentError for `containment: 'strict'` on a host without a PID namespace and a cgroup memory limit.
    * @throws EvictionPolicyError when Redis may evict keys and `allowEviction` is not set.
+   * @throws WorkerStartAborted when `control.signal` aborts while the start waits for Redis
+   *   (the CLI's first SIGTERM when Redis went away after its preflight: else the start would
+   *   wait for it for ever); what the start opened is closed first.
    */
-  static async create(input: WorkerOptions = {}): Promise<RolloutWorker> {
+  static async create(input: WorkerOptions = {}, control: { readonly signal?: AbortSignal } = {}): Promise<RolloutWorker> {
     const options = compileWorkerOptions(input);
     const containment = detectContainment(options.containment);
     useContainment(containment);
     const keys = queueKeys(options.prefix, options.queue);
     const logger = childLogger(input.logger ?? createLogger({ component: 'worker' }), { worker: options.name, queue: options.queue });
     const redis = createRedisClient(options.redisUrl, { connectionName: `${options.prefix}:rollout-queue:ledger` });
+    const untilAborted: UntilAborted = (work) => abortable(work, control.signal, (reason) => new WorkerStartAborted(reason));
     let clock: RedisClock;
     try {
       // Before any BullMQ client exists: a refused start is then one line, not BullMQ's warnings first.
-      await checkEvictionPolicy(redis, logger, { refuse: !options.allowEviction });
-      clock = await RedisClock.start(redis);
+      await untilAborted(checkEvictionPolicy(redis, logger, { refuse: !options.allowEviction }));
+      clock = await untilAborted(RedisClock.start(redis));
     } catch (err) {
       redis.disconnect();
       throw err;
@@ -175,9 +184,9 @@ export class RolloutWorker {
       jobCounts: (states) => queue.getJobCounts(...(states as JobType[])),
     });
     try {
-      await self.start();
+      await self.start(untilAborted);
     } catch (err) {
-      // Refused at start (eviction policy, metrics port): leave no connection or child behind.
+      // Refused at start (eviction policy, metrics port) or aborted: leave no connection or child behind.
       await self.close({ graceMs: 0 }).catch(() => undefined);
       throw err;
     }
@@ -219,7 +228,8 @@ export class RolloutWorker {
     });
   }
 
-  private async start(): Promise<void> {
+  /** @param untilAborted wraps each wait for Redis, so the start's signal ends it. */
+  private async start(untilAborted: UntilAborted): Promise<void> {
     const { options, logger } = this;
     const address = redactRedisUrl(options.redisUrl);
     const widened = options.allow.length > 0;
@@ -253,14 +263,14 @@ export class RolloutWorker {
     for (const client of [this.redis, this.subscriber]) this.watchConnection(client, address);
     this.wire(this.worker);
     this.queue.on('error', (err) => this.onWorkerError(err));
-    await subscribeWhenReady(this.subscriber, this.keys.cancelChannel());
+    await untilAborted(subscribeWhenReady(this.subscriber, this.keys.cancelChannel()));
     this.subscriber.on('message', (_channel: string, runId: string) => {
       const count = this.processor.abort({ runId }, 'cancelled');
       // Remembered all the same: an attempt of the run starting here later ends as Cancelled.
       if (count > 0) logger.info({ runId, count }, 'run cancelled; aborting its active rollouts');
       else logger.debug({ runId }, 'run cancelled; no active rollout of it here');
     });
-    await this.publishInfo();
+    await untilAborted(this.publishInfo());
     if (options.metricsPort !== undefined) {
       this.metricsEndpoint = await serveMetrics(this.metrics.registry, { port: options.metricsPort, host: options.metricsHost, health: () => this.health() });
       this.metricsPort = this.metricsEndpoint.port;
@@ -271,7 +281,7 @@ export class RolloutWorker {
     await this.pool.warm(DEFAULT_MEMORY_MB, options.concurrency);
     void this.worker.run().catch((err: unknown) => logger.error({ err }, 'worker loop stopped'));
     this.state = 'running';
-    await this.watcher.start();
+    await untilAborted(this.watcher.start());
     logger.info({ redis: address }, 'worker running');
   }
 

@@ -2,7 +2,7 @@ import { createLogger } from '../../platform/logger.js';
 import { cliEnvironment } from '../environment.js';
 import { CliError, EXIT, UsageError } from '../errors.js';
 import { MSG } from '../messages.js';
-import { RolloutWorker } from '../plane.js';
+import { RolloutWorker, WorkerStartAborted } from '../plane.js';
 import { waitForRedis } from '../redis-preflight.js';
 import { onStopSignals } from '../signals.js';
 import type { WorkerCommandOptions } from '../commands/worker.js';
@@ -37,7 +37,7 @@ export async function workerAction(options: WorkerCommandOptions): Promise<void>
   try {
     const ready = await waitForRedis(env, (problem, retryMs) => logger.warn({ address: env.address, retryMs }, MSG.redisRetrying(problem, retryMs)), stop.signal);
     if (!ready) return;
-    worker = await createWorker({
+    worker = await createWorker(stop.signal, {
       redisUrl: env.redisUrl,
       queue: options.queue,
       prefix: env.prefix,
@@ -56,6 +56,7 @@ export async function workerAction(options: WorkerCommandOptions): Promise<void>
       ...(options.evalConcurrency !== undefined ? { evalConcurrency: options.evalConcurrency } : {}),
       logger,
     });
+    if (!worker) return;
     if (!stop.signal.aborted) await new Promise((resolve) => stop.signal.addEventListener('abort', resolve, { once: true }));
     await worker.close();
   } finally {
@@ -66,12 +67,14 @@ export async function workerAction(options: WorkerCommandOptions): Promise<void>
 /**
  * Creates the worker; an option the consumer refuses (out of range, malformed allowlist
  * pattern) is a usage error (exit 2), naming the option. A metrics port that cannot be
- * listened on (taken, privileged) is one line naming the port and the fix (exit 1).
+ * listened on (taken, privileged) is one line naming the port and the fix (exit 1). A stop
+ * signal during the start (Redis went away after the preflight) ends it: undefined, exit 0.
  */
-async function createWorker(options: Parameters<typeof RolloutWorker.create>[0]): Promise<RolloutWorker> {
+async function createWorker(signal: AbortSignal, options: Parameters<typeof RolloutWorker.create>[0]): Promise<RolloutWorker | undefined> {
   try {
-    return await RolloutWorker.create(options);
+    return await RolloutWorker.create(options, { signal });
   } catch (err) {
+    if (err instanceof WorkerStartAborted) return undefined;
     const error = err as Error;
     if (error.message.startsWith('worker option') || error.name === 'AllowlistError') throw new UsageError(MSG.badWorkerOption(error.message));
     if (error.name === 'ContainmentError') throw new CliError(MSG.containmentRefused(error.message));
