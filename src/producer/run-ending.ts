@@ -68,7 +68,8 @@ export class RunEnding {
           const head = await store.readHead(runId);
           if (head?.status === 'cancelled') return this.cancelledError(head.stopReason ?? 'cancelled by another process');
         }
-        logger.warn({ runId, leaseId: result.leaseId }, `run stopped: ${reason}`);
+        // info, not warn: the caller gets the same words as RunStoppedError (the CLI printed them twice).
+        logger.info({ runId, leaseId: result.leaseId }, `run stopped: ${reason}`);
         return undefined;
       }),
     };

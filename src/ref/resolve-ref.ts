@@ -201,7 +201,7 @@ function checkRef(value: unknown, allowlist: Allowlist): Ref {
         target: located.$ref,
         path,
         problem: decision.reason,
-        fix: 'Use a module the worker allows, or widen the worker\'s allowlist explicitly (e.g. add "pkg/*"); whoever can write to the queue can run any allowed code',
+        fix: `Use a module the worker allows, or widen the worker's allowlist explicitly (worker --allow "${packageOf(module)}/*", library option allow: ["${packageOf(module)}/*"]); whoever can write to the queue can run any allowed code`,
       });
     }
   }

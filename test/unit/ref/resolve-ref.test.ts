@@ -78,7 +78,14 @@ describe('resolveRef: every RefError code', () => {
     expect(error.message).toContain('Ref "other-pkg/x:linear"');
     expect(error.message).toContain('"fixture-pkg/*"');
     expect(error.message).toMatch(/widen the worker's allowlist explicitly/);
+    // The fix names the refused module's own package, not a placeholder (fresh-user report: 'e.g. add "pkg/*"').
+    expect(error.message).toContain('worker --allow "other-pkg/*", library option allow: ["other-pkg/*"]');
     expect(imp.calls).toEqual([]);
+  });
+
+  it('not-allowed: a scoped package is named with its scope', async () => {
+    const error = await refErrorOf(resolveRef(ref('@acme/solvers/x:linear'), { allow, importer: importer() }));
+    expect(error.message).toContain('worker --allow "@acme/solvers/*"');
   });
 
   it('cannot-import (not installed): says the worker resolves against its own installed code', async () => {
