@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Dispatch, DispatchCostReceipt } from '../../../src/dispatch/index.js';
 import { createLogger } from '../../../src/platform/logger.js';
 import { leaseIdFor } from '../../../src/lease/index.js';
-import { DispatchError, dispatchRunId, queueDispatch, type QueueDispatch } from '../../../src/producer/index.js';
+import { DispatchError, dispatchRunId, LEASE_LOST_WAIT_MS, queueDispatch, type QueueDispatch } from '../../../src/producer/index.js';
 import { RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { waitFor } from '../../helpers/wait-for.js';
@@ -80,10 +80,22 @@ async function stop(workers: WorkerProcess[]): Promise<void> {
   await Promise.all(workers.map((worker) => worker.exited()));
 }
 
-/** Keys a dispatch call may leave behind for longer than its answer's TTL: job hashes and run bookkeeping. */
+/**
+ * Keys a dispatch call may leave behind for longer than its answer's TTL: job hashes and run
+ * bookkeeping. A run key that expires no later than the run's kept answer (the record saying its
+ * lease was delivered) is no leftover.
+ */
 async function leftoverKeys(q: RawQueue): Promise<string[]> {
   const keys = await q.redis.keys(`${TEST_PREFIX}:${q.name}:*`);
-  return keys.filter((key) => !key.includes(':~dispatch:') && (key.includes(':dispatch-') || key.includes(':~run:') || key.includes(':~lease:')));
+  const left: string[] = [];
+  for (const key of keys.filter((key) => !key.includes(':~dispatch:') && (key.includes(':dispatch-') || key.includes(':~run:') || key.includes(':~lease:')))) {
+    const runId = /:~run:(dispatch-[0-9a-f]+)/.exec(key)?.[1];
+    // The answer's TTL is read first: a key expiring at the same moment then shows a TTL no larger.
+    const answerTtl = runId ? await q.redis.pttl(q.keys.dispatchAnswer(runId)) : -2;
+    const keyTtl = await q.redis.pttl(key);
+    if (!(keyTtl > 0 && keyTtl <= answerTtl)) left.push(key);
+  }
+  return left;
 }
 
 function open(q: RawQueue, extra: Partial<Parameters<typeof queueDispatch>[0]> = {}): QueueDispatch {
@@ -118,7 +130,8 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
       expect(cost.receipts.map((r) => r.callId).sort()).toEqual(['s1-r0-call-0', 's1-r0-call-1', 's1-r1-call-0', 's1-r1-call-1']);
       expect(cost.receipts.every((r) => r.usd === 0.25 && r.label === 'fixture')).toBe(true);
       expect(readFileSync(path.join(dir, 'run-dir', 'attempt-1', 's3-r0', 'notes', 'out.txt'), 'utf8')).toBe('hello');
-      // Every call's job, run record and ledger are deleted after delivery; only answers (with a TTL) stay.
+      // Every call's job and ledger are deleted after delivery; only answers (with a TTL) stay, and
+      // the run records that say the lease was delivered, which expire with them.
       await waitFor(async () => (await leftoverKeys(q)).length === 0, 'per-call keys deleted');
       const answers = await q.redis.keys(`${TEST_PREFIX}:${q.name}:~dispatch:*`);
       expect(answers).toHaveLength(cells.length);
@@ -162,6 +175,50 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
       }
       expect(lines(logFile)).toHaveLength(2);
     } finally {
+      await dispatch.close();
+      await stop(workers);
+      await q.close();
+    }
+  });
+
+  it('two processes that start one call at the same moment run it once: the second waits for the lease and finds it delivered', async () => {
+    const q = new RawQueue(redis.url);
+    const workers = [await startWorkerProcess(q.workerOptions({ concurrency: 2 }))];
+    const dispatch = open(q);
+    const other = open(q);
+    const logFile = path.join(dir, 'together.log');
+    try {
+      const ctx = { cellId: 'cell-together', runAttemptId: 'attempt-together', rep: 0, seed: 3 };
+      const scenario = { echo: 'together', logFile, delayMs: 300 };
+      const [mine, theirs] = await Promise.all([dispatch(scenario, ctx), other(scenario, ctx)]);
+      expect(theirs).toEqual(mine);
+      expect(lines(logFile)).toHaveLength(1);
+      let left: string[] = [];
+      await waitFor(async () => (left = await leftoverKeys(q)).length === 0, () => `per-call keys deleted (left: ${left.join(', ')})`);
+    } finally {
+      await other.close();
+      await dispatch.close();
+      await stop(workers);
+      await q.close();
+    }
+  });
+
+  it("a call another process runs for longer than the coordinator lease is waited for gets that process' answer", async () => {
+    const q = new RawQueue(redis.url);
+    const workers = [await startWorkerProcess(q.workerOptions())];
+    const dispatch = open(q);
+    const other = open(q);
+    const logFile = path.join(dir, 'long.log');
+    try {
+      const ctx = { cellId: 'cell-long', runAttemptId: 'attempt-long', rep: 0, seed: 0 };
+      // Longer than a rollout() call waits for a held lease (then RunBusyError).
+      const scenario = { echo: 'long', logFile, delayMs: LEASE_LOST_WAIT_MS + 2000 };
+      const mine = dispatch(scenario, ctx);
+      await waitFor(() => lines(logFile).length === 1, 'the first call started', 30_000);
+      expect(await other(scenario, ctx)).toEqual(await mine);
+      expect(lines(logFile)).toHaveLength(1);
+    } finally {
+      await other.close();
       await dispatch.close();
       await stop(workers);
       await q.close();
