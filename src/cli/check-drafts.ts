@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { RolloutDraft } from '../producer/index.js';
-import { parseRolloutSpec, type RolloutSpec } from '../spec/index.js';
+import { canonicalJson, parseRolloutSpec, type RolloutSpec } from '../spec/index.js';
 import { UsageError } from './errors.js';
 import { MSG } from './messages.js';
 import type { TaskLine } from './tasks-file.js';
@@ -45,17 +45,6 @@ export function checkDrafts(file: string, tasks: readonly TaskLine[], drafts: re
     const option = OPTION_OF.find(([prefix]) => field === prefix || field.startsWith(`${prefix}.`))?.[1];
     throw new UsageError(option ? MSG.optionRefusedBySpec(option, field, issue?.message ?? 'invalid') : MSG.taskRefusedBySpec(file, line, field, issue?.message ?? 'invalid'));
   });
-}
-
-/** JSON with object keys sorted at every depth: equal values give equal text whatever their key order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const record = value as Record<string, unknown>;
-    const keys = Object.keys(record).filter((key) => record[key] !== undefined).sort();
-    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(record[key])}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
 }
 
 /** A spec's fields beside its task and artifact, as they act: `sandbox.env` is a set of names (order and repeats mean nothing). */

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { checkEvictionPolicy, EvictionPolicyError } from '../platform/check-eviction-policy.js';
 import { createLogger } from '../platform/logger.js';
@@ -86,10 +87,8 @@ export async function waitForRedis(
     if (problem.kind !== 'unreachable') throw new CliError(problem.message);
     const retryMs = Math.min(1000 * 2 ** attempt, 30_000);
     onWait(problem.message, retryMs);
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, retryMs);
-      signal?.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
-    });
+    // Aborted, the pause ends at once (the loop then returns false).
+    await delay(retryMs, undefined, signal ? { signal } : {}).catch(() => undefined);
   }
   return false;
 }

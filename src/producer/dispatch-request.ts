@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../lease/index.js';
-import { CostReceiptSchema, DispatchRequestSchema, ResultSchema, type CostReceipt, type DispatchRequest, type Result } from '../spec/index.js';
+import { canonicalJson, CostReceiptSchema, DispatchRequestSchema, ResultSchema, type CostReceipt, type DispatchRequest, type Result } from '../spec/index.js';
 import type { DispatchContext, DispatchPlacement } from '../dispatch/index.js';
 import { DispatchError } from './dispatch-errors.js';
 
@@ -34,14 +34,6 @@ export function placementOf(placement: DispatchPlacement | undefined, fallback: 
   return { queue: queue ?? fallback, labels };
 }
 
-/** JSON text of `value` with every object's keys sorted: equal data, equal text. */
-function sortedJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(sortedJson).join(',')}]`;
-  const entries = Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${sortedJson((value as Record<string, unknown>)[key])}`);
-  return `{${entries.join(',')}}`;
-}
-
 /**
  * The fingerprint of what a call asks for: sha256 (hex) of the JSON, keys sorted, of its
  * scenario, rep, seed, generation and cycleId. Two calls of one `(runAttemptId, cellId)` share
@@ -50,7 +42,7 @@ function sortedJson(value: unknown): string {
  */
 export function requestFingerprint(request: DispatchRequest): string {
   const { scenario, rep, seed, generation, cycleId } = request;
-  return createHash('sha256').update(sortedJson({ scenario, rep, seed, generation: generation ?? null, cycleId: cycleId ?? null })).digest('hex');
+  return createHash('sha256').update(canonicalJson({ scenario, rep, seed, generation: generation ?? null, cycleId: cycleId ?? null })).digest('hex');
 }
 
 /** The call error for a request that reuses the cell of another request (it would get that one's answer). */

@@ -1,12 +1,35 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { redisScript } from '../platform/redis-script.js';
 import { runOwnKeys, type QueueKeys } from '../lease/index.js';
 
+// While the answer (KEYS[1]) lives, the keys that say the lease was delivered (KEYS[2] up to
+// 1 + ARGV[2]) expire with it; without one they are deleted. The answer's expiry is set again,
+// last and with the same TTL, so that it never expires before them (the clock may tick between
+// two PEXPIREs). Every other key after them is deleted, and the run id (ARGV[1]) leaves the
+// runs SET (KEYS[#KEYS]).
+const FORGET = redisScript('rqForgetDispatchRun', `
+local ttl = redis.call('PTTL', KEYS[1])
+local marks = tonumber(ARGV[2])
+for i = 2, 1 + marks do
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[i], ttl) else redis.call('DEL', KEYS[i]) end
+end
+if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+for i = 2 + marks, #KEYS - 1 do redis.call('DEL', KEYS[i]) end
+redis.call('SREM', KEYS[#KEYS], ARGV[1])`, 'any');
+
 /**
- * Deletes what one delivered dispatch left in Redis: its BullMQ job (BullMQ's own
- * `Queue.remove`, which refuses a job that is still locked by a worker) and the run's
- * bookkeeping (every key of `runOwnKeys`, its stored artifacts, the `runs` member, the worker's
- * `lease` hash with its receipts). The answer key (`dispatchAnswer`, with a TTL) stays.
+ * Ends what one dispatch run left in Redis once its call has returned (delivered, or aborted):
+ * deletes its BullMQ job (BullMQ's own `Queue.remove`, which refuses a job that is still locked by
+ * a worker), its stored artifacts, the worker's `lease` hash with its receipts, the `runs` member
+ * and the rest of its bookkeeping. The run record, `runLeases` and `runDelivered` (what tells a
+ * later session of the run that its lease was delivered) expire with the kept answer
+ * (`dispatchAnswer`; one script call, never after it) rather than at once: a process that waited
+ * for the run's coordinator lease and gets it after this finds the lease delivered, not a missing
+ * run (so it does not run the Dispatch a second time), and reads the kept answer. Without a kept
+ * answer (`keepAnswerMs: 0`, a transient, an abort) every key goes now: a retry runs afresh. The
+ * answer stays (its expiry moves by at most the script's run time). Idempotent: a later call
+ * expires the marks with the answer again, undoing the retention a session of the run applied meanwhile.
  * @returns false when the job is still active (an aborted dispatch whose worker has not
  *   stopped yet): nothing was deleted, try again later.
  */
@@ -14,10 +37,8 @@ export async function forgetDispatchRun(redis: Redis, queue: Queue, keys: QueueK
   const removed = await queue.remove(leaseId);
   if (removed === 0 && (await redis.exists(queue.toKey(leaseId))) === 1) return false;
   const artifacts = await redis.smembers(keys.runArtifacts(runId));
-  await redis
-    .multi()
-    .del(...runOwnKeys(keys, runId), ...artifacts.map((sha) => keys.runArtifact(runId, sha)), keys.lease(leaseId))
-    .srem(keys.runs(), runId)
-    .exec();
+  const marks = [keys.run(runId), keys.runLeases(runId), keys.runDelivered(runId)];
+  const rest = runOwnKeys(keys, runId).filter((key) => !marks.includes(key));
+  await FORGET.run(redis, [keys.dispatchAnswer(runId), ...marks, ...rest, ...artifacts.map((sha) => keys.runArtifact(runId, sha)), keys.lease(leaseId), keys.runs()], [runId, marks.length]);
   return true;
 }

@@ -5,6 +5,7 @@ import type { CostReceipt, DispatchRequest, Result } from '../spec/index.js';
 import type { Dispatch, DispatchContext } from '../dispatch/index.js';
 import { AbortError } from './abort-error.js';
 import { connectProducerRedis } from './connect-producer-redis.js';
+import { RunBusyError } from './coordinator-lease.js';
 import { deliverDispatch, replayReceipts } from './dispatch-delivery.js';
 import { DispatchError } from './dispatch-errors.js';
 import { compileQueueDispatchOptions, type CompiledQueueDispatchOptions, type QueueDispatchOptions } from './dispatch-options.js';
@@ -27,9 +28,6 @@ export interface QueueDispatch extends Dispatch {
   close(): Promise<void>;
 }
 
-/** How often a call whose lease another process delivers looks for that process' answer, ms. */
-const HOLDER_POLL_MS = 100;
-
 /** How often a cleanup of an aborted dispatch whose job is still active is tried again, ms, and how often at most. */
 const CLEANUP_RETRY_MS = 1000;
 const CLEANUP_TRIES = 120;
@@ -49,8 +47,9 @@ interface Plane {
  * `rollout-queue/dispatch:dispatchRunner({ dispatch: options.dispatch })`:
  * - a retried call of the same cell attempt, or two identical calls at once, attach to the
  *   same lease and run once (in this process by sharing the call, across processes through
- *   the run record); after delivery the answer stays `keepAnswerMs` for late retries and
- *   every other key of the call is deleted;
+ *   the run record, which a call waiting for the run's lease in another process then finds
+ *   delivered); after delivery the answer stays `keepAnswerMs` for late retries, the run record
+ *   saying its lease was delivered expires with it, and every other key of the call is deleted;
  * - `ctx.signal` cancels it (the lease is cancelled once no attached call waits) and the call
  *   rejects with `AbortError` (never retry it); receipts stored so far are replayed first;
  * - `ctx.placement` picks the queue (a string, or `{ queue, ...labels }`);
@@ -129,8 +128,6 @@ class QueueDispatcher {
     };
     const kept = answerOf(await readAnswer(redis, answerKey));
     if (kept) return kept;
-    const held = answerOf(await this.answerOfHolder(redis, plane.keys.runCoordinator(runId), answerKey, signal));
-    if (held) return held;
     const { options } = this;
     const draft: RolloutDraft = {
       rendered: '',
@@ -147,16 +144,20 @@ class QueueDispatcher {
     } as RolloutDraft;
     let result: Result;
     try {
-      result = await plane.rq.rollout(draft, { runId, signal });
+      result = await this.rollout(plane.rq, draft, runId, signal);
     } catch (err) {
       if (err instanceof AbortError) {
         const receipts = await readReceipts(redis, plane.keys, leaseId).catch(() => []);
         this.cleanupLater(plane, runId, leaseId, 0);
         throw Object.assign(err, { receipts });
       }
-      // Delivered before (a retry racing the first delivery in another process): the answer says what it was.
+      // Delivered before (by another process, whose lease this call waited for): the answer says
+      // what it was. This session gave the run the producer's retention: it expires with the answer again.
       const late = answerOf(await readAnswer(redis, answerKey).catch(() => undefined));
-      if (late) return late;
+      if (late) {
+        this.cleanupLater(plane, runId, leaseId, 0);
+        return late;
+      }
       throw new DispatchError('infrastructure', { type: 'DispatchFailed', message: `dispatch of cell ${JSON.stringify(request.cellId)}: ${(err as Error).message}` });
     }
     // A transient is not kept, and its keys go before the call returns: the caller's retry
@@ -174,30 +175,22 @@ class QueueDispatcher {
   }
 
   /**
-   * While another process delivers this call (it holds the run's coordinator lease: another
-   * gateway, a `queueDispatch` elsewhere), waits for the answer it keeps rather than for its
-   * lease: that process gives the lease up in its wrap-up and then forgets the run, so a call
-   * that waited for the lease found no run and ran the Dispatch a second time (fresh-user
-   * report: two gateways, one request, two runs). Returns the kept answer, or undefined once
-   * nobody holds the lease and none was kept (a transient is not kept: the call runs afresh),
-   * or at the caller's abort (rollout() then throws AbortError). A holder that died frees the
-   * lease within its TTL; then this call resumes the run.
+   * The one-spec run of the call. While another process holds the run's coordinator lease it
+   * runs this very call (the run id is the call's): the lease is waited for again each time
+   * `rollout()` gives up on it (`RunBusyError`, after `LEASE_LOST_WAIT_MS`), however long that
+   * process' Dispatch takes, until the caller aborts. Once that process delivered, the run's
+   * record says the lease is delivered ({@link forgetDispatchRun} keeps it with the answer), so
+   * `rollout()` runs nothing and throws, and the caller reads the kept answer.
    */
-  private async answerOfHolder(redis: Redis, coordinatorKey: string, answerKey: string, signal: AbortSignal): Promise<Awaited<ReturnType<typeof readAnswer>>> {
-    while (!signal.aborted) {
-      const [held, answer] = await Promise.all([redis.exists(coordinatorKey), readAnswer(redis, answerKey)]);
-      if (answer || held === 0) return answer;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, HOLDER_POLL_MS);
-        function done(): void {
-          clearTimeout(timer);
-          signal.removeEventListener('abort', done);
-          resolve();
-        }
-        signal.addEventListener('abort', done, { once: true });
-      });
+  private async rollout(rq: RolloutQueue, draft: RolloutDraft, runId: string, signal: AbortSignal): Promise<Result> {
+    for (;;) {
+      try {
+        return await rq.rollout(draft, { runId, signal });
+      } catch (err) {
+        // Aborted meanwhile, the next call throws AbortError at once.
+        if (!(err instanceof RunBusyError)) throw err;
+      }
     }
-    return undefined;
   }
 
   /** Deletes a delivered (or aborted) call's keys in the background; retried while its job is still active. */

@@ -1,6 +1,7 @@
 /** Wire contract of rollout-queue: zod schemas are the single source of truth. */
 export * from './ids.js';
 export * from './json-data.js';
+export * from './canonical-json.js';
 export * from './ref-target.js';
 export * from './ref-schema.js';
 export * from './rollout-spec.js';

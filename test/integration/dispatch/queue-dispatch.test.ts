@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Dispatch, DispatchCostReceipt } from '../../../src/dispatch/index.js';
 import { createLogger } from '../../../src/platform/logger.js';
 import { leaseIdFor } from '../../../src/lease/index.js';
-import { DispatchError, dispatchRunId, queueDispatch, type QueueDispatch } from '../../../src/producer/index.js';
+import { DispatchError, dispatchRunId, LEASE_LOST_WAIT_MS, queueDispatch, type QueueDispatch } from '../../../src/producer/index.js';
 import { RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { waitFor } from '../../helpers/wait-for.js';
@@ -80,195 +80,206 @@ async function stop(workers: WorkerProcess[]): Promise<void> {
   await Promise.all(workers.map((worker) => worker.exited()));
 }
 
-/** Keys a dispatch call may leave behind for longer than its answer's TTL: job hashes and run bookkeeping. */
+/**
+ * Keys a dispatch call may leave behind for longer than its answer's TTL: job hashes and run
+ * bookkeeping. A run key that expires no later than the run's kept answer (the record saying its
+ * lease was delivered) is no leftover.
+ */
 async function leftoverKeys(q: RawQueue): Promise<string[]> {
   const keys = await q.redis.keys(`${TEST_PREFIX}:${q.name}:*`);
-  return keys.filter((key) => !key.includes(':~dispatch:') && (key.includes(':dispatch-') || key.includes(':~run:') || key.includes(':~lease:')));
+  const left: string[] = [];
+  for (const key of keys.filter((key) => !key.includes(':~dispatch:') && (key.includes(':dispatch-') || key.includes(':~run:') || key.includes(':~lease:')))) {
+    const runId = /:~run:(dispatch-[0-9a-f]+)/.exec(key)?.[1];
+    // The answer's TTL is read first: a key expiring at the same moment then shows a TTL no larger.
+    const answerTtl = runId ? await q.redis.pttl(q.keys.dispatchAnswer(runId)) : -2;
+    const keyTtl = await q.redis.pttl(key);
+    if (!(keyTtl > 0 && keyTtl <= answerTtl)) left.push(key);
+  }
+  return left;
 }
 
-function open(q: RawQueue, extra: Partial<Parameters<typeof queueDispatch>[0]> = {}): QueueDispatch {
+type DispatchOptions = Partial<Parameters<typeof queueDispatch>[0]>;
+
+function open(q: RawQueue, extra: DispatchOptions = {}): QueueDispatch {
   return queueDispatch({ dispatch: DISPATCH, producerOptions: { redisUrl: redis.url, queue: q.name, prefix: TEST_PREFIX, logger: quiet }, ...extra });
 }
 
+/** What a test body gets from {@link withDispatch}. */
+interface DispatchSetup {
+  readonly q: RawQueue;
+  /** The dispatcher under test. */
+  readonly dispatch: QueueDispatch;
+  /** Opens another dispatcher on the queue (another process: a second gateway); closed with the rest. */
+  readonly openOther: (extra?: DispatchOptions) => QueueDispatch;
+}
+
+/**
+ * Runs `body` on a fresh queue with one worker process per entry of `workers` (its worker
+ * options) and a dispatcher with `extra` options; then closes every dispatcher, stops the
+ * workers and closes the queue, whatever the body did.
+ */
+async function withDispatch(body: (setup: DispatchSetup) => Promise<void>, { workers: options = [{}], extra = {} }: { workers?: Record<string, unknown>[]; extra?: DispatchOptions } = {}): Promise<void> {
+  const q = new RawQueue(redis.url);
+  const workers = await Promise.all(options.map((worker) => startWorkerProcess(q.workerOptions(worker))));
+  const dispatch = open(q, extra);
+  const others: QueueDispatch[] = [];
+  const openOther = (more: DispatchOptions = {}): QueueDispatch => {
+    const other = open(q, more);
+    others.push(other);
+    return other;
+  };
+  try {
+    await body({ q, dispatch, openOther });
+  } finally {
+    for (const other of others) await other.close();
+    await dispatch.close();
+    await stop(workers);
+    await q.close();
+  }
+}
+
 describe('queueDispatch: the harness Dispatch over the durable queue', () => {
-  it('runs the harness loop (scenarios × reps in lanes), retries transients, replays receipts once and leaves no per-call keys', async () => {
-    const q = new RawQueue(redis.url);
-    const workers = await Promise.all([startWorkerProcess(q.workerOptions({ concurrency: 2 })), startWorkerProcess(q.workerOptions({ concurrency: 2 }))]);
-    const dispatch = open(q, { runDir: path.join(dir, 'run-dir') });
+  it('runs the harness loop (scenarios × reps in lanes), retries transients, replays receipts once and leaves no per-call keys', () => withDispatch(async ({ q, dispatch }) => {
     const logFile = path.join(dir, 'loop.log');
-    try {
-      const scenarios = [
-        { echo: 'plain', logFile },
-        { echo: 'paid', logFile, paidCalls: 2, usd: 0.25 },
-        { echo: 'flaky', logFile, transientUntil: 2 },
-        { echo: 'files', logFile, files: { 'notes/out.txt': 'hello' } },
-      ];
-      const cells = scenarios.flatMap((scenario, s) => [0, 1].map((rep) => ({ cellId: `s${s}-r${rep}`, rep, scenario })));
-      const cost = ledger();
-      const { outcomes, tries } = await harnessLoop(dispatch, cells, { lanes: 3, maxTries: 3, runAttemptId: 'attempt-1', cost });
-      for (const cell of cells) {
-        expect(outcomes.get(cell.cellId)).toMatchObject({ artifact: { echo: cell.scenario.echo, cellId: cell.cellId, rep: cell.rep, seed: 1000 + cell.rep } });
-      }
-      // The flaky cells failed once with a transient (infrastructure) error: the plane re-dispatched
-      // them itself (back-off, same lease), so the harness saw one successful try each.
-      expect(tries.get('s2-r0')).toBe(1);
-      expect(tries.get('s2-r1')).toBe(1);
-      expect(tries.get('s0-r0')).toBe(1);
-      expect(lines(logFile)).toHaveLength(cells.length + 2);
-      expect(cost.receipts.map((r) => r.callId).sort()).toEqual(['s1-r0-call-0', 's1-r0-call-1', 's1-r1-call-0', 's1-r1-call-1']);
-      expect(cost.receipts.every((r) => r.usd === 0.25 && r.label === 'fixture')).toBe(true);
-      expect(readFileSync(path.join(dir, 'run-dir', 'attempt-1', 's3-r0', 'notes', 'out.txt'), 'utf8')).toBe('hello');
-      // Every call's job, run record and ledger are deleted after delivery; only answers (with a TTL) stay.
-      await waitFor(async () => (await leftoverKeys(q)).length === 0, 'per-call keys deleted');
-      const answers = await q.redis.keys(`${TEST_PREFIX}:${q.name}:~dispatch:*`);
-      expect(answers).toHaveLength(cells.length);
-      expect(await q.redis.pttl(answers[0] as string)).toBeGreaterThan(0);
-    } finally {
-      await dispatch.close();
-      await stop(workers);
-      await q.close();
+    const scenarios = [
+      { echo: 'plain', logFile },
+      { echo: 'paid', logFile, paidCalls: 2, usd: 0.25 },
+      { echo: 'flaky', logFile, transientUntil: 2 },
+      { echo: 'files', logFile, files: { 'notes/out.txt': 'hello' } },
+    ];
+    const cells = scenarios.flatMap((scenario, s) => [0, 1].map((rep) => ({ cellId: `s${s}-r${rep}`, rep, scenario })));
+    const cost = ledger();
+    const { outcomes, tries } = await harnessLoop(dispatch, cells, { lanes: 3, maxTries: 3, runAttemptId: 'attempt-1', cost });
+    for (const cell of cells) {
+      expect(outcomes.get(cell.cellId)).toMatchObject({ artifact: { echo: cell.scenario.echo, cellId: cell.cellId, rep: cell.rep, seed: 1000 + cell.rep } });
     }
-  });
+    // The flaky cells failed once with a transient (infrastructure) error: the plane re-dispatched
+    // them itself (back-off, same lease), so the harness saw one successful try each.
+    expect(tries.get('s2-r0')).toBe(1);
+    expect(tries.get('s2-r1')).toBe(1);
+    expect(tries.get('s0-r0')).toBe(1);
+    expect(lines(logFile)).toHaveLength(cells.length + 2);
+    expect(cost.receipts.map((r) => r.callId).sort()).toEqual(['s1-r0-call-0', 's1-r0-call-1', 's1-r1-call-0', 's1-r1-call-1']);
+    expect(cost.receipts.every((r) => r.usd === 0.25 && r.label === 'fixture')).toBe(true);
+    expect(readFileSync(path.join(dir, 'run-dir', 'attempt-1', 's3-r0', 'notes', 'out.txt'), 'utf8')).toBe('hello');
+    // Every call's job and ledger are deleted after delivery; only answers (with a TTL) stay, and
+    // the run records that say the lease was delivered, which expire with them.
+    await waitFor(async () => (await leftoverKeys(q)).length === 0, 'per-call keys deleted');
+    const answers = await q.redis.keys(`${TEST_PREFIX}:${q.name}:~dispatch:*`);
+    expect(answers).toHaveLength(cells.length);
+    expect(await q.redis.pttl(answers[0] as string)).toBeGreaterThan(0);
+  }, { workers: [{ concurrency: 2 }, { concurrency: 2 }], extra: { runDir: path.join(dir, 'run-dir') } }));
 
-  it('a retried call and two identical calls at once attach to one lease and run once', async () => {
-    const q = new RawQueue(redis.url);
-    const workers = [await startWorkerProcess(q.workerOptions({ concurrency: 2 }))];
-    const dispatch = open(q);
+  it('a retried call and two identical calls at once attach to one lease and run once', () => withDispatch(async ({ q, dispatch, openOther }) => {
     const logFile = path.join(dir, 'same.log');
-    try {
-      const spans: { name: string; attributes: unknown }[] = [];
-      const trace = { span: async <T>(name: string, fn: () => T | Promise<T>, attributes?: unknown): Promise<T> => (spans.push({ name, attributes }), fn()) };
-      const ctx = { cellId: 'cell-a', runAttemptId: 'attempt-same', rep: 0, seed: 7, trace };
-      const scenario = { echo: 'once', logFile, delayMs: 300 };
-      const [first, second] = await Promise.all([dispatch(scenario, ctx), dispatch(scenario, ctx)]);
-      expect(spans).toEqual([0, 1].map(() => ({ name: 'rollout-queue.dispatch', attributes: { cellId: 'cell-a', runAttemptId: 'attempt-same', queue: q.name } })));
-      expect(first).toEqual(second);
-      const retried = await dispatch(scenario, ctx);
-      expect(retried).toEqual(first);
-      expect(lines(logFile)).toHaveLength(1);
-      // Another process (a second dispatcher, e.g. a restarted gateway) attaches too.
-      const other = open(q);
-      try {
-        expect(await other(scenario, ctx)).toEqual(first);
-        expect(lines(logFile)).toHaveLength(1);
-        // The same call in another process while this one runs it (fresh-user report: two
-        // gateways ran one request twice): it waits for this one's answer, not for its lease.
-        const both = { ...ctx, cellId: 'cell-b' };
-        const mine = dispatch({ ...scenario, delayMs: 1500 }, both);
-        await waitFor(() => lines(logFile).length === 2, 'the first call of cell-b started', 30_000);
-        expect(await other({ ...scenario, delayMs: 1500 }, both)).toEqual(await mine);
-      } finally {
-        await other.close();
-      }
-      expect(lines(logFile)).toHaveLength(2);
-    } finally {
-      await dispatch.close();
-      await stop(workers);
-      await q.close();
-    }
-  });
+    const spans: { name: string; attributes: unknown }[] = [];
+    const trace = { span: async <T>(name: string, fn: () => T | Promise<T>, attributes?: unknown): Promise<T> => (spans.push({ name, attributes }), fn()) };
+    const ctx = { cellId: 'cell-a', runAttemptId: 'attempt-same', rep: 0, seed: 7, trace };
+    const scenario = { echo: 'once', logFile, delayMs: 300 };
+    const [first, second] = await Promise.all([dispatch(scenario, ctx), dispatch(scenario, ctx)]);
+    expect(spans).toEqual([0, 1].map(() => ({ name: 'rollout-queue.dispatch', attributes: { cellId: 'cell-a', runAttemptId: 'attempt-same', queue: q.name } })));
+    expect(first).toEqual(second);
+    const retried = await dispatch(scenario, ctx);
+    expect(retried).toEqual(first);
+    expect(lines(logFile)).toHaveLength(1);
+    // Another process (a second dispatcher, e.g. a restarted gateway) attaches too.
+    const other = openOther();
+    expect(await other(scenario, ctx)).toEqual(first);
+    expect(lines(logFile)).toHaveLength(1);
+    // The same call in another process while this one runs it (fresh-user report: two
+    // gateways ran one request twice): it waits for this one's lease, then finds it delivered
+    // and answers with the kept answer.
+    const both = { ...ctx, cellId: 'cell-b' };
+    const mine = dispatch({ ...scenario, delayMs: 1500 }, both);
+    await waitFor(() => lines(logFile).length === 2, 'the first call of cell-b started', 30_000);
+    expect(await other({ ...scenario, delayMs: 1500 }, both)).toEqual(await mine);
+    expect(lines(logFile)).toHaveLength(2);
+  }, { workers: [{ concurrency: 2 }] }));
 
-  it('another request under a cell id already used is refused as DispatchConflict, in flight and after delivery, in another process too (fresh-user report: it got the first answer)', async () => {
-    const q = new RawQueue(redis.url);
-    const workers = [await startWorkerProcess(q.workerOptions({ concurrency: 2 }))];
-    const dispatch = open(q);
+  it('two processes that start one call at the same moment run it once: the second waits for the lease and finds it delivered', () => withDispatch(async ({ q, dispatch, openOther }) => {
+    const other = openOther();
+    const logFile = path.join(dir, 'together.log');
+    const ctx = { cellId: 'cell-together', runAttemptId: 'attempt-together', rep: 0, seed: 3 };
+    const scenario = { echo: 'together', logFile, delayMs: 300 };
+    const [mine, theirs] = await Promise.all([dispatch(scenario, ctx), other(scenario, ctx)]);
+    expect(theirs).toEqual(mine);
+    expect(lines(logFile)).toHaveLength(1);
+    let left: string[] = [];
+    await waitFor(async () => (left = await leftoverKeys(q)).length === 0, () => `per-call keys deleted (left: ${left.join(', ')})`);
+  }, { workers: [{ concurrency: 2 }] }));
+
+  it("a call another process runs for longer than the coordinator lease is waited for gets that process' answer", () => withDispatch(async ({ dispatch, openOther }) => {
+    const other = openOther();
+    const logFile = path.join(dir, 'long.log');
+    const ctx = { cellId: 'cell-long', runAttemptId: 'attempt-long', rep: 0, seed: 0 };
+    // Longer than a rollout() call waits for a held lease (then RunBusyError).
+    const scenario = { echo: 'long', logFile, delayMs: LEASE_LOST_WAIT_MS + 2000 };
+    const mine = dispatch(scenario, ctx);
+    await waitFor(() => lines(logFile).length === 1, 'the first call started', 30_000);
+    expect(await other(scenario, ctx)).toEqual(await mine);
+    expect(lines(logFile)).toHaveLength(1);
+  }));
+
+  it('another request under a cell id already used is refused as DispatchConflict, in flight and after delivery, in another process too (fresh-user report: it got the first answer)', () => withDispatch(async ({ dispatch, openOther }) => {
     const logFile = path.join(dir, 'conflict.log');
     const conflict = { kind: 'caller', type: 'DispatchConflict', retryable: false };
-    try {
-      const ctx = { cellId: 's1-r0', runAttemptId: 'eval-7', rep: 0, seed: 0 };
-      const first = dispatch({ echo: '2+2', logFile, delayMs: 300 }, ctx);
-      await expect(dispatch({ echo: '3+3', logFile }, ctx)).rejects.toMatchObject(conflict);
-      const answer = await first;
-      await expect(dispatch({ echo: '3+3', logFile }, ctx)).rejects.toMatchObject(conflict);
-      // The same request again is the kept answer; another seed is another request.
-      expect(await dispatch({ echo: '2+2', logFile, delayMs: 300 }, ctx)).toEqual(answer);
-      await expect(dispatch({ echo: '2+2', logFile, delayMs: 300 }, { ...ctx, seed: 1 })).rejects.toMatchObject(conflict);
-      const other = open(q);
-      try {
-        await expect(other({ echo: '3+3', logFile }, ctx)).rejects.toThrow(/s1-r0.*eval-7.*another request/);
-        // In flight in another process: it waits for this one's answer, then refuses.
-        const cell = { ...ctx, cellId: 's2-r0' };
-        const running = dispatch({ echo: '4+4', logFile, delayMs: 800 }, cell);
-        await waitFor(() => lines(logFile).length === 2, 'the first call of s2-r0 started', 30_000);
-        await expect(other({ echo: '5+5', logFile }, cell)).rejects.toMatchObject(conflict);
-        await running;
-      } finally {
-        await other.close();
-      }
-      expect(lines(logFile)).toHaveLength(2);
-    } finally {
-      await dispatch.close();
-      await stop(workers);
-      await q.close();
-    }
-  });
+    const ctx = { cellId: 's1-r0', runAttemptId: 'eval-7', rep: 0, seed: 0 };
+    const first = dispatch({ echo: '2+2', logFile, delayMs: 300 }, ctx);
+    await expect(dispatch({ echo: '3+3', logFile }, ctx)).rejects.toMatchObject(conflict);
+    const answer = await first;
+    await expect(dispatch({ echo: '3+3', logFile }, ctx)).rejects.toMatchObject(conflict);
+    // The same request again is the kept answer; another seed is another request.
+    expect(await dispatch({ echo: '2+2', logFile, delayMs: 300 }, ctx)).toEqual(answer);
+    await expect(dispatch({ echo: '2+2', logFile, delayMs: 300 }, { ...ctx, seed: 1 })).rejects.toMatchObject(conflict);
+    const other = openOther();
+    await expect(other({ echo: '3+3', logFile }, ctx)).rejects.toThrow(/s1-r0.*eval-7.*another request/);
+    // In flight in another process: it waits for this one's lease, then refuses (the kept answer is another request's).
+    const cell = { ...ctx, cellId: 's2-r0' };
+    const running = dispatch({ echo: '4+4', logFile, delayMs: 800 }, cell);
+    await waitFor(() => lines(logFile).length === 2, 'the first call of s2-r0 started', 30_000);
+    await expect(other({ echo: '5+5', logFile }, cell)).rejects.toMatchObject(conflict);
+    await running;
+    expect(lines(logFile)).toHaveLength(2);
+  }, { workers: [{ concurrency: 2 }] }));
 
-  it('receipts of a dispatch that failed after two paid calls reach the coordinator once each; a model failure is not retryable', async () => {
-    const q = new RawQueue(redis.url);
-    const workers = [await startWorkerProcess(q.workerOptions())];
-    const dispatch = open(q);
-    try {
-      const cost = ledger();
-      const ctx = { cellId: 'pays-then-fails', runAttemptId: 'attempt-pay', rep: 0, seed: 0, cost };
-      const scenario = { paidCalls: 2, usd: 0.5, throw: { name: 'JudgeRefused', message: 'the answer was empty' } };
-      const failure = await dispatch(scenario, ctx).catch((err: unknown) => err);
-      expect(failure).toBeInstanceOf(DispatchError);
-      expect(failure).toMatchObject({ kind: 'model', retryable: false, type: 'JudgeRefused' });
-      expect((failure as Error).message).toContain('the answer was empty');
-      expect([...cost.receipts].sort((a, b) => a.callId.localeCompare(b.callId))).toEqual([
-        { callId: 'pays-then-fails-call-0', usd: 0.5, label: 'fixture', units: { calls: 1 } },
-        { callId: 'pays-then-fails-call-1', usd: 0.5, label: 'fixture', units: { calls: 1 } },
-      ]);
-      // A retry of the same cell attempt gets the same failure and replays nothing twice.
-      await expect(dispatch(scenario, ctx)).rejects.toMatchObject({ kind: 'model' });
-      expect(cost.receipts).toHaveLength(2);
-    } finally {
-      await dispatch.close();
-      await stop(workers);
-      await q.close();
-    }
-  });
+  it('receipts of a dispatch that failed after two paid calls reach the coordinator once each; a model failure is not retryable', () => withDispatch(async ({ dispatch }) => {
+    const cost = ledger();
+    const ctx = { cellId: 'pays-then-fails', runAttemptId: 'attempt-pay', rep: 0, seed: 0, cost };
+    const scenario = { paidCalls: 2, usd: 0.5, throw: { name: 'JudgeRefused', message: 'the answer was empty' } };
+    const failure = await dispatch(scenario, ctx).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(DispatchError);
+    expect(failure).toMatchObject({ kind: 'model', retryable: false, type: 'JudgeRefused' });
+    expect((failure as Error).message).toContain('the answer was empty');
+    expect([...cost.receipts].sort((a, b) => a.callId.localeCompare(b.callId))).toEqual([
+      { callId: 'pays-then-fails-call-0', usd: 0.5, label: 'fixture', units: { calls: 1 } },
+      { callId: 'pays-then-fails-call-1', usd: 0.5, label: 'fixture', units: { calls: 1 } },
+    ]);
+    // A retry of the same cell attempt gets the same failure and replays nothing twice.
+    await expect(dispatch(scenario, ctx)).rejects.toMatchObject({ kind: 'model' });
+    expect(cost.receipts).toHaveLength(2);
+  }));
 
-  it('a bad call is a terminal caller error naming the field; a Ref the workers refuse is caller too', async () => {
-    const q = new RawQueue(redis.url);
-    const workers = [await startWorkerProcess(q.workerOptions())];
-    const dispatch = open(q);
-    const refused = open(q, { dispatch: { $ref: 'not-allowed-pkg:thing', config: {} } });
-    try {
-      await expect(dispatch({}, { cellId: 'c', runAttemptId: '', rep: 0, seed: 0 })).rejects.toMatchObject({ kind: 'caller', retryable: false, message: expect.stringContaining('ctx.runAttemptId') });
-      await expect(refused({}, { cellId: 'c', runAttemptId: 'a', rep: 0, seed: 0 })).rejects.toMatchObject({ kind: 'caller', retryable: false, message: expect.stringContaining('not-allowed-pkg') });
-    } finally {
-      await refused.close();
-      await dispatch.close();
-      await stop(workers);
-      await q.close();
-    }
-  });
+  it('a bad call is a terminal caller error naming the field; a Ref the workers refuse is caller too', () => withDispatch(async ({ dispatch, openOther }) => {
+    const refused = openOther({ dispatch: { $ref: 'not-allowed-pkg:thing', config: {} } });
+    await expect(dispatch({}, { cellId: 'c', runAttemptId: '', rep: 0, seed: 0 })).rejects.toMatchObject({ kind: 'caller', retryable: false, message: expect.stringContaining('ctx.runAttemptId') });
+    await expect(refused({}, { cellId: 'c', runAttemptId: 'a', rep: 0, seed: 0 })).rejects.toMatchObject({ kind: 'caller', retryable: false, message: expect.stringContaining('not-allowed-pkg') });
+  }));
 
-  it("the owner's abort cancels in-flight leases at once and nothing is retried", async () => {
-    const q = new RawQueue(redis.url);
-    const workers = [await startWorkerProcess(q.workerOptions({ concurrency: 2 }))];
-    const dispatch = open(q);
+  it("the owner's abort cancels in-flight leases at once and nothing is retried", () => withDispatch(async ({ q, dispatch }) => {
     const logFile = path.join(dir, 'abort.log');
-    try {
-      const owner = new AbortController();
-      const cells = [0, 1, 2, 3].map((i) => ({ cellId: `slow-${i}`, rep: 0, scenario: { logFile, delayMs: 60_000 } }));
-      const loop = harnessLoop(dispatch, cells, { lanes: 2, maxTries: 3, signal: owner.signal, runAttemptId: 'attempt-abort' });
-      await waitFor(() => lines(logFile).length === 2, 'two dispatches running on the worker');
-      owner.abort('owner cancelled the evaluation');
-      const { outcomes, tries } = await loop;
-      expect([...outcomes.values()]).toEqual([{ aborted: true }, { aborted: true }]);
-      expect([...tries.values()]).toEqual([1, 1]);
-      // The running attempts were stopped on the worker and their keys cleaned up.
-      let left: string[] = [];
-      await waitFor(async () => (left = await leftoverKeys(q)).length === 0, () => `aborted calls cleaned up (left: ${left.join(', ')})`, 20_000);
-      expect(lines(logFile)).toHaveLength(2);
-    } finally {
-      await dispatch.close();
-      await stop(workers);
-      await q.close();
-    }
-  });
+    const owner = new AbortController();
+    const cells = [0, 1, 2, 3].map((i) => ({ cellId: `slow-${i}`, rep: 0, scenario: { logFile, delayMs: 60_000 } }));
+    const loop = harnessLoop(dispatch, cells, { lanes: 2, maxTries: 3, signal: owner.signal, runAttemptId: 'attempt-abort' });
+    await waitFor(() => lines(logFile).length === 2, 'two dispatches running on the worker');
+    owner.abort('owner cancelled the evaluation');
+    const { outcomes, tries } = await loop;
+    expect([...outcomes.values()]).toEqual([{ aborted: true }, { aborted: true }]);
+    expect([...tries.values()]).toEqual([1, 1]);
+    // The running attempts were stopped on the worker and their keys cleaned up.
+    let left: string[] = [];
+    await waitFor(async () => (left = await leftoverKeys(q)).length === 0, () => `aborted calls cleaned up (left: ${left.join(', ')})`, 20_000);
+    expect(lines(logFile)).toHaveLength(2);
+  }, { workers: [{ concurrency: 2 }] }));
 
   it('a worker SIGKILLed mid-dispatch: the lease is re-dispatched, one artifact, its receipt replayed once', async () => {
     const q = new RawQueue(redis.url);
