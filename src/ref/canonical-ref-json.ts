@@ -1,4 +1,5 @@
-import { canonicalJson, type Ref } from '../spec/index.js';
+import type { Ref } from '../spec/index.js';
+import { canonicalJson } from '../spec/canonical-json.js';
 
 /** A Ref written with its defaults: `config` absent means {}, `call` absent means true; other objects as they are. */
 function withRefDefaults(value: Record<string, unknown>): Record<string, unknown> {
