@@ -1,4 +1,5 @@
 import { closeSync, fstatSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
+import { pidCursor } from './pid-cursor.js';
 
 /**
  * Reading this process' own direct children after every rollout must be cheap: opening,
@@ -21,6 +22,12 @@ import { closeSync, fstatSync, openSync, readdirSync, readFileSync, readSync } f
  *   the thread count, one fstat of the kept `/proc/self/task` (its link count is 2 + the
  *   threads), equals the number of kept tasks and every kept task is confirmed alive: then the
  *   threads are exactly the kept ones. The count is taken before the reads, as the list is.
+ * - No thread is read at all while the pid namespace's allocation cursor (see pidCursor) has not
+ *   moved since a walk that found no children: a child of ours can only appear by being
+ *   created, which allocates a pid in our namespace (re-parenting brings us orphans only of our
+ *   own descendants, and there were none). The cursor is read before the walk, so a child made
+ *   while it runs moves the cursor past the value kept. Measured: the whole walk is ~0.1 ms of a
+ *   rollout child's CPU per rollout (11 threads: 23 reads and an fstat); this is one read.
  * - What a kept fd yields is checked strictly (`children` is `pid ` repeated): rollout code
  *   shares this process and could close one of our fds by mistake, and the number be
  *   reused for a file of its own. Anything else drops the entry and the path is read.
@@ -163,12 +170,23 @@ function pushPids(text: string, into: number[]): void {
   }
 }
 
+/** The pid cursor read before the last walk, when that walk found no children; else undefined. */
+let quietAt: number | undefined;
+
 /**
  * Pids of this process' direct children, over all its threads, as `/proc/self/task/<tid>/children`
  * lists them (a child found twice is listed twice). [] where /proc has no task list.
  * Expects /proc to belong to this process' pid namespace (checked by the caller).
  */
 export function ownChildren(): number[] {
+  const cursor = pidCursor();
+  if (cursor !== undefined && cursor === quietAt) return [];
+  const found = walkThreads();
+  quietAt = found.length === 0 ? cursor : undefined;
+  return found;
+}
+
+function walkThreads(): number[] {
   const known = keptChildren();
   if (known) return known;
   let tids: string[];
