@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { MAX_ID_LENGTH, RunIdSchema, SAFE_ID } from '../spec/index.js';
+import { isRunId, MAX_ID_LENGTH, RunIdSchema, SAFE_ID } from '../spec/index.js';
 
 /** The suffix `-<16 hex>` that marks a key as sanitized; a raw key ending like this is hashed too. */
 const DIGEST_SUFFIX = /-[0-9a-f]{16}$/;
@@ -32,16 +32,13 @@ function digest(text: string): string {
  * @throws Error naming runId when it is not a valid run id.
  */
 export function leaseIdFor(runId: string, taskKey: string | number): string {
-  // The drafts of a run all name one run id: validated once, not once per draft.
-  if (runId !== lastValidRunId) {
+  // Checked for every draft (and each rollout() call is a run of its own): zod only for the
+  // message of a bad one.
+  if (!isRunId(runId)) {
     const parsed = RunIdSchema.safeParse(runId);
     if (!parsed.success) {
       throw new Error(`runId "${runId}": ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     }
-    lastValidRunId = runId;
   }
   return `${runId}.${safeTaskKey(taskKey)}`;
 }
-
-/** The run id {@link leaseIdFor} validated last. */
-let lastValidRunId: string | undefined;
