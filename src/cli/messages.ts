@@ -132,7 +132,8 @@ export const MSG = {
   notAnEnvName: (value: string) => `"${value}" is not a variable NAME (A-Z, 0-9, "_", not starting with a digit); pass names, never values`,
   notARunId: (what: string, value: string, max: number) =>
     `${what} must be 1 to ${max} letters, digits, "_" or "-" (no "." or ":"), got "${value}"; e.g. ${what === 'runId' ? 'eval-2026-11-29' : `${what} eval-2026-11-29`}`,
-  badJsonOption: (option: string, why: string) => `${option} is not valid JSON (${why}); pass an object like '{"timeoutMs": 10000}'`,
+  // No option name in the example: the keys a config takes depend on its Ref (a reward's are not a runner's).
+  badJsonOption: (option: string, why: string) => `${option} is not valid JSON (${why}); write a JSON object, its keys and strings in double quotes and the whole in single quotes for the shell, e.g. ${option} '{"key": "value", "count": 3}'`,
   jsonOptionNotObject: (option: string, got: string) => `${option} must be a JSON object, got ${got}`,
   badRefTarget: (option: string, why: string) => `${option}: ${why}`,
   runConfigRefused: (why: string) => `--run-config: ${why}`,

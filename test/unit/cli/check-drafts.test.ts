@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildDrafts } from '../../../src/cli/build-drafts.js';
+import { buildDrafts, parseConfigOption } from '../../../src/cli/build-drafts.js';
 import { checkDrafts, fingerprintDifference, specsFingerprint } from '../../../src/cli/check-drafts.js';
 import { UsageError } from '../../../src/cli/errors.js';
 import type { TaskLine } from '../../../src/cli/tasks-file.js';
@@ -40,5 +40,17 @@ describe('the run-id fingerprint of a tasks file and its options', () => {
     const drafts = buildDrafts(lines, { rendered: 'x', run, reward });
     expect(() => checkDrafts('tasks.jsonl', lines, drafts)).toThrow(UsageError);
     expect(() => checkDrafts('tasks.jsonl', lines, drafts)).toThrow('tasks.jsonl:7: "placement" must be an object of labels');
+  });
+});
+
+describe('a config option that is not JSON', () => {
+  // Fresh-user report: `--reward-config '{goldKey:"answer"}'` was answered with an example of
+  // `timeoutMs`, which lastNumber then refuses.
+  it('names the option and shows a quoted object, with no key of another Ref in it', () => {
+    const refused = (): unknown => parseConfigOption('--reward-config', '{goldKey:"answer"}');
+    expect(refused).toThrow(UsageError);
+    expect(refused).toThrow(/^--reward-config is not valid JSON \(.+\); write a JSON object, its keys and strings in double quotes/);
+    expect(refused).toThrow(`e.g. --reward-config '{"key": "value", "count": 3}'`);
+    expect(refused).not.toThrow(/timeoutMs/);
   });
 });

@@ -99,6 +99,13 @@ describe('resolveRef: every RefError code', () => {
     expect((error.cause as { code?: string }).code).toBe('ERR_MODULE_NOT_FOUND');
   });
 
+  it('cannot-import names the export the Ref wants, not the module, as what the install must export (fresh-user report: my-rewards:score)', async () => {
+    const error = await refErrorOf(resolveRef(ref('my-rewards:score'), { allow: ['my-rewards/*'] }));
+    expect(error.code).toBe('cannot-import');
+    expect(error.message).toContain('(npm install my-rewards) in a version that exports "score"');
+    expect(error.message).not.toContain('exports "my-rewards"');
+  });
+
   it('cannot-import with the real import() of a package that is not installed', async () => {
     const error = await refErrorOf(resolveRef(ref('@rq-not-installed/nothing:x'), { allow: ['@rq-not-installed/*'] }));
     expect(error.code).toBe('cannot-import');
