@@ -127,6 +127,9 @@ async function bullmqStack(url, concurrency, processor) {
   const worker = new Worker(name, processor, { connection, concurrency });
   await worker.waitUntilReady();
   if (typeof processor === 'string') {
+    // BullMQ's sandbox pipes every child's stdout and stderr into ours, and each warm-up wait
+    // below listens on the queue: 50 children are not a leak (Node warns past 10 listeners).
+    for (const emitter of [queue, process.stdout, process.stderr]) emitter.setMaxListeners(concurrency + 10);
     // Let BullMQ's child pool fork its children before timing (as our warm pool does).
     await Promise.all(Array.from({ length: concurrency }, (_, i) => queue.add('w', {}, { jobId: `warm-${i}` }).then((job) => job.waitUntilFinished(events))));
   }
