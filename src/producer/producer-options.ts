@@ -117,7 +117,7 @@ export const ProducerOptionsSchema = z
      */
     telemetry: z.boolean().optional(),
     placementFor: z.custom<PlacementFor>((value) => typeof value === 'function', 'placementFor must be a function (task) => labels | undefined').optional(),
-    /** pino logger. Default: a JSON logger to stdout with `component: "producer"` and secret redaction. */
+    /** pino logger. Default: a JSON logger to stderr (level `LOG_LEVEL`, default info) with `component: "producer"` and secret redaction. */
     logger: z.custom<Logger>(isLogger, 'logger must be a pino logger (info/warn/error/debug/child)').optional(),
   })
   .strict();
@@ -224,7 +224,7 @@ export interface ProducerOptions {
    * provider. Default on when env `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else off.
    */
   readonly telemetry?: boolean;
-  /** pino logger. Default: a JSON logger to stdout with `component: "producer"` and secret redaction. */
+  /** pino logger. Default: a JSON logger to stderr (level `LOG_LEVEL`, default info) with `component: "producer"` and secret redaction. */
   readonly logger?: Logger;
 }
 
