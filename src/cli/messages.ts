@@ -1,4 +1,5 @@
 import { LEASE_LOST_WAIT_MS } from '../producer/index.js';
+import { cliCommand } from './cli-command.js';
 
 /**
  * Every user-facing text of the `rollout-queue` command in one place (the habit of
@@ -145,7 +146,7 @@ export const MSG = {
 
   hangBelowRun: (hangMs: number, runMs: number) =>
     `--hang-ms (${hangMs}) must be above --run-ms (${runMs}): a slow rollout is judged (model) before it is presumed wedged (re-dispatch)`,
-  badWorkerOption: (why: string) => `${why}; see rollout-queue worker --help`,
+  badWorkerOption: (why: string) => `${why}; see ${cliCommand()} worker --help`,
   containmentRefused: (why: string) => `worker not started: ${why}`,
 
   // ── input files ──────────────────────────────────────────────────────────
@@ -191,7 +192,7 @@ export const MSG = {
   outNotWritable: (file: string, why: string) =>
     `--out ${file} cannot be opened for appending (${why}); pass a path in a directory you can write to, e.g. --out results.jsonl`,
   resultsWriteFailed: (file: string, why: string, runId: string, queue: string) =>
-    `writing a result to ${file} failed (${why}); stopped, the result stays in Redis. Free space or fix the file, then collect the rest with: rollout-queue resume ${runId}${queueFlag(queue)} --out ${file}`,
+    `writing a result to ${file} failed (${why}); stopped, the result stays in Redis. Free space or fix the file, then collect the rest with: ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${file}`,
   resultsReopened: (file: string, count: number, dropped: boolean) =>
     `${file} already holds ${count} result(s)${dropped ? ' (a partial last line was dropped)' : ''}; they are kept and not written again`,
 
@@ -206,7 +207,7 @@ export const MSG = {
     `Redis at ${address} has no password set, but REDIS_URL gives one. Remove it from REDIS_URL or set requirepass on the server.`,
   redisOther: (address: string, why: string) => `Redis at ${address} answered with an error: ${why}`,
   redisRefusesWrites: (address: string, code: string, why: string) =>
-    `Redis at ${address} refuses writes (${code}): ${why}. ${code === 'OOM' || code === 'EXECABORT' ? 'It is at maxmemory: free memory (rollout-queue cancel old runs, delete finished ones) or raise maxmemory (CONFIG SET maxmemory …).' : 'Point REDIS_URL at a writable primary.'}`,
+    `Redis at ${address} refuses writes (${code}): ${why}. ${code === 'OOM' || code === 'EXECABORT' ? `It is at maxmemory: free memory (${cliCommand()} cancel old runs, delete finished ones) or raise maxmemory (CONFIG SET maxmemory …).` : 'Point REDIS_URL at a writable primary.'}`,
   redisRetrying: (problem: string, retryMs: number) => `${problem} Retrying in ${Math.round(retryMs / 1000)} s.`,
 
   // ── runs ─────────────────────────────────────────────────────────────────
@@ -215,44 +216,44 @@ export const MSG = {
     `run ${runId}: ${count} rollout(s) on queue "${queue}" at ${address}`,
   runResuming: (runId: string, queue: string, address: string) => `re-attaching to run ${runId} on queue "${queue}" at ${address}`,
   runNotFound: (runId: string, queue: string, prefix: string) =>
-    `no run "${runId}" on queue "${queue}" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (rollout-queue status lists the runs)`,
+    `no run "${runId}" on queue "${queue}" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliCommand()} status lists the runs)`,
   runStopped: (leaseId: string, type: string, message: string) =>
     `run stopped on a caller result for lease ${leaseId}: ${type}: ${message}\nFix the caller contract (Ref, config, spec) and run again with a new --run-id; rollouts of this run that had not started were removed and get no Result (running ones finish; resume collects them).`,
   runStoppedEarlier: (why: string) => `the run was stopped before: ${why}`,
   runIncomplete: (runId: string, count: number, total: number, file: string) =>
     `run ${runId} ended with ${count} of ${total} results in ${file}; nothing more will come. The rest were delivered earlier, ` +
-    `to another results file (a run's results are delivered once), or are missing: rollout-queue status ${runId} shows the run record.`,
+    `to another results file (a run's results are delivered once), or are missing: ${cliCommand()} status ${runId} shows the run record.`,
   resumeNeedsSpecs: (runId: string, why: string) =>
     `run ${runId}: ${/(\d+) specs were never enqueued/.exec(why)?.[1] ?? 'some'} of its specs were never enqueued (its coordinator stopped while enqueuing them), ` +
-    `so resume collected only what was enqueued.\nTo finish run ${runId}, run the same \`rollout-queue run\` command again with --run-id ${runId}: it enqueues only what is missing.`,
+    `so resume collected only what was enqueued.\nTo finish run ${runId}, run the same \`${cliCommand()} run\` command again with --run-id ${runId}: it enqueues only what is missing.`,
   runFailed: (runId: string, why: string) =>
-    `run ${runId} could not be followed to its end: ${why}\nNothing delivered is lost: rollout-queue resume ${runId} (or the same run command with --run-id ${runId}) picks it up again.`,
+    `run ${runId} could not be followed to its end: ${why}\nNothing delivered is lost: ${cliCommand()} resume ${runId} (or the same run command with --run-id ${runId}) picks it up again.`,
   runWasCancelled: (runId: string, why: string) => (why.includes(runId) ? why : `run ${runId} was cancelled: ${why}`),
   cancelReason: 'cancelled with `rollout-queue cancel`',
   runAlreadyEnded: (runId: string, status: string) =>
-    `run ${runId} is already ${status}: nothing to cancel (rollout-queue purge ${runId} removes it from Redis)`,
+    `run ${runId} is already ${status}: nothing to cancel (${cliCommand()} purge ${runId} removes it from Redis)`,
   runInterrupted: (runId: string, out: string, queue: string, notEnqueued: number | undefined) =>
     (notEnqueued === undefined
-      ? `interrupted: run ${runId} goes on in Redis. Collect the rest with\n  rollout-queue resume ${runId}${queueFlag(queue)} --out ${out}\n` +
+      ? `interrupted: run ${runId} goes on in Redis. Collect the rest with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${out}\n` +
         `(if not every task was enqueued yet, run the same run command again with --run-id ${runId} instead: it enqueues only what is missing)`
       : notEnqueued > 0
         ? `interrupted before every task was enqueued (${notEnqueued} not yet): run ${runId} goes on in Redis. Finish it with the same run command again, with --run-id ${runId} --out ${out}: it enqueues only what is missing (resume would only collect what was enqueued)`
-        : `interrupted: run ${runId} goes on in Redis. Collect the rest with\n  rollout-queue resume ${runId}${queueFlag(queue)} --out ${out}`) +
-    `\nor stop it with\n  rollout-queue cancel ${runId}${queueFlag(queue)}`,
+        : `interrupted: run ${runId} goes on in Redis. Collect the rest with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${out}`) +
+    `\nor stop it with\n  ${cliCommand()} cancel ${runId}${queueFlag(queue)}`,
   runStopping: 'stopping: writing the results that have arrived (the run goes on in Redis); Ctrl-C again exits at once',
   runForcedOut: (runId: string, out: string, queue: string) =>
-    `interrupted twice: exited at once, without a summary; ${out} holds the results written so far and run ${runId} goes on in Redis. Collect the rest with\n  rollout-queue resume ${runId}${queueFlag(queue)} --out ${out}\n` +
-    `(it first waits, up to ${LEASE_LOST_WAIT_MS / 1000} s, for this coordinator's lease to expire) or stop it with\n  rollout-queue cancel ${runId}${queueFlag(queue)}`,
+    `interrupted twice: exited at once, without a summary; ${out} holds the results written so far and run ${runId} goes on in Redis. Collect the rest with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${out}\n` +
+    `(it first waits, up to ${LEASE_LOST_WAIT_MS / 1000} s, for this coordinator's lease to expire) or stop it with\n  ${cliCommand()} cancel ${runId}${queueFlag(queue)}`,
   noWorker: (queue: string, prefix: string) =>
-    `no worker is serving queue "${queue}" (prefix "${prefix}") yet; start one with: rollout-queue worker --queue ${queue}`,
-  purgeNeedsOne: 'purge needs a run id or --older-than <duration> (not both): e.g. rollout-queue purge RUN_ID, or rollout-queue purge --older-than 7d',
+    `no worker is serving queue "${queue}" (prefix "${prefix}") yet; start one with: ${cliCommand()} worker --queue ${queue}`,
+  purgeNeedsOne: `purge needs a run id or --older-than <duration> (not both): e.g. ${cliCommand()} purge RUN_ID, or ${cliCommand()} purge --older-than 7d`,
   runPurged: (runId: string, leases: number) => `purged run ${runId}: ${leases} lease(s), their jobs, records and stored artifact removed from Redis`,
   purgedOlder: (count: number, age: string) => `purged ${count} run(s) that ended ${age} ago or earlier`,
   purgeSkipped: (runId: string, why: string) => `  skipped ${runId}: ${why}`,
   notADuration: (value: string) =>
     `"${value}" is not a duration: write a whole number with a unit, ms, s, m, h or d (e.g. 500ms, 90s, 30m, 12h, 3d)`,
   noWorkerStill: (queue: string, prefix: string, seconds: number) =>
-    `still no worker serving queue "${queue}" (prefix "${prefix}") after ${seconds} s; leases no worker starts within timeouts.scheduleToStartMs (default 5 min) end as infrastructure / NoWorker. Start one with: rollout-queue worker --queue ${queue}`,
+    `still no worker serving queue "${queue}" (prefix "${prefix}") after ${seconds} s; leases no worker starts within timeouts.scheduleToStartMs (default 5 min) end as infrastructure / NoWorker. Start one with: ${cliCommand()} worker --queue ${queue}`,
   runCancelled: (runId: string, removed: number, workers: number) =>
     `cancelled run ${runId}: ${removed} waiting rollout(s) removed, ${workers} worker(s) told to stop its active ones`,
   progressLine: (done: number, total: number | null) =>
@@ -277,11 +278,11 @@ export const MSG = {
   statusQueue: (queue: string, prefix: string, address: string) => `Queue "${queue}" (prefix "${prefix}") at ${address}`,
   statusJobs: 'Jobs by state:',
   statusWorkers: (count: number) => `Workers connected: ${count}`,
-  statusNoWorkers: '  none: start one with `rollout-queue worker`',
+  statusNoWorkers: `  none: start one with \`${cliCommand()} worker\``,
   statusPlacements: (count: number) => `Placement queues: ${count}`,
   statusPlacementLine: (labels: string, leaseClass: string, waiting: number, active: number, workers: number) =>
     `  ${labels || '(no labels)'}${leaseClass === 'evaluation' ? ' [evaluation]' : ''}  waiting=${waiting} active=${active} workers=${workers < 0 ? '?' : workers}` +
-    (workers === 0 && waiting > 0 ? '  NO WORKER can take these leases: start `rollout-queue worker --placement KEY=VALUE …` with these labels (they end NoWorker at timeouts.scheduleToStartMs)' : ''),
+    (workers === 0 && waiting > 0 ? `  NO WORKER can take these leases: start \`${cliCommand()} worker --placement KEY=VALUE …\` with these labels (they end NoWorker at timeouts.scheduleToStartMs)` : ''),
   statusRun: (runId: string, status: string, created: string | null) => `Run ${runId}: ${status}${created ? ` (created ${created})` : ''}`,
   statusStopReason: (reason: string) => `  stop reason     ${reason}`,
   statusRetention: (endedAt: string, expiresAt: string) => `  delivered       ${endedAt}; expires from Redis at ${expiresAt} (purge removes it now)`,

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { cliCommandFor } from '../../../src/cli/cli-command.js';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +8,11 @@ import { fileURLToPath } from 'node:url';
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 /** The real launcher, as users run it. */
 export const BIN = path.join(REPO_ROOT, 'bin', 'rollout-queue.js');
+
+/** How the CLI started by {@link startCli} in `cwd` names itself in its hints (see cliCommandFor). */
+export function cliHint(cwd: string = REPO_ROOT): string {
+  return cliCommandFor({ script: BIN, pathEnv: process.env.PATH, cwd });
+}
 
 /** How a CLI process ended, with everything it printed. */
 export interface CliOutcome {

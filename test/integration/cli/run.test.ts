@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
-import { runCli, startCli, uniquePrefix, waitFor, type CliProcess } from './cli-process.js';
+import { cliHint, runCli, startCli, uniquePrefix, waitFor, type CliProcess } from './cli-process.js';
 import { readResults, resultProblems } from './results-file.js';
 
 // `run` end to end over two real worker processes, and a coordinator SIGKILLed mid-run and
@@ -121,7 +121,7 @@ describe('rollout-queue run', () => {
     first.child.kill('SIGINT');
     const interrupted = await first.done;
     expect(interrupted.code, interrupted.stderr).toBe(130);
-    expect(interrupted.stderr).toContain(`rollout-queue resume resumed --queue ${queue} --out ${out}`);
+    expect(interrupted.stderr).toContain(`${cliHint(dir)} resume resumed --queue ${queue} --out ${out}`);
     expect(interrupted.stdout).toMatch(/Run resumed: \d+ of 40 result\(s\), interrupted/);
 
     const resumed = await runCli(['resume', 'resumed', '--queue', queue, '--out', out], { env, cwd: dir });

@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { queueKeys } from '../../../src/lease/index.js';
 import { freePort, startRedis, type TestRedis } from '../../helpers/redis.js';
-import { BIN, killLeftovers, REPO_ROOT, runCli, startCli, uniquePrefix, waitFor, type CliOutcome, type CliProcess } from './cli-process.js';
+import { BIN, cliHint, killLeftovers, REPO_ROOT, runCli, startCli, uniquePrefix, waitFor, type CliOutcome, type CliProcess } from './cli-process.js';
 
 // The problems a new user reported, each with the exact input that failed.
 const dir = mkdtempSync(path.join(os.tmpdir(), 'rq-cli-report-'));
@@ -101,7 +101,7 @@ describe('1. --out is checked before Redis is touched', () => {
     const errors = stderr.split('\n').filter((line) => line.startsWith('error:'));
     expect(errors, stderr).toHaveLength(1);
     expect(errors[0]).toContain(`writing a result to ${out} failed`);
-    expect(errors[0]).toContain(`rollout-queue resume limited --queue ${served.queue} --out ${out}`);
+    expect(errors[0]).toContain(`${cliHint()} resume limited --queue ${served.queue} --out ${out}`);
     expect(stderr).not.toMatch(/\n\s+at /);
     expect(readFileSync(out).length).toBeLessThanOrEqual(1024);
     worker.child.kill('SIGTERM');
@@ -204,10 +204,10 @@ describe('6. a queue without workers', () => {
     run.child.kill('SIGINT');
     const end = await run.done;
     expect(end.code, end.stderr).toBe(130);
-    const warning = `no worker is serving queue "nobody-home" (prefix "${prefix}") yet; start one with: rollout-queue worker --queue nobody-home`;
+    const warning = `no worker is serving queue "nobody-home" (prefix "${prefix}") yet; start one with: ${cliHint()} worker --queue nobody-home`;
     expect(end.stderr.split(warning)).toHaveLength(2);
-    expect(end.stderr).toMatch(/rollout-queue resume run-\S+ --queue nobody-home --out /);
-    expect(end.stderr).toMatch(/rollout-queue cancel run-\S+ --queue nobody-home/);
+    expect(end.stderr).toContain(`${cliHint()} resume ${runId} --queue nobody-home --out `);
+    expect(end.stderr).toContain(`${cliHint()} cancel ${runId} --queue nobody-home`);
   }, 60_000);
 });
 
