@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { codeRunner } from '../../../src/runners/index.js';
@@ -9,6 +9,23 @@ import { fakeContext } from '../runners/fake-context.js';
 // namespace's init joins the cgroups itself (no shell layer of its own), and the artifact must
 // still be inside every attempt cgroup from its start.
 const host = detectContainment('auto');
+
+/**
+ * The environment of the launcher process `pid` once it is `unshare` (setpriv execs it in place),
+ * which then waits for the artifact: read earlier, /proc/<pid>/environ may come from the exec in
+ * between, whose new image has no environment yet (an empty read, seen under a loaded CI).
+ * No event says an exec finished: looked at every 5 ms, for at most 10 s.
+ */
+async function settledEnviron(pid: number, unshare: string): Promise<string[]> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const exe = readlinkSync(`/proc/${pid}/exe`);
+    const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean);
+    if (exe === unshare && environ.length > 0) return environ;
+    if (Date.now() > deadline) throw new Error(`launcher ${pid} is still ${exe} with ${environ.length} variables after 10 s`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
 const strongest = host.level === 'namespace+cgroup';
 
 describe.skipIf(!strongest)('launcher chain at the namespace+cgroup level', () => {
@@ -49,7 +66,7 @@ describe.skipIf(!strongest)('launcher chain at the namespace+cgroup level', () =
       // The artifact prints its environment once stdin closes, so the launcher can be looked at first.
       const artifact = "process.stdin.resume(); process.stdin.on('end', () => console.log(JSON.stringify(process.env)));";
       const child = box.spawn([process.execPath, '-e', artifact], { cwd: box.dir, env });
-      const launcherEnv = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0').filter(Boolean);
+      const launcherEnv = await settledEnviron(child.pid as number, realpathSync(host.pidNamespace?.[0] ?? ''));
       let out = '';
       child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
       const closed = new Promise((resolve) => child.once('close', resolve));
