@@ -30,9 +30,9 @@ function shellWord(text: string): string {
 /**
  * How a hint the user may paste (resume, cancel, status…) invokes the CLI that prints it:
  * `rollout-queue` when that name on PATH is this very entry script (`npm link`, an install, npx),
- * or when something other than the CLI runs (a test, a library); else `node <entry script>`,
- * relative to the working directory when it lies inside it: from a fresh clone, where nothing
- * puts `rollout-queue` on PATH, the hint works as pasted.
+ * or when something other than the CLI runs (a test, a library); else `node bin/rollout-queue.js`
+ * from the clone's root and `node <absolute path>` from anywhere else: from a fresh clone, where
+ * nothing puts `rollout-queue` on PATH, the hint works as pasted.
  */
 export function cliCommandFor({ script, pathEnv, cwd }: Invocation): string {
   const real = script === undefined ? undefined : realpath(script);
@@ -40,8 +40,10 @@ export function cliCommandFor({ script, pathEnv, cwd }: Invocation): string {
   for (const dir of (pathEnv ?? '').split(path.delimiter)) {
     if (dir !== '' && realpath(path.join(dir, CLI_NAME)) === real) return CLI_NAME;
   }
+  // Short only where it reads as the README's own `node bin/rollout-queue.js` (run from the
+  // clone's root); anywhere else the absolute path, which pastes from any directory.
   const relative = path.relative(cwd, real);
-  return `node ${shellWord(relative.startsWith('..') || path.isAbsolute(relative) ? real : relative)}`;
+  return `node ${shellWord(relative === path.join('bin', ENTRY) ? relative : real)}`;
 }
 
 let found: string | undefined;

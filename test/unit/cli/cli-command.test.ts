@@ -44,10 +44,14 @@ describe('cliCommandFor: the command a pasted hint runs', () => {
     expect(cliCommandFor({ script: undefined, pathEnv: '', cwd: clone })).toBe('rollout-queue');
   });
 
+  it('names the script by its absolute path from a directory above the clone (second fresh-user pass: node /tmp/fresh2/bin/… printed fresh2/bin/…)', () => {
+    expect(cliCommandFor({ script, pathEnv: '/usr/bin', cwd: root })).toBe(`node ${script}`);
+  });
+
   it('quotes a path the shell would split', () => {
     const spaced = path.join(root, 'my clone');
     mkdirSync(path.join(spaced, 'bin'), { recursive: true });
     writeFileSync(path.join(spaced, 'bin', 'rollout-queue.js'), '');
-    expect(cliCommandFor({ script: path.join(spaced, 'bin', 'rollout-queue.js'), pathEnv: '', cwd: root })).toBe(`node 'my clone/bin/rollout-queue.js'`);
+    expect(cliCommandFor({ script: path.join(spaced, 'bin', 'rollout-queue.js'), pathEnv: '', cwd: root })).toBe(`node '${path.join(spaced, 'bin', 'rollout-queue.js')}'`);
   });
 });
