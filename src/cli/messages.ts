@@ -284,6 +284,8 @@ export const MSG = {
     `  ${labels || '(no labels)'}${leaseClass === 'evaluation' ? ' [evaluation]' : ''}  waiting=${waiting} active=${active} workers=${workers < 0 ? '?' : workers}` +
     (workers === 0 && waiting > 0 ? `  NO WORKER can take these leases: start \`${cliCommand()} worker --placement KEY=VALUE …\` with these labels (they end NoWorker at timeouts.scheduleToStartMs)` : ''),
   statusRun: (runId: string, status: string, created: string | null) => `Run ${runId}: ${status}${created ? ` (created ${created})` : ''}`,
+  statusUndelivered: (runId: string, queue: string) =>
+    `  no coordinator is delivering it (its run command was stopped): workers finish its rollouts and the Results wait in Redis; collect them with\n    ${cliCommand()} resume ${runId}${queueFlag(queue)} --out results-${runId}.jsonl`,
   statusStopReason: (reason: string) => `  stop reason     ${reason}`,
   statusRetention: (endedAt: string, expiresAt: string) => `  delivered       ${endedAt}; expires from Redis at ${expiresAt} (purge removes it now)`,
   runIdHoldsOtherTasks: (runId: string, queue: string, status: string, had: number, now: number) =>

@@ -101,6 +101,8 @@ export interface StatusView {
   readonly placements?: readonly PlacementStatus[];
   /** Cost receipts of the run so far (with a run id). */
   readonly cost?: CostSummary;
+  /** With a run id: a coordinator holds the run's lease now (see `QueueStatus.delivering`). */
+  readonly delivering?: boolean;
 }
 
 /** CLIENT LIST fields worth showing per worker connection: address, age and idle seconds. */
@@ -121,5 +123,8 @@ function workerView(client: Readonly<Record<string, string>>): WorkerView {
 /** Reads the status of the queue (and of `runId` when given) through the producer. */
 export async function readStatus(queue: RolloutQueue, runId?: string): Promise<StatusView> {
   const status = await queue.status(runId);
-  return { counts: status.counts, run: status.run ?? undefined, workers: status.workers.map(workerView), placements: status.placements, ...(status.cost ? { cost: status.cost } : {}) };
+  return {
+    counts: status.counts, run: status.run ?? undefined, workers: status.workers.map(workerView), placements: status.placements,
+    ...(status.cost ? { cost: status.cost } : {}), ...(status.delivering !== undefined ? { delivering: status.delivering } : {}),
+  };
 }

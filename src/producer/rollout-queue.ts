@@ -53,6 +53,12 @@ export interface QueueStatus {
   readonly placements: readonly PlacementStatus[];
   /** Cost receipts recorded for the run so far (when a run id was given): total USD (`null`: none), units, per label. */
   readonly cost?: CostSummary;
+  /**
+   * With a run id of an existing run: whether a coordinator holds the run's lease now (it is
+   * delivering Results). False for a run whose coordinator is gone (a CLI run interrupted): its
+   * Results wait in Redis for `attach` (the CLI's `resume`).
+   */
+  readonly delivering?: boolean;
 }
 
 const runIdOf = (leaseId: string): string => leaseId.slice(0, leaseId.indexOf('.'));
@@ -244,8 +250,8 @@ export class RolloutQueue {
       this.queue.getWorkers(),
       this.placements.describe(),
     ]);
-    const cost = run ? await readRunCost(this.redis, this.keys, run.runId) : undefined;
-    return { queue: this.options.queue, prefix: this.options.prefix, counts, run, workers, placements, ...(cost ? { cost } : {}) };
+    const [cost, held] = run ? await Promise.all([readRunCost(this.redis, this.keys, run.runId), this.redis.exists(this.keys.runCoordinator(run.runId))]) : [undefined, 0];
+    return { queue: this.options.queue, prefix: this.options.prefix, counts, run, workers, placements, ...(cost ? { cost } : {}), ...(run ? { delivering: held === 1 } : {}) };
   }
 
   /**

@@ -42,6 +42,17 @@ describe('status output', () => {
     expect(formatStatus({ ...view, run: undefined }, { ...place, runs: ['a', 'b'] })).toContain('Runs: a, b');
   });
 
+  // Second fresh-user pass: `status` of an interrupted run said "running" and nothing else.
+  it('a running run no coordinator delivers names resume, with the queue, as the hint to paste', () => {
+    const text = formatStatus({ ...view, delivering: false }, { ...place, queue: 'kq' });
+    expect(text).toContain('Run r1: running');
+    expect(text).toContain('no coordinator is delivering it');
+    expect(text).toContain('rollout-queue resume r1 --queue kq --out results-r1.jsonl');
+    expect(formatStatus({ ...view, delivering: true }, place)).not.toContain('no coordinator');
+    expect(formatStatus({ ...view, run: { ...run, status: 'completed' }, delivering: false }, place)).not.toContain('no coordinator');
+    expect(statusJson({ ...view, delivering: false }, place)).toMatchObject({ delivering: false });
+  });
+
   it('as JSON keeps the run record whole', () => {
     expect(statusJson(view, place)).toMatchObject({ queue: 'rollouts', run: { quarantined: { 'r1.t9': { signal: 'SIGABRT' } } }, workers: [{ name: 'w1' }] });
   });
