@@ -85,16 +85,21 @@ async function waitUntilAnswers(url: string, child: ChildProcess, timeoutMs: num
     if (exited) throw new Error(`redis-server ${exited}`);
     const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
     client.on('error', () => {});
+    let answeringPid: number | undefined;
     try {
       await client.connect();
-      await client.ping();
-      return;
+      answeringPid = Number(/^process_id:(\d+)/m.exec(await client.info('server'))?.[1]);
     } catch {
       if (Date.now() > until) throw new Error(`redis-server did not answer on ${url} within ${timeoutMs} ms`);
       await new Promise((resolve) => setTimeout(resolve, 50));
+      continue;
     } finally {
       client.disconnect();
     }
+    if (answeringPid === child.pid) return;
+    // Another redis-server took the port between picking and binding (ours then exits on
+    // EADDRINUSE): never hand out someone else's server, which its owner may flush or stop.
+    throw new Error(`another redis-server (pid ${answeringPid}) answers on ${url}`);
   }
 }
 

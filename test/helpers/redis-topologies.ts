@@ -39,6 +39,13 @@ async function launch(args: readonly string[], port: number, dir: string): Promi
   const proc = spawn('redis-server', [...args], { cwd: dir, stdio: 'ignore' });
   proc.once('error', () => {});
   await until(async () => (await ask(port, 'PING')) === 'PONG', 10_000, `redis-server on port ${port} answering`);
+  // Another test file's server may have taken the port first (ours then exits on EADDRINUSE):
+  // never run a topology, and kill its "primary", on a server that is not ours (see redis.ts).
+  const pid = Number(/^process_id:(\d+)/m.exec(String(await ask(port, 'INFO', 'server')))?.[1]);
+  if (pid !== proc.pid) {
+    proc.kill('SIGKILL');
+    throw new Error(`another redis-server (pid ${pid}) answers on port ${port}, not ours (pid ${proc.pid}); run again`);
+  }
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   return {
     port,

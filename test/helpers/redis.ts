@@ -72,28 +72,62 @@ async function waitForPing(url: string, deadlineMs: number): Promise<void> {
   }
 }
 
+/** Raised when the server answering on our port is not the one we started. */
+class ForeignServerError extends Error {}
+
+/**
+ * Test files run in parallel, each with its own server: a port picked free may be taken by
+ * another file's server before ours binds it (ours then exits on EADDRINUSE), and the ping
+ * would be answered by that one, which its file flushes, kills and restarts. So the server
+ * that answers must be our process (`INFO server` process_id).
+ */
+async function checkOwnServer(url: string, proc: ChildProcess | undefined): Promise<void> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    const pid = Number(/^process_id:(\d+)/m.exec(await client.info('server'))?.[1]);
+    if (pid !== proc?.pid) throw new ForeignServerError(`another redis-server (pid ${pid}) answers on ${url}, not ours (pid ${proc?.pid})`);
+  } finally {
+    client.disconnect();
+  }
+}
+
 async function startPrivate(options: StartRedisOptions): Promise<TestRedis> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'rq-redis-'));
-  const port = await freePort();
-  const url = `redis://127.0.0.1:${port}`;
+  let port = await freePort();
+  let url = `redis://127.0.0.1:${port}`;
   let proc: ChildProcess | undefined;
-  const args = [
+  const args = (): string[] => [
     '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '',
     '--maxmemory-policy', 'noeviction',
     ...(options.appendfsync ? ['--appendonly', 'yes', '--appendfsync', options.appendfsync] : ['--appendonly', 'no']),
     ...(options.args ?? []),
   ];
   const launch = async (): Promise<void> => {
-    proc = spawn('redis-server', args, { stdio: 'ignore' });
+    proc = spawn('redis-server', args(), { stdio: 'ignore' });
     proc.once('error', () => {});
-    await waitForPing(url.replace('redis://', `redis://${passwordPart(options)}`), 10_000);
+    const authed = url.replace('redis://', `redis://${passwordPart(options)}`);
+    await waitForPing(authed, 10_000);
+    await checkOwnServer(authed, proc);
   };
+  // A restart must come back on the same port (the tests' URL), so only the first launch moves.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await launch();
+      break;
+    } catch (err) {
+      proc?.kill('SIGKILL');
+      if (!(err instanceof ForeignServerError) || attempt >= 5) throw err;
+      port = await freePort();
+      url = `redis://127.0.0.1:${port}`;
+    }
+  }
   const exited = (): Promise<void> =>
     new Promise((resolve) => {
       if (!proc || proc.exitCode !== null || proc.signalCode !== null) return resolve();
       proc.once('exit', () => resolve());
     });
-  await launch();
   return {
     url,
     source: 'private',
