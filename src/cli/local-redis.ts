@@ -76,6 +76,16 @@ export async function startLocalRedis(binary: string = findRedisServer() ?? 'red
   throw lastError ?? new Error('redis-server did not start');
 }
 
+/**
+ * The pid of the redis-server that wrote an `INFO server` reply (its `process_id` field), or
+ * undefined when the reply has none. Servers started side by side (test files, demos, benches)
+ * can answer on each other's port: who answers is told by this, not by a PING.
+ */
+export function serverProcessId(infoServer: string): number | undefined {
+  const match = /^process_id:(\d+)/m.exec(infoServer);
+  return match ? Number(match[1]) : undefined;
+}
+
 async function waitUntilAnswers(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
   let exited: string | undefined;
@@ -88,7 +98,7 @@ async function waitUntilAnswers(url: string, child: ChildProcess, timeoutMs: num
     let answeringPid: number | undefined;
     try {
       await client.connect();
-      answeringPid = Number(/^process_id:(\d+)/m.exec(await client.info('server'))?.[1]);
+      answeringPid = serverProcessId(await client.info('server'));
     } catch {
       if (Date.now() > until) throw new Error(`redis-server did not answer on ${url} within ${timeoutMs} ms`);
       await new Promise((resolve) => setTimeout(resolve, 50));

@@ -3,6 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { serverProcessId } from '../../src/cli/local-redis.js';
 import { freePort } from './redis.js';
 
 /** One redis-server (or sentinel) process of a test topology. */
@@ -41,7 +42,7 @@ async function launch(args: readonly string[], port: number, dir: string): Promi
   await until(async () => (await ask(port, 'PING')) === 'PONG', 10_000, `redis-server on port ${port} answering`);
   // Another test file's server may have taken the port first (ours then exits on EADDRINUSE):
   // never run a topology, and kill its "primary", on a server that is not ours (see redis.ts).
-  const pid = Number(/^process_id:(\d+)/m.exec(String(await ask(port, 'INFO', 'server')))?.[1]);
+  const pid = serverProcessId(String(await ask(port, 'INFO', 'server')));
   if (pid !== proc.pid) {
     proc.kill('SIGKILL');
     throw new Error(`another redis-server (pid ${pid}) answers on port ${port}, not ours (pid ${proc.pid}); run again`);

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { serverProcessId } from '../../src/cli/local-redis.js';
 
 const pexecFile = promisify(execFile);
 
@@ -86,7 +87,7 @@ async function checkOwnServer(url: string, proc: ChildProcess | undefined): Prom
   client.on('error', () => {});
   try {
     await client.connect();
-    const pid = Number(/^process_id:(\d+)/m.exec(await client.info('server'))?.[1]);
+    const pid = serverProcessId(await client.info('server'));
     if (pid !== proc?.pid) throw new ForeignServerError(`another redis-server (pid ${pid}) answers on ${url}, not ours (pid ${proc?.pid})`);
   } finally {
     client.disconnect();
