@@ -151,7 +151,7 @@ export const MSG = {
 
   // ── input files ──────────────────────────────────────────────────────────
   tasksUnreadable: (file: string, why: string) => `cannot read --tasks ${file}: ${why}`,
-  tasksEmpty: (file: string) => `--tasks ${file} holds no tasks (only blank lines); nothing to run`,
+  tasksEmpty: (file: string) => `--tasks ${file} holds no tasks (it is empty or only blank lines); write one JSON object per line, e.g. {"id": "t1", "answer": 42}. Nothing was enqueued.`,
   taskNotJson: (file: string, line: number, why: string) => `${file}:${line}: not valid JSON (${why}); each line must be one JSON object. Nothing was enqueued.`,
   taskNotObject: (file: string, line: number, got: string) => `${file}:${line}: expected a JSON object, got ${got}. Nothing was enqueued.`,
   taskInvalid: (file: string, line: number, why: string) => `${file}:${line}: ${why}. Nothing was enqueued.`,

@@ -107,6 +107,8 @@ describe('a bad tasks file exits 2 naming file:line, and nothing is enqueued', (
     ['an id-less task whose line number an earlier id took', '{"id":2}\n{"q":"x"}\n', /bad\.jsonl:2: this task has no id, so it is named by its line number "2", which line 1 already uses as its task id/],
     ['a task id that is an object', '{"id":{"x":1}}\n', /bad\.jsonl:1: task\.id/],
     ['only blank lines', '\n\n  \n', /holds no tasks/],
+    // Fresh-user report: an empty file's message alone lacked the fix and "Nothing was enqueued".
+    ['an empty file', '', /bad\.jsonl holds no tasks \(it is empty or only blank lines\); write one JSON object per line, e\.g\. \{"id": "t1", "answer": 42\}\. Nothing was enqueued\./],
   ];
   it.each(cases)('%s', async (_label, content, message) => {
     const file = path.join(dir, 'bad.jsonl');
