@@ -1,4 +1,4 @@
-import { textAfterTruncation } from '../spec/index.js';
+import { textAfterTruncation } from '../spec/truncation-marker.js';
 
 /**
  * The text a reward reads from a run's output:

@@ -1,5 +1,5 @@
 import { checkedConfigRecord, describeValue } from '../spec/factory-config.js';
-import { CallerError } from '../spec/index.js';
+import { CallerError } from '../spec/errors.js';
 
 /**
  * Checks of a reward factory's config, throwing a {@link CallerError} that names the field,

@@ -1,4 +1,4 @@
-import { CallerError } from '../spec/index.js';
+import { CallerError } from '../spec/errors.js';
 import { answerText } from './answer-text.js';
 import { configRecord, optionalBoolean, optionalString } from './config-check.js';
 import { readGold } from './gold.js';

@@ -1,4 +1,5 @@
-import { CallerError, type Task } from '../spec/index.js';
+import { CallerError } from '../spec/errors.js';
+import type { Task } from '../spec/index.js';
 import { describeValue } from './config-check.js';
 
 /** Most task keys listed in a "missing gold" message. */

@@ -1,4 +1,4 @@
-/** Built-in reward factories: `rollout-queue/rewards`. Import only `../spec/index.js` and node builtins. */
+/** Built-in reward factories: `rollout-queue/rewards`. Imports node builtins and spec modules that load no package (never `../spec/index.js`, which loads zod into every rollout child that runs them). */
 export { answerText } from './answer-text.js';
 export type { BuiltinRewardFn } from './builtin-reward-fn.js';
 export { lastNumber, type LastNumberOptions } from './last-number.js';

@@ -1,4 +1,4 @@
-import { CallerError } from '../spec/index.js';
+import { CallerError } from '../spec/errors.js';
 import { answerText } from './answer-text.js';
 import type { BuiltinRewardFn } from './builtin-reward-fn.js';
 import { configRecord, describeValue, optionalString } from './config-check.js';

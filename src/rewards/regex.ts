@@ -1,4 +1,4 @@
-import { CallerError } from '../spec/index.js';
+import { CallerError } from '../spec/errors.js';
 import { answerText } from './answer-text.js';
 import { configRecord, describeValue } from './config-check.js';
 import type { BuiltinRewardFn } from './builtin-reward-fn.js';

@@ -22,4 +22,4 @@ export function childEnv(workDir: string, secrets: Readonly<Record<string, strin
 }
 
 /** Re-exported from the wire contract, where the worker's reply path uses it too. */
-export { redactSecrets } from '../spec/index.js';
+export { redactSecrets } from '../spec/redact-secrets.js';

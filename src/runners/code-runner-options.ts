@@ -1,4 +1,4 @@
-import { CallerError } from '../spec/index.js';
+import { CallerError } from '../spec/errors.js';
 import { configRecord, describeValue, optionalInteger } from './config-check.js';
 import { normalizeRelativePath } from './relative-path.js';
 

@@ -1,11 +1,6 @@
 import path from 'node:path';
-import {
-  InfrastructureError,
-  ModelError,
-  type Rendered,
-  type RolloutContext,
-  type Task,
-} from '../spec/index.js';
+import { InfrastructureError, ModelError } from '../spec/errors.js';
+import type { Rendered, RolloutContext, Task } from '../spec/index.js';
 import { childEnv, redactSecrets } from './child-env.js';
 import { commandFor, compileCodeRunnerOptions, type CodeRunnerOptions, type CompiledCodeRunnerOptions } from './code-runner-options.js';
 import { Sandbox, type SandboxUsage } from '../sandbox/index.js';

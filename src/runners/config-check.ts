@@ -1,5 +1,5 @@
 import { checkedConfigRecord, describeValue } from '../spec/factory-config.js';
-import { CallerError } from '../spec/index.js';
+import { CallerError } from '../spec/errors.js';
 
 /**
  * Small helpers that check a built-in's factory config and throw a {@link CallerError}

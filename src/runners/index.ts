@@ -1,4 +1,4 @@
-/** Built-in run factories: `rollout-queue/runners`. Import only `../spec/index.js` and node builtins. */
+/** Built-in run factories: `rollout-queue/runners`. Imports node builtins, `../sandbox` and spec modules that load no package (never `../spec/index.js`, which loads zod into every rollout child that runs them). */
 export { codeRunner, type CodeRunFn, type CodeRunOutput } from './code-runner.js';
 export {
   DEFAULT_CODE_TIMEOUT_MS,

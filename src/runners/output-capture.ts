@@ -1,4 +1,5 @@
-import { redactSecrets, truncationMarker, type SecretValues } from '../spec/index.js';
+import { redactSecrets, type SecretValues } from '../spec/redact-secrets.js';
+import { truncationMarker } from '../spec/truncation-marker.js';
 
 /**
  * Bytes kept past each cut so a secret value that straddles the cut is seen whole and

@@ -1,6 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { CallerError, isPlainObject, type Rendered, type RolloutContext } from '../spec/index.js';
+import { CallerError } from '../spec/errors.js';
+import { isPlainObject } from '../spec/json-data.js';
+import type { Rendered, RolloutContext } from '../spec/index.js';
 import { normalizeRelativePath } from './relative-path.js';
 
 /** The artifact's files: normalized relative path → content. */

@@ -21,11 +21,11 @@ function importsOf(file: string): string[] {
   return found;
 }
 
-/** The modules child-main loads (paths under src) and the packages they import. */
-function childGraph(): { modules: Set<string>; packages: Map<string, string> } {
+/** The modules `entry` (a path under src) loads, and the packages they import. */
+function childGraph(entry = 'consumer/child-main.ts'): { modules: Set<string>; packages: Map<string, string> } {
   const modules = new Set<string>();
   const packages = new Map<string, string>();
-  const stack = [path.join(SRC, 'consumer/child-main.ts')];
+  const stack = [path.join(SRC, entry)];
   while (stack.length > 0) {
     const file = stack.pop() as string;
     if (modules.has(file)) continue;
@@ -51,4 +51,16 @@ describe('the rollout child module graph', () => {
     expect(loaded).not.toContain(path.join('spec', 'index.ts'));
     expect(loaded).not.toContain(path.join('spec', 'rollout-spec.ts'));
   });
+
+  // A child imports a run's and a reward's module at their first rollout: the built-in ones load
+  // no package either (measured: importing both built-in indexes in a fresh process took ~195 ms
+  // of CPU and 7.9 MB of heap with zod, ~60 ms and 2.1 MB without; a smaller child is also a
+  // cheaper fork for every artifact it spawns).
+  for (const entry of ['runners/index.ts', 'rewards/index.ts']) {
+    it(`the built-in factories of ${entry} import no package and no spec index`, () => {
+      const { modules, packages } = childGraph(entry);
+      expect(Object.fromEntries(packages)).toEqual({});
+      expect([...modules].map((file) => path.relative(SRC, file))).not.toContain(path.join('spec', 'index.ts'));
+    });
+  }
 });
