@@ -243,11 +243,12 @@ export class RolloutWorker {
         lockDurationMs: options.lockDurationMs,
         stalledIntervalMs: options.stalledIntervalMs,
         containment: containment.level,
+        launcher: containment.launcher ? 'rq-launch' : 'util-linux',
         containmentGaps: containment.gaps,
         labels: options.labels,
         evalConcurrency: options.evalConcurrency,
       },
-      `${widened ? `worker starting; Ref allowlist WIDENED beyond built-ins: ${options.allow.join(', ')}` : 'worker starting'}; containment ${containment.level}` +
+      `${widened ? `worker starting; Ref allowlist WIDENED beyond built-ins: ${options.allow.join(', ')}` : 'worker starting'}; containment ${containment.level} (launcher ${containment.launcher ? 'rq-launch' : 'util-linux'})` +
         (containment.gaps.length > 0 ? ` (gaps: ${containment.gaps.join('; ')})` : ''),
     );
     if (process.pid === 1) {

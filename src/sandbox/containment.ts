@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { findCgroupRoots, type CgroupRoots } from './cgroup.js';
+import { builtNativeLauncher, LAUNCHER_CHOICES, type LauncherChoice } from './native-launcher.js';
 import { findOnPath } from './program-check.js';
 
 /**
@@ -29,7 +30,18 @@ export const CONTAINMENT_MODES: readonly ContainmentMode[] = ['auto', 'strict', 
 /** The containment chosen for this process, and the tools it uses. JSON data (sent to rollout children). */
 export interface Containment {
   readonly level: ContainmentLevel;
-  /** `unshare` argv (its absolute path first) that makes a PID namespace (with `--user --map-root-user` when unprivileged), or null. */
+  /**
+   * Absolute path of `rq-launch` when attempts start through it (one program that sets the
+   * death signal, makes the PID namespace and its init, joins the cgroups and sets
+   * `RLIMIT_DATA`), or null: the util-linux chain (`setpriv`, `unshare`, a `/bin/sh` init,
+   * `prlimit`), the same containment at three program starts more per attempt.
+   */
+  readonly launcher: string | null;
+  /**
+   * Argv (its absolute path first) that makes a PID namespace and runs what follows `--` in it:
+   * `rq-launch --pid` or `unshare --pid --fork --kill-child` (each with a user namespace,
+   * `--user`, when unprivileged), or null.
+   */
   readonly pidNamespace: readonly string[] | null;
   /** Where attempt cgroups go, or null. */
   readonly cgroup: CgroupRoots | null;
@@ -65,8 +77,17 @@ function workingTool(name: string, probe: readonly string[]): string | null {
   return file !== undefined && runs([file, ...probe]) ? file : null;
 }
 
-/** The unshare argv that works here, or null (no util-linux, no CAP_SYS_ADMIN, user namespaces off). */
-function findPidNamespace(): readonly string[] | null {
+/**
+ * The argv that makes a PID namespace here, or null (no CAP_SYS_ADMIN and user namespaces off,
+ * or no launcher): through `launcher` when given, else util-linux `unshare`.
+ */
+function findPidNamespace(launcher: string | null): readonly string[] | null {
+  if (launcher) {
+    for (const flags of [['--pid'], ['--pid', '--user']]) {
+      if (runs([launcher, ...flags, '--', 'true'])) return [launcher, ...flags];
+    }
+    return null;
+  }
   for (const flags of [
     ['--pid', '--fork', '--kill-child'],
     ['--user', '--map-root-user', '--pid', '--fork', '--kill-child'],
@@ -99,19 +120,31 @@ function gapsOf(level: ContainmentLevel, pdeathsig: boolean, prlimit: boolean): 
   return gaps;
 }
 
+/** `rq-launch` when it was built and starts a program here (a probe of a few ms), else null. */
+function workingNativeLauncher(): string | null {
+  const file = builtNativeLauncher();
+  return file !== undefined && runs([file, '--', 'true']) ? file : null;
+}
+
 /**
- * Picks the containment for `mode` by trying each mechanism once (a few ms: one
- * `unshare … true`, one probe cgroup).
+ * Picks the containment for `mode` by trying each mechanism once (a few ms: one namespace
+ * launch of `true`, one probe cgroup).
+ * @param options.launcher `auto`: `rq-launch` where it was built and works, else the util-linux
+ *   chain; `util-linux`: always the chain (see `LauncherChoice`). Default: env
+ *   `ROLLOUT_QUEUE_LAUNCHER`, else `auto`.
  * @throws ContainmentError for `strict` on a host without a PID namespace and a cgroup, naming what is missing and the fix.
- * @throws Error for a mode outside {@link CONTAINMENT_MODES}.
+ * @throws Error for a mode outside {@link CONTAINMENT_MODES} or a launcher outside `LAUNCHER_CHOICES`.
  */
-export function detectContainment(mode: ContainmentMode = 'auto'): Containment {
+export function detectContainment(mode: ContainmentMode = 'auto', options: { launcher?: LauncherChoice } = {}): Containment {
   if (!CONTAINMENT_MODES.includes(mode)) throw new Error(`containment mode "${String(mode)}" is not one of ${CONTAINMENT_MODES.join(', ')}`);
+  const choice = options.launcher ?? ((process.env.ROLLOUT_QUEUE_LAUNCHER as LauncherChoice | undefined) || 'auto');
+  if (!LAUNCHER_CHOICES.includes(choice)) throw new Error(`launcher "${String(choice)}" is not one of ${LAUNCHER_CHOICES.join(', ')}`);
+  const launcher = choice === 'auto' ? workingNativeLauncher() : null;
   const setpriv = workingTool('setpriv', ['--pdeathsig', 'KILL', 'true']);
   const prlimit = workingTool('prlimit', ['--data=unlimited', 'true']);
-  // The namespace init and the cgroup join are /bin/sh scripts (sandbox.ts): no shell, no such level.
-  const forced = mode === 'process-group' || !existsSync('/bin/sh');
-  const pidNamespace = forced ? null : findPidNamespace();
+  // Without rq-launch the namespace init and the cgroup join are /bin/sh scripts (sandbox.ts): no shell, no such level.
+  const forced = mode === 'process-group' || (!launcher && !existsSync('/bin/sh'));
+  const pidNamespace = forced ? null : findPidNamespace(launcher);
   const cgroup = forced ? null : (findCgroupRoots() ?? null);
   if (mode === 'strict' && (!pidNamespace || !cgroup)) {
     const missing = [
@@ -121,7 +154,8 @@ export function detectContainment(mode: ContainmentMode = 'auto'): Containment {
     throw new ContainmentError(`containment strict: this host lacks ${missing.join(' and ')}; fix the host or start the worker with --containment auto`);
   }
   const level = levelOf(pidNamespace, cgroup);
-  return Object.freeze({ level, pidNamespace, cgroup, setpriv, prlimit, gaps: Object.freeze(gapsOf(level, setpriv !== null, prlimit !== null)) });
+  const gaps = gapsOf(level, setpriv !== null || launcher !== null, prlimit !== null || launcher !== null);
+  return Object.freeze({ level, launcher, pidNamespace, cgroup, setpriv, prlimit, gaps: Object.freeze(gaps) });
 }
 
 let current: Containment | undefined;

@@ -4,6 +4,7 @@
  * consumer build on it.
  */
 export { CGROUP_PARENT, DEFAULT_PIDS_MAX, type CgroupRoots } from './cgroup.js';
+export { LAUNCHER_CHOICES, NATIVE_LAUNCHER_PATH, type LauncherChoice } from './native-launcher.js';
 export {
   CONTAINMENT_MODES,
   ContainmentError,

@@ -162,17 +162,26 @@ export class Sandbox {
   }
 
   /**
-   * The argv that runs `argv`, with environment `env`, inside this sandbox (launcher chain
-   * first). Every layer is an exec except `unshare --fork` and the namespace's init: each layer
+   * The argv that runs `argv`, with environment `env`, inside this sandbox. With `rq-launch`
+   * (`containment.launcher`) one program does it all: death with this process (`--parent`),
+   * the PID namespace and its init, the cgroup joins, `RLIMIT_DATA`. Else the util-linux chain,
+   * where every layer is an exec except `unshare --fork` and the namespace's init: each layer
    * costs a program start. The tools are named by absolute path (no PATH search per layer), and
    * `setpriv` comes first: its PR_SET_PDEATHSIG survives the execs after it.
    */
   command(argv: readonly [string, ...string[]], env: Readonly<Record<string, string>> = {}): [string, ...string[]] {
     const { containment, cgroup, memoryMb } = this;
     const procsFiles = cgroup?.procsFiles ?? [];
+    const dataBytes = !cgroup && memoryMb !== undefined ? memoryMb * 1024 * 1024 : undefined;
+    if (containment.launcher) {
+      const launch = [...(containment.pidNamespace ?? [containment.launcher]), '--parent', String(process.pid)];
+      for (const file of procsFiles) launch.push('--cgroup', file);
+      if (dataBytes !== undefined) launch.push(`--data=${dataBytes}`);
+      return [...launch, '--', ...argv] as [string, ...string[]];
+    }
     const unset = unsetCommand(this.launcherLocale(env));
     const chain: string[] = [];
-    if (!cgroup && memoryMb !== undefined && containment.prlimit) chain.push(containment.prlimit, `--data=${memoryMb * 1024 * 1024}`, '--');
+    if (dataBytes !== undefined && containment.prlimit) chain.push(containment.prlimit, `--data=${dataBytes}`, '--');
     if (containment.setpriv) chain.push(containment.setpriv, '--pdeathsig', 'KILL', '--');
     if (cgroup && !containment.pidNamespace) chain.push('/bin/sh', '-c', unset + JOIN_SCRIPT, 'rq-join', ...procsFiles, '--');
     if (containment.pidNamespace) chain.push(...containment.pidNamespace, '--', '/bin/sh', '-c', unset + INIT_SCRIPT, 'rq-init', ...procsFiles, '--');
@@ -180,13 +189,14 @@ export class Sandbox {
   }
 
   /**
-   * Whether the launcher runs with LC_ALL=C: `setpriv` and `unshare` call setlocale, which
-   * under e.g. LANG=C.UTF-8 reads a dozen locale files per tool (~0.3 ms each here) for messages
-   * they never print. Only where one of the scripts above runs last, to unset it again before
-   * the artifact starts, and only when the artifact's own environment has no LC_ALL.
+   * Whether the util-linux launcher runs with LC_ALL=C: `setpriv` and `unshare` call setlocale,
+   * which under e.g. LANG=C.UTF-8 reads a dozen locale files per tool (~0.3 ms each here) for
+   * messages they never print. Only where one of the scripts above runs last, to unset it again
+   * before the artifact starts, and only when the artifact's own environment has no LC_ALL.
+   * `rq-launch` reads no locale and passes the environment through untouched.
    */
   private launcherLocale(env: Readonly<Record<string, string>>): boolean {
-    return env.LC_ALL === undefined && (this.cgroup !== undefined || this.containment.pidNamespace !== null);
+    return !this.containment.launcher && env.LC_ALL === undefined && (this.cgroup !== undefined || this.containment.pidNamespace !== null);
   }
 
   /**
@@ -249,7 +259,7 @@ export class Sandbox {
   }
 
   /**
-   * True at a namespace level once the launcher (`unshare`) has exited: its init has exited
+   * True at a namespace level once the launcher (`rq-launch` or `unshare`) has exited: its init has exited
    * before it, and the kernel ends a namespace with its init only after every other process
    * in it (nested namespaces included) has been reaped; only the init itself may still be
    * dying of `--kill-child` when `unshare` was killed first. Every cgroup member is in the
@@ -280,7 +290,7 @@ export class Sandbox {
 
   /** The memory limit this sandbox applies, MiB, or undefined. */
   get memoryLimitMb(): number | undefined {
-    return this.cgroup || this.containment.prlimit ? this.memoryMb : undefined;
+    return this.cgroup || this.containment.launcher || this.containment.prlimit ? this.memoryMb : undefined;
   }
 
   /**

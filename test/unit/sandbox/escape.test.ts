@@ -73,57 +73,60 @@ const VARIANTS: Array<[string, string, Record<string, unknown>]> = [
 ];
 const EXPECTED_KIND: Record<Ending, string> = { ok: 'ok', 'time limit': 'RunTimeout', cancel: 'cancelled' };
 
-describe('containment at the strongest level of this host (PID namespace per attempt)', () => {
-  let level: Containment;
-  beforeAll(() => {
-    level = detectContainment('auto');
-    useContainment(level);
+// Both launchers: rq-launch (native/rq-launch.c, where it was built) and the util-linux chain.
+for (const launcher of ['auto', 'util-linux'] as const) {
+  const host = (): Containment => detectContainment('auto', { launcher });
+
+  describe(`containment at the strongest level of this host (PID namespace per attempt), launcher ${launcher}`, () => {
+    let level: Containment;
+    beforeAll(() => {
+      level = host();
+      useContainment(level);
+    });
+    afterAll(() => useContainment(detectContainment('auto')));
+
+    it('the host gives a PID namespace (these tests would otherwise test the fallback twice)', () => {
+      expect(level.pidNamespace).not.toBeNull();
+    });
+
+    for (const [label, artifact, task] of VARIANTS) {
+      for (const ending of ['ok', 'time limit', 'cancel'] as const) {
+        if (artifact === BR30_MAIN && ending !== 'ok') continue; // main.py never hangs: the exact case is "after ok"
+        it(`${label}: nothing is left after ${ending}`, async () => {
+          const { kind, left } = await runEscape(artifact, task, ending);
+          killAll(left);
+          expect(kind).toBe(EXPECTED_KIND[ending]);
+          expect(left).toEqual([]);
+        });
+      }
+    }
   });
 
-  it('the host gives a PID namespace (these tests would otherwise test the fallback twice)', () => {
-    expect(level.pidNamespace).not.toBeNull();
-  });
+  describe(`containment at the cgroup level (a cgroup per attempt, no PID namespace), launcher ${launcher}`, () => {
+    beforeAll(() => useContainment({ ...host(), level: 'cgroup', pidNamespace: null }));
+    afterAll(() => useContainment(detectContainment('auto')));
 
-  for (const [label, artifact, task] of VARIANTS) {
+    it('the host gives a cgroup (else this level does not exist here)', () => {
+      expect(host().cgroup).not.toBeNull();
+    });
+
     for (const ending of ['ok', 'time limit', 'cancel'] as const) {
-      if (artifact === BR30_MAIN && ending !== 'ok') continue; // main.py never hangs: the exact case is "after ok"
-      it(`${label}: nothing is left after ${ending}`, async () => {
-        const { kind, left } = await runEscape(artifact, task, ending);
+      it(`double-forked daemon: nothing is left after ${ending} (killed as a member of the attempt's cgroup)`, async () => {
+        const { kind, left } = await runEscape(ESCAPE, { ...BR30_TASK, escape: 'daemon' }, ending);
         killAll(left);
         expect(kind).toBe(EXPECTED_KIND[ending]);
         expect(left).toEqual([]);
       });
     }
-  }
-});
 
-describe('containment at the cgroup level (a cgroup per attempt, no PID namespace)', () => {
-  beforeAll(() => {
-    const host = detectContainment('auto');
-    useContainment({ ...host, level: 'cgroup', pidNamespace: null });
-  });
-  afterAll(() => useContainment(detectContainment('auto')));
-
-  it('the host gives a cgroup (else this level does not exist here)', () => {
-    expect(detectContainment('auto').cgroup).not.toBeNull();
-  });
-
-  for (const ending of ['ok', 'time limit', 'cancel'] as const) {
-    it(`double-forked daemon: nothing is left after ${ending} (killed as a member of the attempt's cgroup)`, async () => {
-      const { kind, left } = await runEscape(ESCAPE, { ...BR30_TASK, escape: 'daemon' }, ending);
-      killAll(left);
-      expect(kind).toBe(EXPECTED_KIND[ending]);
-      expect(left).toEqual([]);
+    it('the artifact gets exactly its own environment (nothing the launcher added)', async () => {
+      const printEnv = 'console.log(JSON.stringify(Object.keys(process.env).sort()));';
+      const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 15_000 });
+      const out = await run(printEnv, {}, fakeContext());
+      expect(JSON.parse(out.stdout)).toEqual(['HOME', 'LANG', 'PATH', 'TMPDIR']);
     });
-  }
-
-  it('the artifact gets exactly its own environment (the join script drops what the launcher added)', async () => {
-    const printEnv = 'console.log(JSON.stringify(Object.keys(process.env).sort()));';
-    const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 15_000 });
-    const out = await run(printEnv, {}, fakeContext());
-    expect(JSON.parse(out.stdout)).toEqual(['HOME', 'LANG', 'PATH', 'TMPDIR']);
   });
-});
+}
 
 describe('containment forced to the fallback (process group + RLIMIT_DATA + own-subtree walk)', () => {
   beforeAll(() => useContainment(detectContainment('process-group')));

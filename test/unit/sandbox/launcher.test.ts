@@ -1,14 +1,19 @@
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codeRunner } from '../../../src/runners/index.js';
-import { detectContainment, Sandbox } from '../../../src/sandbox/index.js';
+import { detectContainment, NATIVE_LAUNCHER_PATH, Sandbox, useContainment, type Containment } from '../../../src/sandbox/index.js';
+import { findOnPath } from '../../../src/sandbox/program-check.js';
+import { liveProcessesLike } from '../../helpers/host-processes.js';
 import { fakeContext } from '../runners/fake-context.js';
 
-// The launcher chain costs a program start per layer: at the namespace+cgroup level the
-// namespace's init joins the cgroups itself (no shell layer of its own), and the artifact must
-// still be inside every attempt cgroup from its start.
-const host = detectContainment('auto');
+// The launcher costs a program start per layer. With rq-launch (native/rq-launch.c) one program
+// does what the util-linux chain does in three (setpriv, unshare, the namespace's init shell);
+// both must put the artifact inside every attempt cgroup from its start and hand it exactly
+// its own environment.
+const chain = detectContainment('auto', { launcher: 'util-linux' });
+const native = detectContainment('auto');
 
 /**
  * The environment of the launcher process `pid` once it is `unshare` (setpriv execs it in place),
@@ -26,11 +31,44 @@ async function settledEnviron(pid: number, unshare: string): Promise<string[]> {
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
-const strongest = host.level === 'namespace+cgroup';
+const strongest = chain.level === 'namespace+cgroup';
 
-describe.skipIf(!strongest)('launcher chain at the namespace+cgroup level', () => {
+/** Runs the artifact with codeRunner under `containment`; returns its stdout. */
+async function runUnder(containment: Containment, artifact: string, secrets: Record<string, string> = {}): Promise<string> {
+  useContainment(containment);
+  try {
+    return (await codeRunner({ entrypoint: 'main.js' })(artifact, { id: 't' }, fakeContext({ memoryMb: 256, secrets }))).stdout;
+  } finally {
+    useContainment(native);
+  }
+}
+
+const PRINT_CGROUPS = "const fs = require('fs'); console.log(JSON.stringify({ dir: require('path').basename(process.cwd()), cgroups: fs.readFileSync('/proc/self/cgroup', 'utf8') }));";
+
+/** Whether the artifact that printed {@link PRINT_CGROUPS} ran inside the attempt cgroup of `controller`. */
+function inAttemptCgroup(stdout: string, controller: string): boolean {
+  const { dir, cgroups } = JSON.parse(stdout) as { dir: string; cgroups: string };
+  return cgroups
+    .split('\n')
+    .filter(Boolean)
+    .some((line) => (chain.cgroup?.version === 2 ? line.startsWith('0::') : line.split(':')[1]?.split(',').includes(controller)) && line.endsWith(`/${dir}`));
+}
+
+describe('rq-launch is built wherever a C compiler is', () => {
+  it('npm run build made native/rq-launch, and workers start attempts through it', () => {
+    // CI installs gcc (.ci/run), so this cannot pass there without the native launcher in use.
+    if (!findOnPath(process.env.CC || 'cc', process.env.PATH ?? '')) return;
+    expect(native.launcher).toBe(NATIVE_LAUNCHER_PATH);
+    expect(chain.launcher).toBeNull();
+  });
+});
+
+describe.skipIf(!strongest)('util-linux launcher chain at the namespace+cgroup level', () => {
+  beforeAll(() => useContainment(chain));
+  afterAll(() => useContainment(native));
+
   it('has one shell (the namespace init) and hands it the cgroup.procs files', async () => {
-    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: host });
+    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: chain });
     try {
       const argv = box.command(['/bin/true']);
       expect(argv.filter((arg) => arg === '/bin/sh')).toHaveLength(1);
@@ -46,12 +84,12 @@ describe.skipIf(!strongest)('launcher chain at the namespace+cgroup level', () =
   });
 
   it('names its tools by absolute path, setpriv first (its death signal survives the execs after it)', async () => {
-    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: host });
+    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: chain });
     try {
       const argv = box.command(['/bin/true']);
-      expect(argv[0]).toBe(host.setpriv);
+      expect(argv[0]).toBe(chain.setpriv);
       expect(path.isAbsolute(argv[0])).toBe(true);
-      const unshare = host.pidNamespace?.[0] ?? '';
+      const unshare = chain.pidNamespace?.[0] ?? '';
       expect(path.isAbsolute(unshare)).toBe(true);
       expect(argv).toContain(unshare);
     } finally {
@@ -60,13 +98,13 @@ describe.skipIf(!strongest)('launcher chain at the namespace+cgroup level', () =
   });
 
   it("runs the launcher with LC_ALL=C (no locale files read per tool) and the artifact with exactly its own environment", async () => {
-    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: host });
+    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: chain });
     try {
       const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
       // The artifact prints its environment once stdin closes, so the launcher can be looked at first.
       const artifact = "process.stdin.resume(); process.stdin.on('end', () => console.log(JSON.stringify(process.env)));";
       const child = box.spawn([process.execPath, '-e', artifact], { cwd: box.dir, env });
-      const launcherEnv = await settledEnviron(child.pid as number, realpathSync(host.pidNamespace?.[0] ?? ''));
+      const launcherEnv = await settledEnviron(child.pid as number, realpathSync(chain.pidNamespace?.[0] ?? ''));
       let out = '';
       child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
       const closed = new Promise((resolve) => child.once('close', resolve));
@@ -81,18 +119,133 @@ describe.skipIf(!strongest)('launcher chain at the namespace+cgroup level', () =
 
   it('an LC_ALL of the artifact\'s own (a secret of that name) reaches it unchanged', async () => {
     const printEnv = 'console.log(JSON.stringify(Object.keys(process.env).sort()));';
-    const out = await codeRunner({ entrypoint: 'main.js' })(printEnv, { id: 't' }, fakeContext({ memoryMb: 256, secrets: { LC_ALL: 'C.UTF-8' } }));
-    expect(JSON.parse(out.stdout)).toEqual(['HOME', 'LANG', 'LC_ALL', 'PATH', 'TMPDIR']);
+    const out = await runUnder(chain, printEnv, { LC_ALL: 'C.UTF-8' });
+    expect(JSON.parse(out)).toEqual(['HOME', 'LANG', 'LC_ALL', 'PATH', 'TMPDIR']);
   });
 
   it('the artifact runs inside the attempt cgroup of every hierarchy, named like its work directory', async () => {
-    const artifact = "const fs = require('fs'); console.log(JSON.stringify({ dir: require('path').basename(process.cwd()), cgroups: fs.readFileSync('/proc/self/cgroup', 'utf8') }));";
-    const out = await codeRunner({ entrypoint: 'main.js' })(artifact, { id: 't' }, fakeContext({ memoryMb: 256 }));
-    const { dir, cgroups } = JSON.parse(out.stdout) as { dir: string; cgroups: string };
-    const lines = cgroups.split('\n').filter(Boolean);
-    const inAttempt = (controller: string): boolean =>
-      lines.some((line) => (host.cgroup?.version === 2 ? line.startsWith('0::') : line.split(':')[1]?.split(',').includes(controller)) && line.endsWith(`/${dir}`));
-    expect(inAttempt('memory')).toBe(true);
-    expect(inAttempt('pids')).toBe(true);
+    const out = await runUnder(chain, PRINT_CGROUPS);
+    expect(inAttemptCgroup(out, 'memory')).toBe(true);
+    expect(inAttemptCgroup(out, 'pids')).toBe(true);
+  });
+});
+
+/** Runs the built rq-launch with `args`; returns its exit status and stderr. */
+function launch(args: readonly string[]): { status: number | null; stderr: string } {
+  const result = spawnSync(NATIVE_LAUNCHER_PATH, args, { encoding: 'utf8', timeout: 10_000 });
+  return { status: result.status, stderr: result.stderr };
+}
+
+/** Resolves once `stream` has printed `text`. */
+function printed(stream: NodeJS.ReadableStream, text: string): Promise<string> {
+  let seen = '';
+  return new Promise((resolve) => {
+    const onData = (chunk: Buffer): void => {
+      seen += chunk.toString();
+      if (!seen.includes(text)) return;
+      stream.off('data', onData);
+      resolve(seen);
+    };
+    stream.on('data', onData);
+  });
+}
+
+describe.skipIf(!strongest || native.launcher === null)('rq-launch at the namespace+cgroup level', () => {
+  it('is one program: no setpriv, unshare or shell, its death tied to this process, the cgroup.procs files handed over', async () => {
+    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: native });
+    try {
+      const argv = box.command(['/bin/true']);
+      const files = argv.flatMap((arg, i) => (argv[i - 1] === '--cgroup' ? [arg] : []));
+      expect(files.length).toBeGreaterThan(0);
+      for (const file of files) expect(file).toMatch(/\/cgroup\.procs$/);
+      expect(argv).toEqual([NATIVE_LAUNCHER_PATH, '--pid', '--parent', String(process.pid), ...files.flatMap((file) => ['--cgroup', file]), '--', '/bin/true']);
+    } finally {
+      await box.destroy();
+    }
+  });
+
+  it('passes the artifact exactly its own environment, and runs with no other itself', async () => {
+    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: native });
+    try {
+      const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
+      const artifact = "process.stdin.resume(); process.stdin.on('end', () => console.log(JSON.stringify(process.env)));";
+      const child = box.spawn([process.execPath, '-e', artifact], { cwd: box.dir, env });
+      // spawn returns once rq-launch is exec'd, and rq-launch execs nothing in place after that.
+      const launcherEnv = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0').filter(Boolean);
+      let out = '';
+      child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      const closed = new Promise((resolve) => child.once('close', resolve));
+      child.stdin?.end();
+      await closed;
+      expect(launcherEnv.sort()).toEqual(['LANG=C.UTF-8', `PATH=${env.PATH}`]);
+      expect(JSON.parse(out)).toEqual(env);
+    } finally {
+      await box.destroy();
+    }
+  });
+
+  it('the artifact runs inside the attempt cgroup of every hierarchy, as PID 2 of its own namespace', async () => {
+    const out = await runUnder(native, PRINT_CGROUPS);
+    expect(inAttemptCgroup(out, 'memory')).toBe(true);
+    expect(inAttemptCgroup(out, 'pids')).toBe(true);
+    expect(await runUnder(native, 'console.log(process.pid)')).toBe('2\n');
+  });
+
+  it('exits as a shell reports the program: its code, 128+n for signal n, 127 when not found, 125 for its own failures', () => {
+    expect(launch(['--pid', '--', 'sh', '-c', 'exit 3']).status).toBe(3);
+    expect(launch(['--pid', '--', 'sh', '-c', 'kill -TERM $$']).status).toBe(143);
+    expect(launch(['--', 'sh', '-c', 'exit 4']).status).toBe(4);
+    const missing = launch(['--pid', '--', 'rq-no-such-program']);
+    expect(missing.status).toBe(127);
+    expect(missing.stderr).toContain('rollout-queue sandbox: cannot run rq-no-such-program');
+    expect(launch(['--parent', '1', '--', 'true']).status).toBe(125);
+    const usage = launch(['--user', '--', 'true']);
+    expect(usage.status).toBe(125);
+    expect(usage.stderr).toContain('--user needs --pid');
+    expect(launch(['--pid', '--cgroup', '/nonexistent/cgroup.procs', '--', 'true'])).toEqual({
+      status: 125,
+      stderr: 'rollout-queue sandbox: cannot join cgroup /nonexistent/cgroup.procs: No such file or directory\n',
+    });
+  });
+
+  it('sets RLIMIT_DATA with --data, as prlimit --data does', () => {
+    const result = spawnSync(NATIVE_LAUNCHER_PATH, ['--data=104857600', '--', 'sh', '-c', 'ulimit -d'], { encoding: 'utf8' });
+    expect(result.stdout.trim()).toBe(String(104857600 / 1024));
+  });
+
+  it('a SIGTERM to its process group reaches the artifact, not the launcher or the namespace init', async () => {
+    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: native });
+    try {
+      const artifact = "process.on('SIGTERM', () => { console.log('term'); process.exit(0); }); console.log('ready'); setInterval(() => {}, 1000);";
+      const child = box.spawn([process.execPath, '-e', artifact], { cwd: box.dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+      const exited = new Promise<[number | null, string | null]>((resolve) => child.once('exit', (code, signal) => resolve([code, signal])));
+      await printed(child.stdout as NodeJS.ReadableStream, 'ready');
+      const term = printed(child.stdout as NodeJS.ReadableStream, 'term');
+      process.kill(-(child.pid as number), 'SIGTERM');
+      await term;
+      expect(await exited).toEqual([0, null]);
+    } finally {
+      await box.destroy();
+    }
+  });
+
+  it('dies with the process that spawned it, and its namespace with it (a SIGKILLed rollout child leaves nothing)', async () => {
+    const linger = String(600 + (process.pid % 100)); // a value no other process here sleeps for
+    // A stand-in for a rollout child: spawns the launcher with --parent, then is SIGKILLed.
+    const parentScript = `const { spawn } = require('child_process');
+      const l = spawn(${JSON.stringify(NATIVE_LAUNCHER_PATH)}, ['--pid', '--parent', String(process.pid), '--', 'sleep', ${JSON.stringify(linger)}], { stdio: 'ignore', detached: true });
+      l.on('spawn', () => console.log('launched')); setInterval(() => {}, 1000);`;
+    const parent = spawn(process.execPath, ['-e', parentScript], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await printed(parent.stdout as NodeJS.ReadableStream, '\n');
+    // The sleep is PID 2 of the launcher's namespace once the launcher's init has forked it.
+    const sleeping = (): number => liveProcessesLike(2, ['sleep', linger]).length;
+    for (const until = Date.now() + 10_000; sleeping() === 0 && Date.now() < until; await new Promise((r) => setTimeout(r, 10)));
+    expect(sleeping()).toBe(1);
+    const parentGone = new Promise((resolve) => parent.once('exit', resolve));
+    parent.kill('SIGKILL');
+    await parentGone;
+    // The kernel delivers the death signals as the parent exits; the namespace is then reaped.
+    for (const until = Date.now() + 10_000; sleeping() > 0 && Date.now() < until; await new Promise((r) => setTimeout(r, 10)));
+    expect(sleeping()).toBe(0);
   });
 });
