@@ -95,12 +95,23 @@ static int shell_status(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Execs PROGRAM, first restoring the signal mask `mask` when given. */
+/* Writes `parts` (NULL-terminated) to stderr with write(2) alone: safe in a vfork child. */
+static void say(const char *const *parts) {
+  for (; *parts; parts++) {
+    if (write(2, *parts, strlen(*parts)) < 0) return;
+  }
+}
+
+/*
+ * Execs PROGRAM, first restoring the signal mask `mask` when given. Runs in a vfork child: only
+ * system calls and the exec until it is replaced (it shares the init's memory until then).
+ */
 static void exec_program(char **argv, const sigset_t *mask) {
-  if (mask && sigprocmask(SIG_SETMASK, mask, NULL) < 0) fail("cannot restore the signal mask", NULL);
+  if (mask) sigprocmask(SIG_SETMASK, mask, NULL);
   execvp(argv[0], argv);
   int code = errno == ENOENT ? 127 : 126;
-  dprintf(2, "rollout-queue sandbox: cannot run %s: %s\n", argv[0], strerror(errno));
+  const char *const parts[] = {"rollout-queue sandbox: cannot run ", argv[0], ": ", strerror(errno), "\n", NULL};
+  say(parts);
   _exit(code);
 }
 
@@ -108,8 +119,11 @@ static void exec_program(char **argv, const sigset_t *mask) {
 static void run_init(char **argv, char **cgroups, int cgroup_count, const sigset_t *mask) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) fail("cannot set the death signal", NULL);
   join_cgroups(cgroups, cgroup_count);
-  pid_t program = fork();
-  if (program < 0) fail("cannot fork", argv[0]);
+  /* vfork: the init's memory is not copied for a child that only execs (a fork costs ~0.7 ms of
+   * CPU on a small VM, most of it making and tearing down the copy). The init's own fork from
+   * the launcher cannot be one: the kernel refuses CLONE_VM into another PID namespace. */
+  pid_t program = vfork();
+  if (program < 0) fail("cannot start", argv[0]);
   if (program == 0) exec_program(argv, mask);
   /* Hold none of the attempt's pipes: they close when PROGRAM and what it started close them. */
   int null = open("/dev/null", O_RDWR | O_CLOEXEC);
