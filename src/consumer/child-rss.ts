@@ -14,7 +14,8 @@ import { endianness } from 'node:os';
 const STATM = /^\d+ (\d+) \d+ \d+ \d+ \d+ \d+\n$/;
 const AT_PAGESZ = 6n;
 const buffer = Buffer.alloc(256);
-let source: { readonly fd: number; readonly pageBytes: number } | null | undefined;
+/** The kept statm fd; `unusable` once opening or a read failed (for good); undefined before the first call. */
+let source: { readonly fd: number; readonly pageBytes: number } | 'unusable' | undefined;
 
 function pageBytes(): number | undefined {
   if (process.arch !== 'x64' && process.arch !== 'arm64') return undefined; // auxv of 8-byte words
@@ -30,19 +31,19 @@ function pageBytes(): number | undefined {
   return undefined;
 }
 
-function open(): { fd: number; pageBytes: number } | null {
+function open(): { fd: number; pageBytes: number } | 'unusable' {
   try {
     const bytes = pageBytes();
-    return bytes === undefined ? null : { fd: openSync('/proc/self/statm', 'r'), pageBytes: bytes };
+    return bytes === undefined ? 'unusable' : { fd: openSync('/proc/self/statm', 'r'), pageBytes: bytes };
   } catch {
-    return null;
+    return 'unusable';
   }
 }
 
 /** This process' resident set size, bytes (as `process.memoryUsage.rss()`). Never throws. */
 export function residentBytes(): number {
   source ??= open();
-  if (source) {
+  if (source !== 'unusable') {
     try {
       const length = readSync(source.fd, buffer, 0, buffer.length, 0);
       const match = STATM.exec(buffer.toString('latin1', 0, length));
@@ -50,7 +51,7 @@ export function residentBytes(): number {
     } catch {
       // Not ours any more: below.
     }
-    source = null;
+    source = 'unusable';
   }
   return process.memoryUsage.rss();
 }

@@ -15,7 +15,8 @@ import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
  * their own schedule), and one spawn must move it. Otherwise {@link pidCursor} returns undefined
  * and every walk is made.
  */
-let source: { readonly fd: number } | null | undefined;
+/** The kept fd; `unusable` once the check or a read failed (for good: never opened again); undefined before the first call. */
+let source: { readonly fd: number } | 'unusable' | undefined;
 const buffer = Buffer.alloc(128);
 const LOADAVG = /^\d+\.\d+ \d+\.\d+ \d+\.\d+ \d+\/\d+ (\d+)\n$/;
 
@@ -25,7 +26,7 @@ function readAt(fd: number): number | undefined {
   return match ? Number(match[1]) : undefined;
 }
 
-function open(): { fd: number } | null {
+function open(): { fd: number } | 'unusable' {
   let fd: number | undefined;
   try {
     fd = openSync('/proc/loadavg', 'r');
@@ -37,7 +38,7 @@ function open(): { fd: number } | null {
     return { fd };
   } catch {
     if (fd !== undefined) closeSync(fd);
-    return null;
+    return 'unusable';
   }
 }
 
@@ -47,14 +48,15 @@ function open(): { fd: number } | null {
  * `node --version`). Never throws. One positional read of a kept fd.
  */
 export function pidCursor(): number | undefined {
+  // Not `??=` over null: a failed check must not be retried (each retry spawns a process).
   source ??= open();
-  if (!source) return undefined;
+  if (source === 'unusable') return undefined;
   try {
     const cursor = readAt(source.fd);
     if (cursor !== undefined) return cursor;
   } catch {
     // Closed by rollout code (and maybe reused): below.
   }
-  source = null; // leave that fd alone; from now on every walk is made
+  source = 'unusable'; // leave that fd alone; from now on every walk is made
   return undefined;
 }

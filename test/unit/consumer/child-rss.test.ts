@@ -1,3 +1,4 @@
+import { closeSync, readdirSync, readlinkSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { residentBytes } from '../../../src/consumer/child-rss.js';
 
@@ -18,5 +19,30 @@ describe('residentBytes (kept /proc/self/statm)', () => {
     const hoard = Array.from({ length: 64 }, () => Buffer.alloc(1024 * 1024, 1));
     expect(residentBytes()).toBeGreaterThan(first + 32 * 1024 * 1024);
     expect(hoard).toHaveLength(64);
+  });
+});
+
+describe('residentBytes once its kept statm fd is gone (rollout code closed it)', () => {
+  it('falls back to process.memoryUsage.rss() for good, never opening statm again', () => {
+    residentBytes();
+    const statm = `/proc/${process.pid}/statm`;
+    const kept = readdirSync('/proc/self/fd').map(Number).filter((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`) === statm;
+      } catch {
+        return false;
+      }
+    });
+    expect(kept).toHaveLength(1);
+    closeSync(kept[0] as number);
+    for (let i = 0; i < 3; i++) expect(residentBytes()).toBeGreaterThan(0);
+    const reopened = readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`) === statm;
+      } catch {
+        return false;
+      }
+    });
+    expect(reopened).toEqual([]);
   });
 });

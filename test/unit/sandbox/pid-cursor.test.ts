@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { closeSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { pidCursor } from '../../../src/sandbox/pid-cursor.js';
 import { subtreeOf } from '../../../src/sandbox/index.js';
@@ -36,5 +36,31 @@ describe("subtreeOf('self') between quiet walks", () => {
       await new Promise((resolve) => child.once('exit', resolve));
     }
     expect(subtreeOf('self')).toEqual([]);
+  });
+});
+
+/** This process' fds that are open on `file`. */
+function fdsOn(file: string): number[] {
+  return readdirSync('/proc/self/fd').map(Number).filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`) === file;
+    } catch {
+      return false;
+    }
+  });
+}
+
+describe('pidCursor once its kept fd is gone (rollout code closed it)', () => {
+  it('says undefined for good, and never re-runs its check (a spawn of node per call)', () => {
+    expect(pidCursor()).toBeDefined();
+    const kept = fdsOn('/proc/loadavg');
+    expect(kept).toHaveLength(1);
+    closeSync(kept[0] as number);
+    expect(pidCursor()).toBeUndefined();
+    // The fault: `source ??= open()` re-ran the check on the null a failure left, so every later
+    // call spawned `node --version` and kept a new fd on /proc/loadavg.
+    expect(pidCursor()).toBeUndefined();
+    expect(pidCursor()).toBeUndefined();
+    expect(fdsOn('/proc/loadavg')).toEqual([]);
   });
 });
