@@ -14,7 +14,7 @@ import { subscribeWhenReady } from '../platform/subscribe-when-ready.js';
 import { bullTelemetry } from '../platform/telemetry.js';
 import { SandboxSpecSchema } from '../spec/index.js';
 import { ArtifactCache } from './artifact-cache.js';
-import { detectContainment, sweepDeadSandboxes, useContainment, type Containment } from '../sandbox/index.js';
+import { detectContainment, launcherName, sweepDeadSandboxes, useContainment, type Containment } from '../sandbox/index.js';
 import { ChildPool } from './child-pool.js';
 import { LeaseLedger } from './lease-ledger.js';
 import { isLostOwnership, RolloutProcessor } from './rollout-processor.js';
@@ -243,12 +243,12 @@ export class RolloutWorker {
         lockDurationMs: options.lockDurationMs,
         stalledIntervalMs: options.stalledIntervalMs,
         containment: containment.level,
-        launcher: containment.launcher ? 'rq-launch' : 'util-linux',
+        launcher: launcherName(containment),
         containmentGaps: containment.gaps,
         labels: options.labels,
         evalConcurrency: options.evalConcurrency,
       },
-      `${widened ? `worker starting; Ref allowlist WIDENED beyond built-ins: ${options.allow.join(', ')}` : 'worker starting'}; containment ${containment.level} (launcher ${containment.launcher ? 'rq-launch' : 'util-linux'})` +
+      `${widened ? `worker starting; Ref allowlist WIDENED beyond built-ins: ${options.allow.join(', ')}` : 'worker starting'}; containment ${containment.level} (launcher ${launcherName(containment)})` +
         (containment.gaps.length > 0 ? ` (gaps: ${containment.gaps.join('; ')})` : ''),
     );
     if (process.pid === 1) {

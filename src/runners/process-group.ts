@@ -1,6 +1,5 @@
-import type { ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import type { Sandbox } from '../sandbox/index.js';
+import type { AttemptProcess, Sandbox } from '../sandbox/index.js';
 import { OutputCapture } from './output-capture.js';
 
 /** Time a process group gets between SIGTERM and SIGKILL, in ms. */
@@ -74,15 +73,15 @@ export function runProcessGroup(request: GroupRunRequest): Promise<GroupRunOutco
     const stdout = new OutputCapture(request.maxOutputBytes, 0);
     const stderr = new OutputCapture(request.maxOutputBytes, TAIL_BYTES + TAIL_MARGIN_BYTES);
     const startedAt = performance.now();
-    let child: ChildProcess;
+    let child: AttemptProcess;
     try {
       child = request.sandbox.spawn([program, ...args], { cwd: request.cwd, env: request.env });
     } catch (err) {
       reject(err);
       return;
     }
-    const pid = child.pid;
 
+    let spawned = false;
     let ended: GroupRunOutcome['ended'] = 'exited';
     let exit: { code: number | null; signal: NodeJS.Signals | null; durationMs: number } | undefined;
     let settled = false;
@@ -90,7 +89,7 @@ export function runProcessGroup(request: GroupRunRequest): Promise<GroupRunOutco
     let closeGuard: NodeJS.Timeout | undefined;
 
     const killGroup = (sig: 'SIGTERM' | 'SIGKILL'): void => {
-      if (pid !== undefined) request.sandbox.signal(sig);
+      if (spawned) request.sandbox.signal(sig);
     };
     const stop = (why: 'timeout' | 'aborted'): void => {
       if (exit !== undefined || ended !== 'exited') return;
@@ -117,18 +116,28 @@ export function runProcessGroup(request: GroupRunRequest): Promise<GroupRunOutco
       resolve({ ended, exitCode: exit.code, exitSignal: exit.signal, stdout, stderr, durationMs: exit.durationMs });
     };
 
-    child.once('error', (err) => {
-      // Emitted for a failed spawn (no pid); kills go through process.kill, never child.kill.
-      if (settled || pid !== undefined) return;
+    child.once('error', (err: Error) => {
+      // Not started (no 'spawn'), or a launch server lost mid-run: either way no outcome of the
+      // program's own. Kills go through process.kill, never child.kill, so nothing else errors.
+      if (settled) return;
       settled = true;
       cleanup();
+      if (spawned) request.sandbox.signal('SIGKILL');
       reject(err);
     });
-    child.stdout?.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk));
-    // EPIPE when the program exits without reading its stdin: not an error of the run.
-    child.stdin?.on('error', () => {});
-    child.once('exit', (code, signal) => {
+    // The stdio streams and the pid are there once it has started (at once for a spawned
+    // launcher; after the launch server's reply for a served attempt).
+    child.once('spawn', () => {
+      spawned = true;
+      child.stdout?.on('data', (chunk: Buffer) => stdout.push(chunk));
+      child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk));
+      // EPIPE when the program exits without reading its stdin: not an error of the run.
+      child.stdin?.on('error', () => {});
+      child.stdin?.end(request.stdin);
+      // Stopped (time limit, abort) before it had started: nothing was signalled yet.
+      if (ended !== 'exited') killGroup('SIGKILL');
+    });
+    child.once('exit', (code: number | null, signal: NodeJS.Signals | null) => {
       exit = { ...request.sandbox.exitStatus(code, signal), durationMs: Math.round(performance.now() - startedAt) };
       clearTimeout(runTimer);
       clearTimeout(graceTimer);
@@ -137,7 +146,6 @@ export function runProcessGroup(request: GroupRunRequest): Promise<GroupRunOutco
     });
     child.once('close', finish);
 
-    if (pid !== undefined) child.stdin?.end(request.stdin);
     if (request.signal.aborted) onAbort();
   });
 }

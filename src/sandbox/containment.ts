@@ -38,6 +38,11 @@ export interface Containment {
    */
   readonly launcher: string | null;
   /**
+   * At a namespace level with `launcher`: attempts start through one `rq-launch --serve` per
+   * process (src/sandbox/launch-server.ts), not one launcher program each.
+   */
+  readonly serve: boolean;
+  /**
    * Argv (its absolute path first) that makes a PID namespace and runs what follows `--` in it:
    * `rq-launch --pid` or `unshare --pid --fork --kill-child` (each with a user namespace,
    * `--user`, when unprivileged), or null.
@@ -129,8 +134,7 @@ function workingNativeLauncher(): string | null {
 /**
  * Picks the containment for `mode` by trying each mechanism once (a few ms: one namespace
  * launch of `true`, one probe cgroup).
- * @param options.launcher `auto`: `rq-launch` where it was built and works, else the util-linux
- *   chain; `util-linux`: always the chain (see `LauncherChoice`). Default: env
+ * @param options.launcher how attempts start (see `LauncherChoice`). Default: env
  *   `ROLLOUT_QUEUE_LAUNCHER`, else `auto`.
  * @throws ContainmentError for `strict` on a host without a PID namespace and a cgroup, naming what is missing and the fix.
  * @throws Error for a mode outside {@link CONTAINMENT_MODES} or a launcher outside `LAUNCHER_CHOICES`.
@@ -139,7 +143,7 @@ export function detectContainment(mode: ContainmentMode = 'auto', options: { lau
   if (!CONTAINMENT_MODES.includes(mode)) throw new Error(`containment mode "${String(mode)}" is not one of ${CONTAINMENT_MODES.join(', ')}`);
   const choice = options.launcher ?? ((process.env.ROLLOUT_QUEUE_LAUNCHER as LauncherChoice | undefined) || 'auto');
   if (!LAUNCHER_CHOICES.includes(choice)) throw new Error(`launcher "${String(choice)}" is not one of ${LAUNCHER_CHOICES.join(', ')}`);
-  const launcher = choice === 'auto' ? workingNativeLauncher() : null;
+  const launcher = choice === 'util-linux' ? null : workingNativeLauncher();
   const setpriv = workingTool('setpriv', ['--pdeathsig', 'KILL', 'true']);
   const prlimit = workingTool('prlimit', ['--data=unlimited', 'true']);
   // Without rq-launch the namespace init and the cgroup join are /bin/sh scripts (sandbox.ts): no shell, no such level.
@@ -155,7 +159,14 @@ export function detectContainment(mode: ContainmentMode = 'auto', options: { lau
   }
   const level = levelOf(pidNamespace, cgroup);
   const gaps = gapsOf(level, setpriv !== null || launcher !== null, prlimit !== null || launcher !== null);
-  return Object.freeze({ level, launcher, pidNamespace, cgroup, setpriv, prlimit, gaps: Object.freeze(gaps) });
+  const serve = choice === 'auto' && launcher !== null && pidNamespace !== null;
+  return Object.freeze({ level, launcher, serve, pidNamespace, cgroup, setpriv, prlimit, gaps: Object.freeze(gaps) });
+}
+
+/** How `containment` starts attempts, for logs and `status`: `rq-launch --serve`, `rq-launch` or `util-linux`. */
+export function launcherName(containment: Containment): string {
+  if (!containment.launcher) return 'util-linux';
+  return containment.serve ? 'rq-launch --serve' : 'rq-launch';
 }
 
 let current: Containment | undefined;

@@ -10,12 +10,13 @@ export {
   ContainmentError,
   currentContainment,
   detectContainment,
+  launcherName,
   useContainment,
   type Containment,
   type ContainmentLevel,
   type ContainmentMode,
 } from './containment.js';
-export { destroyLiveSandboxes, destroyLiveSandboxesSync, liveSandboxCount, Sandbox, type SandboxRequest, type SandboxUsage } from './sandbox.js';
+export { destroyLiveSandboxes, destroyLiveSandboxesSync, liveSandboxCount, Sandbox, type AttemptProcess, type SandboxRequest, type SandboxUsage } from './sandbox.js';
 export { killPids, killSubtree, subtreeOf } from './subtree.js';
 export { sweepDeadSandboxes, type SweepReport } from './sweep.js';
 export { workRoot, WORK_ROOT_NAME } from './work-root.js';

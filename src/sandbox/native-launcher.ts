@@ -9,14 +9,19 @@ import { fileURLToPath } from 'node:url';
 export const NATIVE_LAUNCHER_PATH = fileURLToPath(new URL('../../native/rq-launch', import.meta.url));
 
 /**
- * Which program starts an attempt: `auto` (`rq-launch` when it was built and works here, else the
- * util-linux chain), `util-linux` (always `setpriv`, `unshare`, a `/bin/sh` init, `prlimit`: the
- * same containment, three program starts more per attempt).
+ * How an attempt is started, fastest first:
+ * - `auto`: where `rq-launch` was built and works, at a namespace level by one launch server per
+ *   process (`rq-launch --serve`, which clones itself into each attempt's namespace: no fork of
+ *   the Node process and no program start per attempt), else by `rq-launch` per attempt; without
+ *   `rq-launch`, as `util-linux`;
+ * - `exec`: `rq-launch` started for each attempt (the Node process forks it);
+ * - `util-linux`: `setpriv`, `unshare`, a `/bin/sh` init and `prlimit` for each attempt.
+ * The containment is the same for all three.
  */
-export type LauncherChoice = 'auto' | 'util-linux';
+export type LauncherChoice = 'auto' | 'exec' | 'util-linux';
 
 /** Choices accepted by `detectContainment` (and env `ROLLOUT_QUEUE_LAUNCHER`). */
-export const LAUNCHER_CHOICES: readonly LauncherChoice[] = ['auto', 'util-linux'];
+export const LAUNCHER_CHOICES: readonly LauncherChoice[] = ['auto', 'exec', 'util-linux'];
 
 /** The built `rq-launch` when it is there and executable, else undefined (no C compiler at install). */
 export function builtNativeLauncher(file: string = NATIVE_LAUNCHER_PATH): string | undefined {

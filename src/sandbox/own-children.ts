@@ -173,15 +173,30 @@ function pushPids(text: string, into: number[]): void {
 /** The pid cursor read before the last walk, when that walk found no children; else undefined. */
 let quietAt: number | undefined;
 
+/** Children this process keeps on purpose (its launch server): never listed, so never killed as leftovers. */
+const spared = new Set<number>();
+
+/** Leaves `pid`, a child this process keeps on purpose, out of {@link ownChildren} (and so of every walk of 'self'). */
+export function keepChild(pid: number): void {
+  spared.add(pid);
+}
+
+/** Undoes {@link keepChild} (the child is gone). */
+export function releaseChild(pid: number): void {
+  spared.delete(pid);
+}
+
 /**
  * Pids of this process' direct children, over all its threads, as `/proc/self/task/<tid>/children`
- * lists them (a child found twice is listed twice). [] where /proc has no task list.
- * Expects /proc to belong to this process' pid namespace (checked by the caller).
+ * lists them (a child found twice is listed twice), except those kept on purpose ({@link keepChild}).
+ * [] where /proc has no task list. Expects /proc to belong to this process' pid namespace
+ * (checked by the caller).
  */
 export function ownChildren(): number[] {
   const cursor = pidCursor();
   if (cursor !== undefined && cursor === quietAt) return [];
-  const found = walkThreads();
+  const walked = walkThreads();
+  const found = spared.size === 0 ? walked : walked.filter((pid) => !spared.has(pid));
   quietAt = found.length === 0 ? cursor : undefined;
   return found;
 }

@@ -1,10 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { close, constants, mkdirSync, mkdtempSync, openSync, readdirSync, rmdirSync, rmSync, unlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { AttemptCgroup, DEFAULT_PIDS_MAX } from './cgroup.js';
 import { currentContainment, type Containment } from './containment.js';
+import { LaunchServer } from './launch-server.js';
 import { identityMarker, ownIdentity } from './process-identity.js';
 import { checkProgram } from './program-check.js';
 import { killPids, signalQuietly, stopSubtree } from './subtree.js';
@@ -20,6 +22,19 @@ export interface SandboxRequest {
   readonly pidsMax?: number;
   /** Default: {@link currentContainment}. */
   readonly containment?: Containment;
+}
+
+/**
+ * The program an attempt runs, as {@link Sandbox.spawn} started it: a `ChildProcess` (a launcher
+ * program) or a `ServedAttempt` (the launch server's). Both emit `'spawn'` once `pid` and the
+ * stdio streams are set, `'error'` when it could not start (or, served, lost its server),
+ * `'exit'` (code, signal) and `'close'` after the streams closed, as `ChildProcess` does.
+ */
+export interface AttemptProcess extends NodeJS.EventEmitter {
+  readonly pid?: number | undefined;
+  readonly stdin: Writable | null;
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
 }
 
 /** What the attempt used, read after it ran. */
@@ -123,7 +138,7 @@ function removeWorkDir(dir: string, maxRetries: number): void {
  * the leftovers of dead creators only (`sweepDeadSandboxes`).
  */
 export class Sandbox {
-  private launcher: ChildProcess | undefined;
+  private launcher: AttemptProcess | undefined;
   private launcherExit: Promise<void> | undefined;
   /** The launcher's 'exit' was seen (set before any other listener of it runs). */
   private launcherGone = false;
@@ -170,9 +185,9 @@ export class Sandbox {
    * `setpriv` comes first: its PR_SET_PDEATHSIG survives the execs after it.
    */
   command(argv: readonly [string, ...string[]], env: Readonly<Record<string, string>> = {}): [string, ...string[]] {
-    const { containment, cgroup, memoryMb } = this;
+    const { containment, cgroup } = this;
     const procsFiles = cgroup?.procsFiles ?? [];
-    const dataBytes = !cgroup && memoryMb !== undefined ? memoryMb * 1024 * 1024 : undefined;
+    const { dataBytes } = this;
     if (containment.launcher) {
       const launch = [...(containment.pidNamespace ?? [containment.launcher]), '--parent', String(process.pid)];
       for (const file of procsFiles) launch.push('--cgroup', file);
@@ -188,6 +203,11 @@ export class Sandbox {
     return [...chain, ...argv] as [string, ...string[]];
   }
 
+  /** RLIMIT_DATA for the program, bytes: `memoryMb` where no cgroup bounds the whole tree. */
+  private get dataBytes(): number | undefined {
+    return !this.cgroup && this.memoryMb !== undefined ? this.memoryMb * 1024 * 1024 : undefined;
+  }
+
   /**
    * Whether the util-linux launcher runs with LC_ALL=C: `setpriv` and `unshare` call setlocale,
    * which under e.g. LANG=C.UTF-8 reads a dozen locale files per tool (~0.3 ms each here) for
@@ -200,25 +220,42 @@ export class Sandbox {
   }
 
   /**
-   * Starts `argv` in the sandbox as the leader of a new process group, with piped stdio.
+   * Starts `argv` in the sandbox as the leader of a new process group, with piped stdio: through
+   * the launch server at a namespace level where `containment.serve`, else through the launcher
+   * program {@link command} names. Its stdio streams and pid are there once it emits `'spawn'`.
    * @throws like `spawn` (an error with `code` ENOENT/EACCES) when the program or its `#!`
    *   interpreter is missing or not executable, checked before any launcher runs.
    */
-  spawn(argv: readonly [string, ...string[]], options: { cwd: string; env: Readonly<Record<string, string>> }): ChildProcess {
+  spawn(argv: readonly [string, ...string[]], options: { cwd: string; env: Readonly<Record<string, string>> }): AttemptProcess {
     if (this.launcher) throw new Error('a sandbox runs one program; create another sandbox for the next');
     if (this.destroying) throw new Error('the sandbox is destroyed (state: destroyed)');
     checkProgram(argv[0], options.env.PATH ?? '', options.cwd);
-    const [program, ...args] = this.command(argv, options.env);
-    const env = this.launcherLocale(options.env) ? { ...options.env, LC_ALL: 'C' } : options.env;
-    const child = spawn(program, args, { cwd: options.cwd, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    const { containment } = this;
+    let child: AttemptProcess;
+    if (containment.serve && containment.launcher && containment.pidNamespace) {
+      child = LaunchServer.for(containment.launcher, containment.pidNamespace.includes('--user')).launch({
+        argv,
+        cwd: options.cwd,
+        env: options.env,
+        cgroupProcs: this.cgroup?.procsFiles ?? [],
+        dataBytes: this.dataBytes,
+      });
+    } else {
+      const [program, ...args] = this.command(argv, options.env);
+      const env = this.launcherLocale(options.env) ? { ...options.env, LC_ALL: 'C' } : options.env;
+      child = spawn(program, args, { cwd: options.cwd, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    }
     this.launcher = child;
     this.launcherExit = new Promise<void>((resolve) => {
-      if (child.pid === undefined) resolve();
       child.once('exit', () => {
         this.launcherGone = true;
         resolve();
       });
       child.once('error', () => resolve());
+    });
+    // Destroyed before a served attempt had started: it is killed as soon as it has.
+    child.once('spawn', () => {
+      if (this.destroying) this.signal('SIGKILL');
     });
     return child;
   }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RolloutQueue, type RolloutDraft } from '../../../src/producer/index.js';
+import { detectContainment, launcherName } from '../../../src/sandbox/index.js';
 import { artifactProcesses, until, workDirs } from '../../helpers/attempt-traces.js';
 import { hostProcesses } from '../../helpers/host-processes.js';
 import { fixture, makeSpec, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
@@ -67,6 +68,8 @@ describe('containment seen from the worker', () => {
       // attempts' dirs is not asserted: any worker starting on this machine (another test file's,
       // run in parallel) sweeps dirs whose creator is dead, so the count here depends on others.
       for (const worker of workers.slice(1)) expect(worker.output()).toMatch(/swept \d+ work dir\(s\) and \d+ cgroup\(s\) left by dead attempts/);
+      // The start line says how attempts were launched (here: rq-launch's server where it was built).
+      for (const worker of workers) expect(worker.output()).toContain(`(launcher ${launcherName(detectContainment('auto'))})`);
     } finally {
       for (const worker of workers) worker.signal('SIGTERM');
       await Promise.all(workers.map((w) => w.exited()));

@@ -73,8 +73,8 @@ const VARIANTS: Array<[string, string, Record<string, unknown>]> = [
 ];
 const EXPECTED_KIND: Record<Ending, string> = { ok: 'ok', 'time limit': 'RunTimeout', cancel: 'cancelled' };
 
-// Both launchers: rq-launch (native/rq-launch.c, where it was built) and the util-linux chain.
-for (const launcher of ['auto', 'util-linux'] as const) {
+// Every launcher: rq-launch's server (auto) and rq-launch per attempt (native/rq-launch.c, where it was built), and the util-linux chain.
+for (const launcher of ['auto', 'exec', 'util-linux'] as const) {
   const host = (): Containment => detectContainment('auto', { launcher });
 
   describe(`containment at the strongest level of this host (PID namespace per attempt), launcher ${launcher}`, () => {

@@ -1,11 +1,13 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codeRunner } from '../../../src/runners/index.js';
-import { detectContainment, NATIVE_LAUNCHER_PATH, Sandbox, useContainment, type Containment } from '../../../src/sandbox/index.js';
+import { detectContainment, killSubtree, NATIVE_LAUNCHER_PATH, Sandbox, useContainment, type Containment } from '../../../src/sandbox/index.js';
 import { findOnPath } from '../../../src/sandbox/program-check.js';
-import { liveProcessesLike } from '../../helpers/host-processes.js';
+import { hostProcesses, liveProcessesLike } from '../../helpers/host-processes.js';
 import { fakeContext } from '../runners/fake-context.js';
 
 // The launcher costs a program start per layer. With rq-launch (native/rq-launch.c) one program
@@ -13,6 +15,7 @@ import { fakeContext } from '../runners/fake-context.js';
 // both must put the artifact inside every attempt cgroup from its start and hand it exactly
 // its own environment.
 const chain = detectContainment('auto', { launcher: 'util-linux' });
+const exec = detectContainment('auto', { launcher: 'exec' });
 const native = detectContainment('auto');
 
 /**
@@ -55,11 +58,13 @@ function inAttemptCgroup(stdout: string, controller: string): boolean {
 }
 
 describe('rq-launch is built wherever a C compiler is', () => {
-  it('npm run build made native/rq-launch, and workers start attempts through it', () => {
+  it('npm run build made native/rq-launch, and workers start attempts through its launch server', () => {
     // CI installs gcc (.ci/run), so this cannot pass there without the native launcher in use.
     if (!findOnPath(process.env.CC || 'cc', process.env.PATH ?? '')) return;
     expect(native.launcher).toBe(NATIVE_LAUNCHER_PATH);
-    expect(chain.launcher).toBeNull();
+    expect(native.serve).toBe(native.pidNamespace !== null);
+    expect([exec.launcher, exec.serve]).toEqual([NATIVE_LAUNCHER_PATH, false]);
+    expect([chain.launcher, chain.serve]).toEqual([null, false]);
   });
 });
 
@@ -150,9 +155,9 @@ function printed(stream: NodeJS.ReadableStream, text: string): Promise<string> {
   });
 }
 
-describe.skipIf(!strongest || native.launcher === null)('rq-launch at the namespace+cgroup level', () => {
+describe.skipIf(!strongest || exec.launcher === null)('rq-launch per attempt (ROLLOUT_QUEUE_LAUNCHER=exec) at the namespace+cgroup level', () => {
   it('is one program: no setpriv, unshare or shell, its death tied to this process, the cgroup.procs files handed over', async () => {
-    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: native });
+    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: exec });
     try {
       const argv = box.command(['/bin/true']);
       const files = argv.flatMap((arg, i) => (argv[i - 1] === '--cgroup' ? [arg] : []));
@@ -165,7 +170,7 @@ describe.skipIf(!strongest || native.launcher === null)('rq-launch at the namesp
   });
 
   it('passes the artifact exactly its own environment, and runs with no other itself', async () => {
-    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: native });
+    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: exec });
     try {
       const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
       const artifact = "process.stdin.resume(); process.stdin.on('end', () => console.log(JSON.stringify(process.env)));";
@@ -185,10 +190,10 @@ describe.skipIf(!strongest || native.launcher === null)('rq-launch at the namesp
   });
 
   it('the artifact runs inside the attempt cgroup of every hierarchy, as PID 2 of its own namespace', async () => {
-    const out = await runUnder(native, PRINT_CGROUPS);
+    const out = await runUnder(exec, PRINT_CGROUPS);
     expect(inAttemptCgroup(out, 'memory')).toBe(true);
     expect(inAttemptCgroup(out, 'pids')).toBe(true);
-    expect(await runUnder(native, 'console.log(process.pid)')).toBe('2\n');
+    expect(await runUnder(exec, 'console.log(process.pid)')).toBe('2\n');
   });
 
   it('exits as a shell reports the program: its code, 128+n for signal n, 127 when not found, 125 for its own failures', () => {
@@ -214,7 +219,7 @@ describe.skipIf(!strongest || native.launcher === null)('rq-launch at the namesp
   });
 
   it('a SIGTERM to its process group reaches the artifact, not the launcher or the namespace init', async () => {
-    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: native });
+    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: exec });
     try {
       const artifact = "process.on('SIGTERM', () => { console.log('term'); process.exit(0); }); console.log('ready'); setInterval(() => {}, 1000);";
       const child = box.spawn([process.execPath, '-e', artifact], { cwd: box.dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
@@ -247,5 +252,115 @@ describe.skipIf(!strongest || native.launcher === null)('rq-launch at the namesp
     // The kernel delivers the death signals as the parent exits; the namespace is then reaped.
     for (const until = Date.now() + 10_000; sleeping() > 0 && Date.now() < until; await new Promise((r) => setTimeout(r, 10)));
     expect(sleeping()).toBe(0);
+  });
+});
+
+/** Pids of this process' children running `rq-launch --serve`. */
+function launchServers(): number[] {
+  return hostProcesses()
+    .filter((p) => p.ppid === process.pid && p.argv[0] === NATIVE_LAUNCHER_PATH && p.argv.includes('--serve'))
+    .map((p) => p.pid);
+}
+
+/** Live processes running `sleep <linger>`, wherever they are in the pid namespace tree. */
+function sleepers(linger: string): number[] {
+  return hostProcesses()
+    .filter((p) => p.state !== 'Z' && p.argv.length === 2 && p.argv[0] === 'sleep' && p.argv[1] === linger)
+    .map((p) => p.pid);
+}
+
+/** Waits (polled every 10 ms, at most 10 s) until `sleepers(linger)` has `count` entries; returns them. */
+async function sleepersSettle(linger: string, count: number): Promise<number[]> {
+  for (const until = Date.now() + 10_000; sleepers(linger).length !== count && Date.now() < until; await new Promise((r) => setTimeout(r, 10)));
+  return sleepers(linger);
+}
+
+/** Resolves once `file` exists (the artifact wrote it), polled every 10 ms for at most 10 s. */
+async function fileWritten(file: string): Promise<void> {
+  for (const until = Date.now() + 10_000; Date.now() < until; await new Promise((r) => setTimeout(r, 10))) {
+    if (existsSync(file)) return;
+  }
+  throw new Error(`${file} was not written within 10 s`);
+}
+
+describe.skipIf(!strongest || !native.serve)('rq-launch --serve (one launch server per process) at the namespace+cgroup level', () => {
+  const scratch = mkdtempSync(path.join(os.tmpdir(), 'rq-serve-test-'));
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it('runs each attempt as PID 2 of its own namespace, inside the attempt cgroups, with exactly its own environment', async () => {
+    const out = await runUnder(native, PRINT_CGROUPS);
+    expect(inAttemptCgroup(out, 'memory')).toBe(true);
+    expect(inAttemptCgroup(out, 'pids')).toBe(true);
+    expect(await runUnder(native, 'console.log(process.pid)')).toBe('2\n');
+    const keys = await runUnder(native, 'console.log(JSON.stringify(Object.keys(process.env).sort()))', { LC_ALL: 'C.UTF-8' });
+    expect(JSON.parse(keys)).toEqual(['HOME', 'LANG', 'LC_ALL', 'PATH', 'TMPDIR']);
+  });
+
+  it('keeps one server across attempts, spared by the walk of leftover children, and runs attempts side by side', async () => {
+    await runUnder(native, 'console.log(1)');
+    const [server] = launchServers();
+    expect(server).toBeDefined();
+    killSubtree('self', { includeRoot: false }); // what a rollout child does after every rollout
+    const outputs = await Promise.all([1, 2, 3].map((n) => runUnder(native, `setTimeout(() => console.log('attempt ${n}'), 200)`)));
+    expect(outputs).toEqual(['attempt 1\n', 'attempt 2\n', 'attempt 3\n']);
+    expect(launchServers()).toEqual([server]);
+  });
+
+  it('a SIGTERM to the attempt\'s process group reaches the artifact, not its init', async () => {
+    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: native });
+    try {
+      const artifact = "process.on('SIGTERM', () => { console.log('term'); process.exit(0); }); console.log('ready'); setInterval(() => {}, 1000);";
+      const child = box.spawn([process.execPath, '-e', artifact], { cwd: box.dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+      const exited = new Promise<[number | null, string | null]>((resolve) => child.once('exit', (code, signal) => resolve([code, signal])));
+      await new Promise((resolve) => child.once('spawn', resolve));
+      await printed(child.stdout as NodeJS.ReadableStream, 'ready');
+      const term = printed(child.stdout as NodeJS.ReadableStream, 'term');
+      process.kill(-(child.pid as number), 'SIGTERM');
+      await term;
+      expect(await exited).toEqual([0, null]);
+    } finally {
+      await box.destroy();
+    }
+  });
+
+  it('a SIGKILLed server fails its running attempt as infrastructure, takes the attempt with it, and the next attempt gets a new server', async () => {
+    useContainment(native);
+    try {
+      const pidfile = path.join(scratch, 'lost.pid');
+      const linger = String(700 + (process.pid % 100));
+      const artifact = `require('fs').writeFileSync(${JSON.stringify(pidfile)}, String(process.pid)); require('child_process').spawn('sleep', [${JSON.stringify(linger)}], { stdio: 'inherit' }).on('exit', () => {});`;
+      const outcome = codeRunner({ entrypoint: 'main.js', timeoutMs: 30_000 })(artifact, { id: 't' }, fakeContext({ memoryMb: 256 })).then(
+        () => 'ok',
+        (err: Error & { type?: string }) => `${err.name}: ${err.message}`,
+      );
+      await fileWritten(pidfile);
+      expect(await sleepersSettle(linger, 1)).toHaveLength(1);
+      const [server] = launchServers();
+      process.kill(server as number, 'SIGKILL');
+      expect(await outcome).toMatch(/^InfrastructureError: .*\(ELAUNCHER\).*launch server/);
+      expect(await sleepersSettle(linger, 0)).toEqual([]);
+      expect(await runUnder(native, 'console.log("again")')).toBe('again\n');
+      expect(launchServers()).toHaveLength(1);
+      expect(launchServers()).not.toContain(server);
+    } finally {
+      useContainment(native);
+    }
+  });
+
+  it('a SIGKILLed rollout process takes its server and every attempt with it', async () => {
+    const pidfile = path.join(scratch, 'orphan.pid');
+    const linger = String(800 + (process.pid % 100));
+    const runner = pathToFileURL(path.resolve('src/runners/index.ts')).href;
+    // A stand-in for a rollout child: runs a codeRunner attempt that sleeps, and is SIGKILLed.
+    const script = `const { codeRunner } = await import(${JSON.stringify(runner)});
+      const artifact = ${JSON.stringify(`require('fs').writeFileSync(${JSON.stringify(pidfile)}, '1'); require('child_process').spawn('sleep', [${JSON.stringify(linger)}], { stdio: 'inherit' });`)};
+      await codeRunner({ entrypoint: 'main.js', timeoutMs: 60000 })(artifact, {}, { leaseId: 'serve-orphan', runAttemptId: 'r', attempt: 1, signal: new AbortController().signal, secrets: {}, memoryMb: 256 });`;
+    const rollout = spawn(process.execPath, ['--import', pathToFileURL(path.resolve('test/helpers/ts-loader.mjs')).href, '--input-type=module', '-e', script], { stdio: 'inherit' });
+    await fileWritten(pidfile);
+    expect(await sleepersSettle(linger, 1)).toHaveLength(1);
+    const gone = new Promise((resolve) => rollout.once('exit', resolve));
+    rollout.kill('SIGKILL');
+    await gone;
+    expect(await sleepersSettle(linger, 0)).toEqual([]);
   });
 });
