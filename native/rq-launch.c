@@ -232,6 +232,13 @@ static int send_handle(int fd, const char *json) {
 
 static void send_error(const char *id, const char *what, int error) {
   char line[512];
+  /* Ids are the rollout child's own numbers; anything else would not be a JSON string as it is. */
+  for (const char *c = id; *c; c++) {
+    if ((*c < '0' || *c > '9') || c - id > 20) {
+      id = "";
+      break;
+    }
+  }
   snprintf(line, sizeof line, "{\"t\":\"error\",\"id\":\"%s\",\"code\":\"%s\",\"message\":\"%s: %s\"}\n", id,
            error == EAGAIN ? "EAGAIN" : error == ENOMEM ? "ENOMEM" : error == EMFILE ? "EMFILE" : error == ENFILE ? "ENFILE" : "ELAUNCH",
            what, strerror(error));
@@ -298,6 +305,8 @@ static int parse_command(char *frame, size_t length, struct command *command, ch
   size_t used = 0;
 #define NEXT() ({ char *field_ = at; char *nul_ = memchr(at, '\0', (size_t)(end - at)); if (!nul_) return -1; at = nul_ + 1; field_; })
   command->id = NEXT();
+  size_t id_length = strspn(command->id, "0123456789");
+  if (id_length == 0 || id_length > 20 || command->id[id_length] != '\0') return -1; /* it goes into JSON as it is */
   command->cwd = NEXT();
   const char *data = NEXT();
   command->data_bytes = *data ? atoll(data) : -1;

@@ -363,4 +363,46 @@ describe.skipIf(!strongest || !native.serve)('rq-launch --serve (one launch serv
     await gone;
     expect(await sleepersSettle(linger, 0)).toEqual([]);
   });
+
+  it('answers a frame it cannot read with an error and goes on serving; refuses to start without an IPC channel', async () => {
+    const server = spawn(NATIVE_LAUNCHER_PATH, ['--serve'], { stdio: ['pipe', 'ignore', 'pipe', 'ipc'], env: {} });
+    try {
+      const replies: unknown[] = [];
+      let waiting: { count: number; resolve: () => void } | undefined;
+      server.on('message', (message, handle?: { destroy(): void }) => {
+        handle?.destroy();
+        replies.push(message);
+        if (waiting && replies.length >= waiting.count) waiting.resolve();
+      });
+      const replied = (count: number): Promise<void> =>
+        new Promise((resolve) => {
+          if (replies.length >= count) resolve();
+          else waiting = { count, resolve };
+        });
+      const frame = (fields: string[]): Buffer => {
+        const body = Buffer.from(`${fields.join('\0')}\0`);
+        const header = Buffer.alloc(4);
+        header.writeUInt32LE(body.length);
+        return Buffer.concat([header, body]);
+      };
+      // An id that is not a number, then a list count past the fields there are.
+      server.stdin?.write(frame(['x"y', '/', '', '0', '1', 'true', '0']));
+      server.stdin?.write(frame(['7', '/', '', '0', '5', 'true']));
+      await replied(2);
+      expect(replies).toEqual([
+        { t: 'error', id: '', code: 'ELAUNCH', message: 'bad command frame: Invalid argument' },
+        { t: 'error', id: '7', code: 'ELAUNCH', message: 'bad command frame: Invalid argument' },
+      ]);
+      // Still serving: a good frame starts an attempt.
+      server.stdin?.write(frame(['8', '/', '', '0', '1', 'true', '1', 'PATH=/usr/bin:/bin']));
+      await replied(7);
+      expect(replies.slice(2).map((message) => (message as { t: string }).t)).toEqual(['stdio', 'stdio', 'stdio', 'started', 'exit']);
+      expect(replies[6]).toEqual({ t: 'exit', id: '8', code: 0 });
+    } finally {
+      server.kill('SIGKILL');
+    }
+    const alone = launch(['--serve']);
+    expect(alone.status).toBe(125);
+    expect(alone.stderr).toContain('--serve needs a Node IPC channel (NODE_CHANNEL_FD)');
+  });
 });
