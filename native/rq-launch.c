@@ -132,13 +132,15 @@ static void exec_program(char **argv, const sigset_t *mask) {
   _exit(code);
 }
 
-/* PID 1 of the attempt's namespace. */
-static void run_init(char **argv, char **cgroups, int cgroup_count, const sigset_t *mask) {
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) fail("cannot set the death signal", NULL);
-  join_cgroups(cgroups, cgroup_count);
-  /* vfork: the init's memory is not copied for a child that only execs (a fork costs ~0.7 ms of
-   * CPU on a small VM, most of it making and tearing down the copy). The init's own fork from
-   * the launcher cannot be one: the kernel refuses CLONE_VM into another PID namespace. */
+/*
+ * The rest of an attempt's init (PID 1 of its namespace): starts PROGRAM as its child, reaps
+ * every orphan the namespace gives it, and exits with PROGRAM's status as soon as PROGRAM
+ * exits (the kernel then kills what is left in the namespace).
+ * vfork: the init's memory is not copied for a child that only execs (a fork costs ~0.7 ms of
+ * CPU on a small VM, most of it making and tearing down the copy). The init's own creation
+ * cannot be one: the kernel refuses CLONE_VM into another PID namespace.
+ */
+static void start_and_reap(char **argv, const sigset_t *mask) {
   pid_t program = vfork();
   if (program < 0) fail("cannot start", argv[0]);
   if (program == 0) exec_program(argv, mask);
@@ -159,6 +161,13 @@ static void run_init(char **argv, char **cgroups, int cgroup_count, const sigset
     }
     if (done == program) _exit(shell_status(status));
   }
+}
+
+/* PID 1 of the attempt's namespace. */
+static void run_init(char **argv, char **cgroups, int cgroup_count, const sigset_t *mask) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) fail("cannot set the death signal", NULL);
+  join_cgroups(cgroups, cgroup_count);
+  start_and_reap(argv, mask);
 }
 
 /* ---------- launch server (--serve) ---------- */
@@ -274,25 +283,8 @@ static int attempt_init(void *arg) {
   environ = command->env; /* execvp looks PROGRAM up on the attempt's PATH */
   sigset_t none;
   sigemptyset(&none);
-  pid_t program = vfork();
-  if (program < 0) _exit(125);
-  if (program == 0) exec_program(command->argv, &none);
-  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null >= 0) {
-    dup2(null, 0);
-    dup2(null, 1);
-    dup2(null, 2);
-    close(null);
-  }
-  for (;;) {
-    int status;
-    pid_t done = wait(&status);
-    if (done < 0) {
-      if (errno == EINTR) continue;
-      _exit(125);
-    }
-    if (done == program) _exit(shell_status(status));
-  }
+  start_and_reap(command->argv, &none);
+  return 125; /* not reached */
 }
 
 /*
