@@ -11,25 +11,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchRedis } from './bench-redis.mjs';
+import { threadsCpuMs } from './proc-cpu.mjs';
 
 const here = fileURLToPath(import.meta.url);
-
-/** CPU ms of every live thread of `pid`. */
-function cpuMs(pid) {
-  let total = 0;
-  try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
-      } catch {
-        // The thread exited meanwhile.
-      }
-    }
-  } catch {
-    // The process is gone.
-  }
-  return total;
-}
 
 /** This process' direct children (the rollout children / BullMQ's sandbox children). */
 function children() {
@@ -49,13 +33,13 @@ async function redisCpuMs(redis) {
 /** Runs `body` as the timed section; returns CPU ms per rollout of each process kind. */
 async function split(redis, n, body) {
   const kids = children();
-  const k0 = kids.map(cpuMs);
-  const m0 = cpuMs(process.pid);
+  const k0 = kids.map(threadsCpuMs);
+  const m0 = threadsCpuMs(process.pid);
   const r0 = await redisCpuMs(redis);
   await body();
-  const m1 = cpuMs(process.pid);
+  const m1 = threadsCpuMs(process.pid);
   const r1 = await redisCpuMs(redis);
-  const k1 = kids.map(cpuMs);
+  const k1 = kids.map(threadsCpuMs);
   const childMs = k1.reduce((sum, value, i) => sum + value - k0[i], 0);
   return { main: (m1 - m0) / n, children: childMs / n, redis: (r1 - r0) / n };
 }

@@ -10,53 +10,16 @@
 // Usage: node bench/suite.mjs [REPS=3]   (npm run bench)
 // Redis: REDIS_URL, else a private redis-server on a free loopback port (removed afterwards).
 import { spawn, execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchRedis } from './bench-redis.mjs';
+import { treeCpuMs } from './proc-cpu.mjs';
 
 const here = fileURLToPath(import.meta.url);
-const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim() || 100);
 
 // ---------- measurement (inside a trial) ----------
-
-/** utime+stime+cutime+cstime of a pid, ms; 0 when it is gone. */
-function cpuOf(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // fields[0] is field 3 (state): utime is field 14 → index 11.
-    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * TICK_MS;
-  } catch {
-    return 0;
-  }
-}
-
-/** CPU ms of this process and every live descendant (the dead ones are in their parents' cutime). */
-function treeCpuMs() {
-  const parent = new Map();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // Exited meanwhile.
-    }
-  }
-  let total = 0;
-  for (const pid of parent.keys()) {
-    for (let p = pid, hops = 0; p > 1 && hops < 64; p = parent.get(p) ?? 0, hops++) {
-      if (p === process.pid) {
-        total += cpuOf(pid);
-        break;
-      }
-    }
-  }
-  return total;
-}
 
 async function redisSample(redis) {
   if (!redis) return { cpuMs: 0, commands: 0 };
