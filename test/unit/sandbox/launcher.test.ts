@@ -34,6 +34,28 @@ async function settledEnviron(pid: number, unshare: string): Promise<string[]> {
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
+/**
+ * Spawns an artifact printing its environment under `containment` with `env`; returns the
+ * launcher's environment (read by `launcherEnv` once the launcher process is there, before the
+ * artifact is let go by closing its stdin) and the artifact's.
+ */
+async function environments(containment: Containment, env: Record<string, string>, launcherEnv: (pid: number) => Promise<string[]>): Promise<{ launcher: string[]; artifact: unknown }> {
+  const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment });
+  try {
+    const artifact = "process.stdin.resume(); process.stdin.on('end', () => console.log(JSON.stringify(process.env)));";
+    const child = box.spawn([process.execPath, '-e', artifact], { cwd: box.dir, env });
+    const launcher = (await launcherEnv(child.pid as number)).sort();
+    let out = '';
+    child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const closed = new Promise((resolve) => child.once('close', resolve));
+    child.stdin?.end();
+    await closed;
+    return { launcher, artifact: JSON.parse(out) as unknown };
+  } finally {
+    await box.destroy();
+  }
+}
+
 const strongest = chain.level === 'namespace+cgroup';
 
 /** Runs the artifact with codeRunner under `containment`; returns its stdout. */
@@ -103,23 +125,9 @@ describe.skipIf(!strongest)('util-linux launcher chain at the namespace+cgroup l
   });
 
   it("runs the launcher with LC_ALL=C (no locale files read per tool) and the artifact with exactly its own environment", async () => {
-    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: chain });
-    try {
-      const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
-      // The artifact prints its environment once stdin closes, so the launcher can be looked at first.
-      const artifact = "process.stdin.resume(); process.stdin.on('end', () => console.log(JSON.stringify(process.env)));";
-      const child = box.spawn([process.execPath, '-e', artifact], { cwd: box.dir, env });
-      const launcherEnv = await settledEnviron(child.pid as number, realpathSync(chain.pidNamespace?.[0] ?? ''));
-      let out = '';
-      child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
-      const closed = new Promise((resolve) => child.once('close', resolve));
-      child.stdin?.end();
-      await closed;
-      expect(launcherEnv.sort()).toEqual(['LANG=C.UTF-8', 'LC_ALL=C', `PATH=${env.PATH}`]);
-      expect(JSON.parse(out)).toEqual(env);
-    } finally {
-      await box.destroy();
-    }
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
+    const seen = await environments(chain, env, (pid) => settledEnviron(pid, realpathSync(chain.pidNamespace?.[0] ?? '')));
+    expect(seen).toEqual({ launcher: ['LANG=C.UTF-8', 'LC_ALL=C', `PATH=${env.PATH}`], artifact: env });
   });
 
   it('an LC_ALL of the artifact\'s own (a secret of that name) reaches it unchanged', async () => {
@@ -155,6 +163,27 @@ function printed(stream: NodeJS.ReadableStream, text: string): Promise<string> {
   });
 }
 
+/**
+ * Starts an artifact that answers SIGTERM by printing "term" and exiting 0, under `containment`;
+ * once it runs, sends SIGTERM to the attempt's process group; returns its (code, signal).
+ */
+async function exitOnGroupSigterm(containment: Containment): Promise<[number | null, string | null]> {
+  const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment });
+  try {
+    const artifact = "process.on('SIGTERM', () => { console.log('term'); process.exit(0); }); console.log('ready'); setInterval(() => {}, 1000);";
+    const child = box.spawn([process.execPath, '-e', artifact], { cwd: box.dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    const exited = new Promise<[number | null, string | null]>((resolve) => child.once('exit', (code, signal) => resolve([code, signal])));
+    await new Promise((resolve) => child.once('spawn', resolve));
+    await printed(child.stdout as NodeJS.ReadableStream, 'ready');
+    const term = printed(child.stdout as NodeJS.ReadableStream, 'term');
+    process.kill(-(child.pid as number), 'SIGTERM');
+    await term;
+    return await exited;
+  } finally {
+    await box.destroy();
+  }
+}
+
 describe.skipIf(!strongest || exec.launcher === null)('rq-launch per attempt (ROLLOUT_QUEUE_LAUNCHER=exec) at the namespace+cgroup level', () => {
   it('is one program: no setpriv, unshare or shell, its death tied to this process, the cgroup.procs files handed over', async () => {
     const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: exec });
@@ -170,23 +199,10 @@ describe.skipIf(!strongest || exec.launcher === null)('rq-launch per attempt (RO
   });
 
   it('passes the artifact exactly its own environment, and runs with no other itself', async () => {
-    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: exec });
-    try {
-      const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
-      const artifact = "process.stdin.resume(); process.stdin.on('end', () => console.log(JSON.stringify(process.env)));";
-      const child = box.spawn([process.execPath, '-e', artifact], { cwd: box.dir, env });
-      // spawn returns once rq-launch is exec'd, and rq-launch execs nothing in place after that.
-      const launcherEnv = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0').filter(Boolean);
-      let out = '';
-      child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
-      const closed = new Promise((resolve) => child.once('close', resolve));
-      child.stdin?.end();
-      await closed;
-      expect(launcherEnv.sort()).toEqual(['LANG=C.UTF-8', `PATH=${env.PATH}`]);
-      expect(JSON.parse(out)).toEqual(env);
-    } finally {
-      await box.destroy();
-    }
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
+    // spawn returns once rq-launch is exec'd, and rq-launch execs nothing in place after that.
+    const seen = await environments(exec, env, async (pid) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean));
+    expect(seen).toEqual({ launcher: ['LANG=C.UTF-8', `PATH=${env.PATH}`], artifact: env });
   });
 
   it('the artifact runs inside the attempt cgroup of every hierarchy, as PID 2 of its own namespace', async () => {
@@ -219,19 +235,7 @@ describe.skipIf(!strongest || exec.launcher === null)('rq-launch per attempt (RO
   });
 
   it('a SIGTERM to its process group reaches the artifact, not the launcher or the namespace init', async () => {
-    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: exec });
-    try {
-      const artifact = "process.on('SIGTERM', () => { console.log('term'); process.exit(0); }); console.log('ready'); setInterval(() => {}, 1000);";
-      const child = box.spawn([process.execPath, '-e', artifact], { cwd: box.dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
-      const exited = new Promise<[number | null, string | null]>((resolve) => child.once('exit', (code, signal) => resolve([code, signal])));
-      await printed(child.stdout as NodeJS.ReadableStream, 'ready');
-      const term = printed(child.stdout as NodeJS.ReadableStream, 'term');
-      process.kill(-(child.pid as number), 'SIGTERM');
-      await term;
-      expect(await exited).toEqual([0, null]);
-    } finally {
-      await box.destroy();
-    }
+    expect(await exitOnGroupSigterm(exec)).toEqual([0, null]);
   });
 
   it('dies with the process that spawned it, and its namespace with it (a SIGKILLed rollout child leaves nothing)', async () => {
@@ -307,20 +311,7 @@ describe.skipIf(!strongest || !native.serve)('rq-launch --serve (one launch serv
   });
 
   it('a SIGTERM to the attempt\'s process group reaches the artifact, not its init', async () => {
-    const box = await Sandbox.create({ name: `launcher-test.p${process.pid}`, memoryMb: 256, containment: native });
-    try {
-      const artifact = "process.on('SIGTERM', () => { console.log('term'); process.exit(0); }); console.log('ready'); setInterval(() => {}, 1000);";
-      const child = box.spawn([process.execPath, '-e', artifact], { cwd: box.dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
-      const exited = new Promise<[number | null, string | null]>((resolve) => child.once('exit', (code, signal) => resolve([code, signal])));
-      await new Promise((resolve) => child.once('spawn', resolve));
-      await printed(child.stdout as NodeJS.ReadableStream, 'ready');
-      const term = printed(child.stdout as NodeJS.ReadableStream, 'term');
-      process.kill(-(child.pid as number), 'SIGTERM');
-      await term;
-      expect(await exited).toEqual([0, null]);
-    } finally {
-      await box.destroy();
-    }
+    expect(await exitOnGroupSigterm(native)).toEqual([0, null]);
   });
 
   it('a SIGKILLed server fails its running attempt as infrastructure, takes the attempt with it, and the next attempt gets a new server', async () => {
