@@ -6,7 +6,7 @@ import { tracingEnabled } from '../platform/telemetry.js';
 import { DEFAULT_REDIS_URL, redisTopology } from '../platform/redis-connection.js';
 import type { Logger } from '../platform/logger.js';
 import { Allowlist, DEFAULT_ALLOWLIST } from '../ref/index.js';
-import { CONTAINMENT_MODES, type ContainmentMode } from '../sandbox/index.js';
+import { CONTAINMENT_MODES, LAUNCHER_CHOICES, type ContainmentMode, type LauncherChoice } from '../sandbox/index.js';
 
 /**
  * Options of a rollout worker. Every option has a default; `compileWorkerOptions` turns
@@ -257,7 +257,7 @@ export type CompiledWorkerOptions = Readonly<
 
 /**
  * Validates and defaults worker options.
- * @throws Error naming the option, what was wrong and the allowed range.
+ * @throws Error naming the option (or env ROLLOUT_QUEUE_CONTAINMENT / ROLLOUT_QUEUE_LAUNCHER), what was wrong and the allowed range.
  */
 export function compileWorkerOptions(input: WorkerOptions): CompiledWorkerOptions {
   const { logger: _logger, ...rest } = input;
@@ -270,6 +270,11 @@ export function compileWorkerOptions(input: WorkerOptions): CompiledWorkerOption
   const containment = options.containment ?? process.env.ROLLOUT_QUEUE_CONTAINMENT ?? 'auto';
   if (!CONTAINMENT_MODES.includes(containment as ContainmentMode)) {
     throw new Error(`worker option containment: "${containment}" (from env ROLLOUT_QUEUE_CONTAINMENT) is not one of ${CONTAINMENT_MODES.join(', ')}`);
+  }
+  // Read by detectContainment at the worker's start; refused here, before anything starts.
+  const launcher = process.env.ROLLOUT_QUEUE_LAUNCHER;
+  if (launcher && !LAUNCHER_CHOICES.includes(launcher as LauncherChoice)) {
+    throw new Error(`worker option launcher: "${launcher}" (from env ROLLOUT_QUEUE_LAUNCHER) is not one of ${LAUNCHER_CHOICES.join(', ')}; unset it for auto`);
   }
   const allowlist = [...DEFAULT_ALLOWLIST, ...options.allow.filter((pattern) => !DEFAULT_ALLOWLIST.includes(pattern))];
   // Compiled once here so a malformed --allow pattern stops the worker at start (AllowlistError).

@@ -65,8 +65,9 @@ const RESOURCE_ERRORS: ReadonlySet<string> = new Set(['EAGAIN', 'ENOMEM', 'EMFIL
  * file format the OS cannot run → `ModelError('SpawnFailed')`; all three quote the last
  * 2 KiB of stderr. `ctx.signal` abort → an error named `AbortError` whose message holds
  * `String(ctx.signal.reason)` (and `cause` is the reason). Entrypoint not among the
- * artifact's files, interpreter missing on this worker, or the machine out of processes,
- * memory or file descriptors → `InfrastructureError`. A bad `rendered` (not a string or
+ * artifact's files, interpreter missing on this worker, the machine out of processes,
+ * memory or file descriptors, or the attempt's launch server lost mid-run (`ELAUNCHER`) →
+ * `InfrastructureError`. A bad `rendered` (not a string or
  * `{ files }`, a path that is absolute or escapes with `..`) → `CallerError`. Secret values
  * are replaced by `[secret NAME]` in every message and in the returned stdout/stderr (a value
  * split across two writes included).
@@ -198,6 +199,10 @@ function spawnFailure(err: unknown, argv: readonly string[], dir: string, ctx: R
   const code = (err as NodeJS.ErrnoException | undefined)?.code ?? 'unknown';
   const program = argv[0] ?? '';
   const detail = redactSecrets(errorText(err), ctx.secrets);
+  if (code === 'ELAUNCHER') {
+    // The attempt had started: its launch server died under it (see sandbox/launch-server.ts).
+    return new InfrastructureError(`codeRunner: lost the attempt running ${JSON.stringify(program)} (ELAUNCHER): ${detail}`, { cause: err });
+  }
   const inArtifact = program.includes('/') && path.resolve(dir, program).startsWith(`${dir}${path.sep}`);
   if (inArtifact && !RESOURCE_ERRORS.has(code)) {
     return new ModelError(

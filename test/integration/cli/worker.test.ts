@@ -118,6 +118,13 @@ describe('rollout-queue worker', () => {
     expect(outcome.stderr).toContain('lockDurationMs');
   });
 
+  it('an unknown ROLLOUT_QUEUE_LAUNCHER is one clear line naming the variable and its values, not a stack trace (fresh-user report)', async () => {
+    const outcome = await runCli(['worker', '--queue', 'qx'], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_LAUNCHER: 'bogus' } });
+    expect(outcome.code, outcome.stdout + outcome.stderr).toBe(2);
+    expect(outcome.stderr).toContain('worker option launcher: "bogus" (from env ROLLOUT_QUEUE_LAUNCHER) is not one of auto, exec, util-linux; unset it for auto');
+    expect(outcome.stderr).not.toMatch(/\n\s+at /);
+  });
+
   it('wrong credentials exit 1 at once with one clear line', async () => {
     const guarded = await startRedis({ private: true, args: ['--requirepass', 'right-one'] });
     try {

@@ -328,7 +328,7 @@ describe.skipIf(!strongest || !native.serve)('rq-launch --serve (one launch serv
       expect(await sleepersSettle(linger, 1)).toHaveLength(1);
       const [server] = launchServers();
       process.kill(server as number, 'SIGKILL');
-      expect(await outcome).toMatch(/^InfrastructureError: .*\(ELAUNCHER\).*launch server/);
+      expect(await outcome).toMatch(/^InfrastructureError: codeRunner: lost the attempt running ".*" \(ELAUNCHER\): the launch server \(rq-launch --serve\) exited \(SIGKILL\) with this attempt in flight$/);
       expect(await sleepersSettle(linger, 0)).toEqual([]);
       expect(await runUnder(native, 'console.log("again")')).toBe('again\n');
       expect(launchServers()).toHaveLength(1);
