@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { Containment } from '../sandbox/index.js';
 import type { LogMessage } from './child-protocol.js';
 import { RolloutChild } from './rollout-child.js';
@@ -12,6 +13,11 @@ export interface ChildPoolOptions {
   readonly maxRolloutsPerChild: number;
   /** Recycle a child whose RSS after a rollout exceeds this many MiB. */
   readonly maxChildRssMb: number;
+  /**
+   * Most idle children kept over every heap limit together (the worker's slots: as many as can
+   * run at once); past it the least recently used idle child is retired.
+   */
+  readonly maxIdle: number;
   readonly onLog: (message: LogMessage) => void;
   /** The worker's containment, given to every child. */
   readonly containment: Containment;
@@ -25,7 +31,9 @@ export interface ChildPoolOptions {
  * A supervised pool of rollout children, replacing BullMQ's sandbox child pool (which
  * cancels only cooperatively, reuses children without caps, and hands them the worker's
  * whole environment; see BullMQ `src/classes/child-pool.ts`). Idle children are kept per
- * heap limit (`memoryMb` is a fork flag, so children are not interchangeable across it).
+ * heap limit (`memoryMb` is a fork flag, so children are not interchangeable across it), at
+ * most `maxIdle` of them in all: a run with another `sandbox.memoryMb` does not leave a set of
+ * idle children behind for good.
  *
  * Warm: {@link warm} forks `count` children of one heap limit ahead of work (a child costs
  * ~100 ms CPU to boot), and a retired child of that limit is replaced in the background.
@@ -33,6 +41,8 @@ export interface ChildPoolOptions {
  */
 export class ChildPool {
   private readonly idle = new Map<number, RolloutChild[]>();
+  /** When each idle child was put idle (performance.now() ms), to retire the least recently used past `maxIdle`. */
+  private readonly idleSince = new Map<RolloutChild, number>();
   private readonly busy = new Set<RolloutChild>();
   /** Background forks not yet ready, per heap limit. */
   private readonly starting = new Map<number, Promise<RolloutChild | undefined>[]>();
@@ -68,9 +78,12 @@ export class ChildPool {
    */
   async acquire(memoryMb: number): Promise<RolloutChild> {
     if (this.closed) throw new Error('child pool is closed (state: closed)');
-    const list = this.idle.get(memoryMb) ?? [];
-    let child = list.pop();
-    while (child && child.exited) child = list.pop();
+    let child = this.idle.get(memoryMb)?.at(-1);
+    while (child) {
+      this.takeIdle(child);
+      if (!child.exited) break;
+      child = this.idle.get(memoryMb)?.at(-1);
+    }
     if (!child) {
       const pending = this.starting.get(memoryMb)?.shift();
       if (pending) child = await pending;
@@ -114,6 +127,7 @@ export class ChildPool {
     this.starting.clear();
     const all = [...this.busy, ...[...this.idle.values()].flat()];
     this.idle.clear();
+    this.idleSince.clear();
     await Promise.all([
       ...all.map((child) => child.kill()),
       ...starting.map(async (pending) => (await pending)?.kill()),
@@ -161,13 +175,24 @@ export class ChildPool {
     const list = this.idle.get(child.memoryMb) ?? [];
     if (!list.includes(child)) list.push(child);
     this.idle.set(child.memoryMb, list);
+    this.idleSince.set(child, performance.now());
+    while (this.idleSince.size > this.options.maxIdle) {
+      let oldest: RolloutChild | undefined;
+      for (const [idle, since] of this.idleSince) if (idle !== child && (!oldest || since < (this.idleSince.get(oldest) ?? 0))) oldest = idle;
+      if (!oldest) break;
+      this.takeIdle(oldest);
+      this.options.onChildEvent?.('recycled');
+      void this.retire(oldest);
+    }
   }
 
-  /** Removes a child a claimed background fork put idle in the meantime. */
+  /** Removes a child from the idle ones (taken for a rollout, or retired). */
   private takeIdle(child: RolloutChild): void {
     const list = this.idle.get(child.memoryMb);
     const index = list?.indexOf(child) ?? -1;
     if (index >= 0) list?.splice(index, 1);
+    if (list?.length === 0) this.idle.delete(child.memoryMb);
+    this.idleSince.delete(child);
   }
 
   private retire(child: RolloutChild): Promise<void> {

@@ -159,6 +159,7 @@ export class RolloutWorker {
       startTimeoutMs: options.childStartTimeoutMs,
       maxRolloutsPerChild: options.maxRolloutsPerChild,
       maxChildRssMb: options.maxChildRssMb,
+      maxIdle: options.concurrency + options.evalConcurrency,
       onLog: (msg) => logger[msg.level]({ ...msg.obj, source: 'rollout' }, msg.msg ?? ''),
       containment,
       onChildEvent: (event) => metrics.child(event),

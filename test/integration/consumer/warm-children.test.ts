@@ -42,6 +42,24 @@ describe('warm rollout children', () => {
     }
   });
 
+  it('keeps at most its slots of idle children over every heap limit: runs with five sandbox.memoryMb values leave no idle set each (fresh-user report)', async () => {
+    const q = new RawQueue(redis.url);
+    // concurrency 2 + evalConcurrency 1: at most 3 idle children (the report saw 6 → 14, kept for good).
+    const worker = await RolloutWorker.create({ ...q.workerOptions(), concurrency: 2, logger: quiet });
+    try {
+      for (const memoryMb of [100, 200, 300, 400, 500]) {
+        const specs = Array.from({ length: 2 }, (_, i) => makeSpec(`mem${memoryMb}`, `r-${i}`, { sandbox: { memoryMb } }));
+        await q.add(specs);
+        const { results } = await q.waitForAll(specs.map((s) => s.leaseId));
+        expect([...results.values()].map((r) => r.kind)).toEqual(['ok', 'ok']);
+        await until(() => worker.childPids().length <= 3, `at most 3 live children after the memoryMb ${memoryMb} run`);
+      }
+    } finally {
+      await worker.close({ graceMs: 0 });
+      await q.close();
+    }
+  });
+
   it('with maxRolloutsPerChild 1 retires each child after its rollout and replaces it in the background', async () => {
     const q = new RawQueue(redis.url);
     const worker = await RolloutWorker.create({ ...q.workerOptions(), concurrency: 2, maxRolloutsPerChild: 1, logger: quiet });
