@@ -78,11 +78,6 @@ export class ServedAttempt extends EventEmitter {
     this.emit('error', error);
   }
 
-  /** True once 'exit' or 'error' was emitted. */
-  get done(): boolean {
-    return this.ended || this.exit !== undefined;
-  }
-
   private closeWhenDone(): void {
     if (this.ended || !this.exit || this.openStreams > 0) return;
     this.ended = true;

@@ -24,10 +24,10 @@ export type LauncherChoice = 'auto' | 'exec' | 'util-linux';
 export const LAUNCHER_CHOICES: readonly LauncherChoice[] = ['auto', 'exec', 'util-linux'];
 
 /** The built `rq-launch` when it is there and executable, else undefined (no C compiler at install). */
-export function builtNativeLauncher(file: string = NATIVE_LAUNCHER_PATH): string | undefined {
+export function builtNativeLauncher(): string | undefined {
   try {
-    accessSync(file, constants.X_OK);
-    return file;
+    accessSync(NATIVE_LAUNCHER_PATH, constants.X_OK);
+    return NATIVE_LAUNCHER_PATH;
   } catch {
     return undefined;
   }

@@ -185,9 +185,8 @@ export class Sandbox {
    * `setpriv` comes first: its PR_SET_PDEATHSIG survives the execs after it.
    */
   command(argv: readonly [string, ...string[]], env: Readonly<Record<string, string>> = {}): [string, ...string[]] {
-    const { containment, cgroup } = this;
+    const { containment, cgroup, dataBytes } = this;
     const procsFiles = cgroup?.procsFiles ?? [];
-    const { dataBytes } = this;
     if (containment.launcher) {
       const launch = [...(containment.pidNamespace ?? [containment.launcher]), '--parent', String(process.pid)];
       for (const file of procsFiles) launch.push('--cgroup', file);
@@ -296,10 +295,11 @@ export class Sandbox {
   }
 
   /**
-   * True at a namespace level once the launcher (`rq-launch` or `unshare`) has exited: its init has exited
-   * before it, and the kernel ends a namespace with its init only after every other process
-   * in it (nested namespaces included) has been reaped; only the init itself may still be
-   * dying of `--kill-child` when `unshare` was killed first. Every cgroup member is in the
+   * True at a namespace level once the launcher (`rq-launch`, its server's attempt init, or
+   * `unshare`) has exited: its init has exited before it, and the kernel ends a namespace with
+   * its init only after every other process in it (nested namespaces included) has been
+   * reaped; only the init itself may still be dying of its death signal when the launcher was
+   * killed first. Every cgroup member is in the
    * namespace (the init joins, the rest inherit), so no kill and no member walk is needed;
    * {@link destroy} proves the cgroup empty by removing it, and walks it only when that fails.
    */
