@@ -3,6 +3,7 @@ import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { CliError } from './errors.js';
 import { MSG } from './messages.js';
+import { dyingWithThisProcess } from './parent-death.js';
 import { binPath } from './paths.js';
 import { readStatus, type RolloutQueue } from './plane.js';
 
@@ -42,7 +43,7 @@ const alive = (child: ChildProcess): boolean => child.exitCode === null && child
  * Starts `count` real worker processes (`node bin/rollout-queue.js worker …`), each with
  * `REDIS_URL` and the prefix in its environment, logging to `<logDir>/<name>.log`. Each runs
  * in its own process group, so a terminal Ctrl-C reaches the demo only, which then stops them
- * while Redis is still up.
+ * while Redis is still up; each gets SIGTERM should the demo die first (see dyingWithThisProcess).
  */
 export function spawnDemoWorkers(options: DemoWorkerOptions): DemoWorkers {
   mkdirSync(options.logDir, { recursive: true });
@@ -53,7 +54,8 @@ export function spawnDemoWorkers(options: DemoWorkerOptions): DemoWorkers {
     try {
       const args = [binPath(), 'worker', '--queue', options.queue, '--concurrency', String(options.concurrency), '--name', name, '--shutdown-grace-ms', String(DEMO_SHUTDOWN_GRACE_MS)];
       const env = { ...process.env, REDIS_URL: options.redisUrl, ROLLOUT_QUEUE_PREFIX: options.prefix, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' };
-      const child = spawn(process.execPath, args, { env, stdio: ['ignore', fd, fd], detached: true });
+      const [program, ...argv] = dyingWithThisProcess([process.execPath, ...args]) as [string, ...string[]];
+      const child = spawn(program, argv, { env, stdio: ['ignore', fd, fd], detached: true });
       child.once('error', () => {});
       return child;
     } finally {

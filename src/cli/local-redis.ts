@@ -5,6 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { dyingWithThisProcess } from './parent-death.js';
 
 /** A private redis-server started by the CLI. */
 export interface LocalRedis {
@@ -56,7 +57,9 @@ export async function startLocalRedis(binary: string = findRedisServer() ?? 'red
     const port = await freeLoopbackPort();
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'];
     // Own process group: a terminal Ctrl-C reaches the CLI only, which stops things in order.
-    const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    // SIGTERM should the CLI die first: nothing else would ever stop this server.
+    const [program, ...argv] = dyingWithThisProcess([binary, ...args]) as [string, ...string[]];
+    const child = spawn(program, argv, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let output = '';
     const keep = (chunk: Buffer): void => void (output = (output + chunk.toString()).slice(-2000));
     child.stdout?.on('data', keep);

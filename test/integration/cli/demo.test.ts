@@ -2,8 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { hostProcesses, type HostProcess } from '../../helpers/host-processes.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
-import { killLeftovers, runCli, uniquePrefix } from './cli-process.js';
+import { killLeftovers, runCli, startCli, uniquePrefix, waitFor } from './cli-process.js';
 import { readResults, resultProblems } from './results-file.js';
 
 // The main job, as `npm run demo` runs it, against this test's Redis.
@@ -23,6 +24,11 @@ afterAll(async () => {
 afterEach(async () => {
   expect(await killLeftovers()).toEqual([]);
 });
+
+/** Live processes a demo started: its workers (their argv names its queue) and its private redis-server (its title names its port). */
+function demoProcesses(queue: string, port: string): HostProcess[] {
+  return hostProcesses().filter((p) => p.state !== 'Z' && (p.argv.includes(queue) || (p.argv.some((a) => a.includes('redis-server')) && p.argv.some((a) => a.endsWith(`:${port}`)))));
+}
 
 describe('rollout-queue demo', () => {
   it('runs 24 arithmetic tasks over two worker processes and leaves a correct results file', async () => {
@@ -64,5 +70,29 @@ describe('rollout-queue demo', () => {
     expect(outcome.stderr).toContain('apt-get install redis-server');
     expect(outcome.stderr).toContain('brew install redis');
     expect(outcome.stderr).toContain('docker compose up');
+  });
+
+  // Fresh-user report: a demo whose terminal closed (SIGHUP), whose output pipe closed
+  // (`demo 2>&1 | head -5`: EPIPE) or that was SIGKILLed left its two workers and its
+  // redis-server running for good. The first two are stop requests now (exit 130 after
+  // stopping everything); against SIGKILL each process it starts has a parent-death signal.
+  it.each(['SIGHUP', 'EPIPE', 'SIGKILL'] as const)('ended by %s, it leaves neither workers nor its private redis-server running', async (how) => {
+    // No REDIS_URL: the demo starts its own redis-server.
+    const cli = startCli(['demo', '--workers', '2'], { env: { ROLLOUT_QUEUE_PREFIX: uniquePrefix('demo') }, cwd });
+    await waitFor(() => /progress: \d+\/240/.test(cli.stderr()), 60_000, `the demo's first progress line; it printed: ${cli.stderr()}`);
+    const port = /redis: redis:\/\/127\.0\.0\.1:(\d+) \(private redis-server\)/.exec(cli.stderr())?.[1] as string;
+    const queue = /on queue "(demo-[^"]+)"/.exec(cli.stderr())?.[1] as string;
+    expect(port, cli.stderr()).toBeDefined();
+    expect(demoProcesses(queue, port)).toHaveLength(3);
+    if (how === 'EPIPE') {
+      cli.child.stdout?.destroy();
+      cli.child.stderr?.destroy();
+    } else {
+      cli.child.kill(how);
+    }
+    const outcome = await cli.done;
+    if (how === 'SIGKILL') expect(outcome.signal).toBe('SIGKILL');
+    else expect(outcome.code, outcome.stderr).toBe(130);
+    await waitFor(() => demoProcesses(queue, port).length === 0, 30_000, `the demo's workers and redis-server to exit: ${JSON.stringify(demoProcesses(queue, port))}`);
   });
 });

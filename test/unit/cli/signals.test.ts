@@ -39,3 +39,56 @@ describe('interruptSignal', () => {
     expect(stderr).toContain('forced note: rollout-queue resume r1');
   });
 });
+
+// Fresh-user report: `demo` hung up on (its terminal closed) or writing into a closed pipe
+// (`demo 2>&1 | head -5`) died on the spot and left its workers and redis-server running.
+// Both are stop requests now.
+const STOP_SCRIPT = `
+import { onStopSignals } from './src/cli/signals.ts';
+onStopSignals((reason) => process.stderr.write('stop ' + reason + '\\n'), (reason) => process.stderr.write('again ' + reason + '\\n'));
+process.stderr.write('ready\\n');
+if (process.argv.includes('--flood')) setInterval(() => process.stdout.write('x'.repeat(4096)), 5);
+setInterval(() => undefined, 1000);
+`;
+
+function startStopScript(options: { flood?: boolean } = {}) {
+  const node = [process.execPath, '--import', './test/helpers/ts-loader.mjs', '--input-type=module', '-e', STOP_SCRIPT, ...(options.flood ? ['--', '--flood'] : [])];
+  const [program, ...args] = node;
+  const child = spawn(program as string, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  const waiters: Array<() => void> = [];
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    for (const wake of waiters.splice(0)) wake();
+  });
+  const seen = async (text: string): Promise<void> => {
+    while (!stderr.includes(text)) await new Promise<void>((resolve) => waiters.push(resolve));
+  };
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  return { child, seen, stderr: () => stderr, exited };
+}
+
+describe('onStopSignals', () => {
+  it('takes SIGHUP as a stop request', async () => {
+    const script = startStopScript();
+    await script.seen('ready');
+    script.child.kill('SIGHUP');
+    await script.seen('stop SIGHUP');
+    script.child.kill('SIGKILL');
+    await script.exited;
+  });
+
+  it('takes a stdout whose reader went away (EPIPE) as one stop request, and keeps running', async () => {
+    const script = startStopScript({ flood: true });
+    await script.seen('ready');
+    script.child.stdout.destroy();
+    await script.seen('stop EPIPE');
+    // Writes go on failing after the first: none is a second request, none throws.
+    script.child.kill('SIGTERM');
+    await script.seen('again SIGTERM');
+    expect(script.stderr().match(/EPIPE/g)).toHaveLength(1);
+    expect(script.child.exitCode).toBeNull();
+    script.child.kill('SIGKILL');
+    await script.exited;
+  });
+});
