@@ -23,7 +23,7 @@ function realpath(file: string): string | undefined {
 }
 
 /** `text` as one shell word (single-quoted when it holds anything but safe characters). */
-function shellWord(text: string): string {
+export function shellWord(text: string): string {
   return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
 }
 

@@ -10,6 +10,7 @@ import { coordinatorLogger, openQueue, readStatus, serveCoordinatorMetrics, type
 import { watchNoWorker } from './no-worker-watch.js';
 import { createProgress } from './progress.js';
 import { ResultsFile } from './results-file.js';
+import { RunNotes } from './run-notes.js';
 import { formatSummary, type RunEnd } from './summary.js';
 
 /** Where a run's results come from: new drafts (also a restart of the same run id) or an attach. */
@@ -93,6 +94,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
   let outcome: CollectOutcome | undefined;
   let stopWatching = (): void => undefined;
   let endpoint: MetricsEndpoint | undefined;
+  const notes = new RunNotes(env, queue);
   try {
     if (options.metrics) {
       endpoint = await serveCoordinatorMetrics(q, runId, options.metrics);
@@ -114,10 +116,13 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     const results = source.kind === 'map'
       ? q.mapRollouts(source.drafts, { runId, specCount: source.drafts.length, ...(source.fingerprint !== undefined ? { sourceFingerprint: source.fingerprint } : {}) })
       : q.attach(runId, {});
+    // The run's results file, for every later hint that names resume (status, a refused coordinator).
+    const recording = notes.recordOut(runId, file.path);
     try {
       outcome = await collectResults(results, file, progress, options.interrupt);
     } finally {
       progress.stop();
+      await within(recording.finish(), WIND_DOWN_MS);
     }
     if (outcome.kind === 'writeFailed') {
       throw new CliError(MSG.resultsWriteFailed(file.path, outcome.error.code, runId, queue));
@@ -152,6 +157,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     return EXIT.failure;
   } finally {
     stopWatching();
+    notes.close();
     await endpoint?.close();
     file?.close();
     if (outcome?.kind === 'interrupted' || outcome?.kind === 'writeFailed') await within(q.close(), WIND_DOWN_MS);

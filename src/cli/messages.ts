@@ -1,5 +1,5 @@
 import { LEASE_LOST_WAIT_MS } from '../producer/index.js';
-import { cliCommand } from './cli-command.js';
+import { cliCommand, shellWord } from './cli-command.js';
 
 /**
  * Every user-facing text of the `rollout-queue` command in one place (the habit of
@@ -284,8 +284,10 @@ export const MSG = {
     `  ${labels || '(no labels)'}${leaseClass === 'evaluation' ? ' [evaluation]' : ''}  waiting=${waiting} active=${active} workers=${workers < 0 ? '?' : workers}` +
     (workers === 0 && waiting > 0 ? `  NO WORKER can take these leases: start \`${cliCommand()} worker --placement KEY=VALUE …\` with these labels (they end NoWorker at timeouts.scheduleToStartMs)` : ''),
   statusRun: (runId: string, status: string, created: string | null) => `Run ${runId}: ${status}${created ? ` (created ${created})` : ''}`,
-  statusUndelivered: (runId: string, queue: string) =>
-    `  no coordinator is delivering it (its run command was stopped): workers finish its rollouts and the Results wait in Redis; collect them with\n    ${cliCommand()} resume ${runId}${queueFlag(queue)} --out results-${runId}.jsonl`,
+  /** `out`: the results file the run's coordinator recorded; undefined when none was (a run of the library, an older CLI). */
+  statusUndelivered: (runId: string, queue: string, out: string | undefined) =>
+    `  no coordinator is delivering it (its run command was stopped): workers finish its rollouts and the Results wait in Redis; collect them with\n    ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${out === undefined ? 'FILE' : shellWord(out)}` +
+    (out === undefined ? `\n  where FILE is the results file its run command wrote (--out; results-${runId}.jsonl in its directory without one), so its Results stay in one file` : ''),
   statusStopReason: (reason: string) => `  stop reason     ${reason}`,
   statusRetention: (endedAt: string, expiresAt: string) => `  delivered       ${endedAt}; expires from Redis at ${expiresAt} (purge removes it now)`,
   runIdHoldsOtherTasks: (runId: string, queue: string, status: string, had: number, now: number) =>

@@ -103,6 +103,8 @@ export interface StatusView {
   readonly cost?: CostSummary;
   /** With a run id: a coordinator holds the run's lease now (see `QueueStatus.delivering`). */
   readonly delivering?: boolean;
+  /** With a run id: the absolute results file its last CLI coordinator recorded (`RunNotes.out`), when one did. */
+  readonly resultsFile?: string;
 }
 
 /** CLIENT LIST fields worth showing per worker connection: address, age and idle seconds. */

@@ -32,6 +32,7 @@ export function statusJson(view: StatusView, place: StatusPlace): Record<string,
     runs: place.runs,
     run: view.run ?? null,
     ...(view.delivering !== undefined ? { delivering: view.delivering } : {}),
+    ...(view.resultsFile !== undefined ? { resultsFile: view.resultsFile } : {}),
   };
 }
 
@@ -63,7 +64,7 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
     return lines.join('\n');
   }
   lines.push(MSG.statusRun(run.runId, run.status, run.createdAt));
-  if (run.status === 'running' && view.delivering === false) lines.push(MSG.statusUndelivered(run.runId, place.queue));
+  if (run.status === 'running' && view.delivering === false) lines.push(MSG.statusUndelivered(run.runId, place.queue, view.resultsFile));
   if (run.stopReason) lines.push(MSG.statusStopReason(run.stopReason));
   if (run.endedAt && run.retainMs !== null) lines.push(MSG.statusRetention(run.endedAt, new Date(Date.parse(run.endedAt) + run.retainMs).toISOString()));
   lines.push(row('specs', text(run.specCount)), row('enqueued', run.enqueued), row('delivered', run.delivered));

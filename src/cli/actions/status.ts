@@ -5,6 +5,7 @@ import { CliError, EXIT, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
 import { coordinatorLogger, openQueue, readStatus } from '../plane.js';
 import { requireRedis } from '../redis-preflight.js';
+import { RunNotes } from '../run-notes.js';
 import { formatStatus, statusJson } from '../status-format.js';
 import type { StatusCommandOptions } from '../commands/status.js';
 
@@ -20,12 +21,27 @@ export async function statusAction(runId: string | undefined, options: StatusCom
     const read = await readStatus(queue, runId);
     if (runId && !read.run) throw new CliError(MSG.runNotFound(runId, options.queue, env.prefix));
     const { runs, containment } = await queueExtras(env, options.queue, read.workers.map((w) => w.name));
-    const view = { ...read, workers: read.workers.map((w) => ({ ...w, details: { ...w.details, containment: containment.get(w.name) ?? 'unknown' } })) };
+    const resultsFile = read.run ? await resultsFileOf(env, options.queue, read.run.runId) : undefined;
+    const view = {
+      ...read,
+      workers: read.workers.map((w) => ({ ...w, details: { ...w.details, containment: containment.get(w.name) ?? 'unknown' } })),
+      ...(resultsFile !== undefined ? { resultsFile } : {}),
+    };
     const place = { queue: options.queue, prefix: env.prefix, address: env.address, runs };
     process.stdout.write(`${options.json ? JSON.stringify(statusJson(view, place), null, 2) : formatStatus(view, place)}\n`);
     return EXIT.ok;
   } finally {
     await queue.close();
+  }
+}
+
+/** The results file the run's CLI coordinator recorded (see RunNotes), or undefined. */
+async function resultsFileOf(env: CliEnvironment, queue: string, runId: string): Promise<string | undefined> {
+  const notes = new RunNotes(env, queue);
+  try {
+    return await notes.out(runId);
+  } finally {
+    notes.close();
   }
 }
 

@@ -47,7 +47,12 @@ describe('status output', () => {
     const text = formatStatus({ ...view, delivering: false }, { ...place, queue: 'kq' });
     expect(text).toContain('Run r1: running');
     expect(text).toContain('no coordinator is delivering it');
-    expect(text).toContain('rollout-queue resume r1 --queue kq --out results-r1.jsonl');
+    // Fresh-user report: it named results-r1.jsonl whatever --out the run wrote, splitting its Results across two files.
+    expect(text).toContain('rollout-queue resume r1 --queue kq --out FILE');
+    expect(text).toContain('where FILE is the results file its run command wrote');
+    const recorded = formatStatus({ ...view, delivering: false, resultsFile: '/data/my results.jsonl' }, { ...place, queue: 'kq' });
+    expect(recorded).toContain("rollout-queue resume r1 --queue kq --out '/data/my results.jsonl'");
+    expect(recorded).not.toContain('FILE');
     expect(formatStatus({ ...view, delivering: true }, place)).not.toContain('no coordinator');
     expect(formatStatus({ ...view, run: { ...run, status: 'completed' }, delivering: false }, place)).not.toContain('no coordinator');
     expect(statusJson({ ...view, delivering: false }, place)).toMatchObject({ delivering: false });

@@ -1,0 +1,94 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { cliHint, killLeftovers, runCli, startCli, uniquePrefix, waitFor, type CliProcess } from './cli-process.js';
+
+// Fresh-user report: the hints that name `resume` (status, a refused coordinator, a cancelled
+// run) must name the run's own results file, and a coordinator refused as busy must say so and
+// leave nothing behind. Rollouts of a task with a "gate" wait until that file exists, so a test
+// decides when they finish (no sleeps).
+let redis: TestRedis;
+let dir: string;
+let artifact: string;
+let env: Record<string, string>;
+let worker: CliProcess;
+const queue = 'hints';
+
+const lineCount = (file: string): number => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).length : 0);
+const leasesIn = (file: string): string[] =>
+  readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => (JSON.parse(l) as { leaseId: string }).leaseId).sort();
+
+/** A tasks file: task `a` finishes at once, the others once `gate` exists. */
+async function gatedTasks(name: string, gate: string, gated = 2): Promise<string> {
+  const file = path.join(dir, `${name}.tasks.jsonl`);
+  const lines = [{ id: 'a', answer: 1 }, ...Array.from({ length: gated }, (_, i) => ({ id: `g${i + 1}`, answer: i + 2, gate }))];
+  await writeFile(file, `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`);
+  return file;
+}
+
+const runArgs = (tasks: string, extra: string[]): string[] => [
+  'run', '--tasks', tasks, '--artifact', artifact,
+  '--run', 'rollout-queue/runners:codeRunner', '--reward', 'rollout-queue/rewards:lastNumber', '--reward-config', '{"goldKey":"answer"}',
+  '--queue', queue, ...extra,
+];
+
+/** The arguments of the `resume` command line a hint prints (after the CLI's own name). */
+function hintedResume(text: string): string[] {
+  const line = text.split('\n').find((l) => l.includes(`${cliHint(dir)} resume `));
+  if (!line) throw new Error(`no resume command in:\n${text}`);
+  return line.trim().slice(cliHint(dir).length + 1).split(' ');
+}
+
+beforeAll(async () => {
+  redis = await startRedis();
+  dir = await mkdtemp(path.join(os.tmpdir(), 'rq-cli-hints-'));
+  artifact = path.join(dir, 'gated.js');
+  await writeFile(
+    artifact,
+    "const fs = require('node:fs');\nlet input = '';\nprocess.stdin.on('data', (c) => (input += c));\n" +
+      "process.stdin.on('end', () => {\n  const task = JSON.parse(input);\n" +
+      '  const go = () => (!task.gate || fs.existsSync(task.gate) ? console.log(`Answer: ${task.answer}`) : setTimeout(go, 50));\n  go();\n});\n',
+  );
+  env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('hint') };
+  worker = startCli(['worker', '--queue', queue, '--concurrency', '4', '--name', 'hint-w'], { env });
+});
+
+afterAll(async () => {
+  worker.child.kill('SIGTERM');
+  const end = await worker.done;
+  const leaked = await killLeftovers();
+  await rm(dir, { recursive: true, force: true });
+  await redis?.stop();
+  expect(end.code, end.stderr).toBe(0);
+  expect(leaked).toEqual([]);
+});
+
+afterEach(async () => {
+  expect(worker.child.exitCode, worker.stderr()).toBeNull();
+});
+
+describe('status of an interrupted run', () => {
+  it("names resume with the run's own --out (was results-<runId>.jsonl); following it keeps every Result in that one file", async () => {
+    const gate = path.join(dir, 'gate-hint1');
+    const out = path.join(dir, 'kept', 'hint1-results.jsonl');
+    const coordinator = startCli(runArgs(await gatedTasks('hint1', gate), ['--run-id', 'hint1', '--out', out]), { env, cwd: dir });
+    await waitFor(() => lineCount(out) >= 1, 60_000, 'the first result');
+    coordinator.child.kill('SIGINT');
+    const end = await coordinator.done;
+    expect(end.code, end.stderr).toBe(130);
+
+    const status = await runCli(['status', 'hint1', '--queue', queue], { env, cwd: dir });
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain(`${cliHint(dir)} resume hint1 --queue ${queue} --out ${out}`);
+    expect(status.stdout).not.toContain('results-hint1.jsonl');
+
+    await writeFile(gate, '');
+    const resumed = await runCli(hintedResume(status.stdout), { env, cwd: dir });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(leasesIn(out)).toEqual(['hint1.a', 'hint1.g1', 'hint1.g2']);
+    expect(readdirSync(dir).filter((name) => name.startsWith('results-'))).toEqual([]);
+  });
+});
