@@ -343,6 +343,18 @@ static void start_attempt(struct command *command, int lifeline) {
       send_error(command->id, "cannot make the attempt's stdio", error);
       return;
     }
+    /* Ours non-blocking, as libuv needs a stream it did not open itself (uv_accept of a received
+     * handle does not set it): on a blocking end, a read that filled libuv's 64 KiB buffer is
+     * followed by one more, which blocked the rollout child's event loop while the program,
+     * blocked writing its other stream, waited for it. The program's end stays blocking, as
+     * stdio is. */
+    int flags = fcntl(pairs[i][0], F_GETFL);
+    if (flags < 0 || fcntl(pairs[i][0], F_SETFL, flags | O_NONBLOCK) < 0) {
+      int error = errno;
+      for (int j = 0; j <= i; j++) close(pairs[j][0]), close(pairs[j][1]);
+      send_error(command->id, "cannot make the attempt's stdio non-blocking", error);
+      return;
+    }
   }
   struct init_start start = {command, {pairs[0][1], pairs[1][1], pairs[2][1]}, lifeline};
   /* Not CLONE_VM: the init gets its own copy of this small process (and of the stack above). */

@@ -397,3 +397,24 @@ describe.skipIf(!strongest || !native.serve)('rq-launch --serve (one launch serv
     expect(alone.stderr).toContain('--serve needs a Node IPC channel (NODE_CHANNEL_FD)');
   });
 });
+
+// Found while sizing codeRunner's output against sandbox.memoryMb: an artifact writing 1 MiB
+// to stderr, then 1 MiB to stdout, in turn, hung its rollout under the launch server. The
+// stdio ends rq-launch --serve handed over were blocking; libuv reads again after a read that
+// filled its 64 KiB buffer, and that read blocked the rollout child's event loop (its timers
+// too) while the artifact waited, blocked, for the other stream to be read.
+describe.skipIf(!strongest)('every launcher reads an artifact that floods stdout and stderr in turn to its end', () => {
+  const FLOOD = "const fs = require('fs'); const a = Buffer.alloc(1 << 20, 97), b = Buffer.alloc(1 << 20, 98); for (let i = 0; i < 8; i++) { fs.writeSync(2, b); fs.writeSync(1, a); } fs.writeSync(1, 'done\\n');";
+  const launchers = [['rq-launch --serve', native], ['rq-launch', exec], ['util-linux', chain]] as const;
+  it.each(launchers.filter(([, containment]) => containment.launcher !== null || containment === chain))('%s', async (_name, containment) => {
+    useContainment(containment);
+    try {
+      const out = await codeRunner({ entrypoint: 'main.js', timeoutMs: 30_000 })(FLOOD, { id: 't' }, fakeContext({ memoryMb: 256 }));
+      expect(out.stdout.endsWith('done\n')).toBe(true);
+      expect(out.stdoutDroppedBytes + out.stdout.length).toBeGreaterThan(8 << 20);
+      expect(out.stderrDroppedBytes).toBeGreaterThan(0);
+    } finally {
+      useContainment(native);
+    }
+  });
+});
