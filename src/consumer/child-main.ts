@@ -8,6 +8,7 @@ import { Allowlist, resolveRefJson } from '../ref/index.js';
 import { destroyLiveSandboxes, destroyLiveSandboxesSync, killSubtree, liveSandboxCount, useContainment } from '../sandbox/index.js';
 import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
 import { checkCostReceipt } from '../spec/cost-receipt-check.js';
+import { findJsonDataIssue } from '../spec/json-data.js';
 import { redactSecrets, redactSecretsDeep, type SecretValues } from '../spec/redact-secrets.js';
 import { residentBytes } from './child-rss.js';
 import { classifyError } from './classify.js';
@@ -165,9 +166,15 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
   }
 }
 
-/** Output must survive JSON (it is stored in Redis); anything else becomes its JSON form. */
+/**
+ * Output must survive JSON (it is stored in Redis). Plain JSON data goes as it is: the IPC
+ * channel serializes it once anyway, and a copy made here (a JSON text, then its parse) held
+ * a codeRunner's kept stdout and stderr twice more on the child's heap, which `sandbox.memoryMb`
+ * bounds. Anything else (a Date, a class instance, a cycle) becomes its JSON form, or its string.
+ */
 function toJsonData(output: unknown): unknown {
   if (output === undefined) return null;
+  if (findJsonDataIssue(output, 'output', { scalarArraysOnly: false }) === undefined) return output;
   try {
     return JSON.parse(JSON.stringify(output)) as unknown;
   } catch {

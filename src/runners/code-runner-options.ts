@@ -11,6 +11,41 @@ export const DEFAULT_MAX_OUTPUT_BYTES = 1_048_576;
 /** Upper bound of {@link CodeRunnerOptions.maxOutputBytes}: 256 MiB per stream (the output is held in memory and sent as JSON). */
 export const MAX_MAX_OUTPUT_BYTES = 268_435_456;
 
+const MIB = 1024 * 1024;
+/** Heap a rollout child needs besides the output it reports, MiB (measured ~12 MiB on Node 20, with margin). */
+const CHILD_BASE_HEAP_MB = 16;
+/** Heap budgeted per byte of `maxOutputBytes` (two streams, each as text and in the report's JSON, with growth room). */
+const OUTPUT_COPIES = 6;
+
+/**
+ * The smallest `sandbox.memoryMb` (MiB) under which a rollout child can report what
+ * `maxOutputBytes` lets codeRunner keep: the child's heap is `sandbox.memoryMb`
+ * (`--max-old-space-size`), and it holds stdout and stderr each up to `maxOutputBytes` as text
+ * and again, growing, as the JSON of its report to the worker: 6 × `maxOutputBytes` is budgeted,
+ * on top of {@link CHILD_BASE_HEAP_MB}. Measured on Node 20 with both streams full under 64
+ * MiB: 10 MiB kept fitted in 4 runs of 4, 12 MiB crashed the child in 1 of 4 (a heap out of
+ * memory of the child is a plane crash, `infrastructure` after re-dispatches, not the artifact's fault).
+ */
+export function memoryMbForOutput(maxOutputBytes: number): number {
+  return CHILD_BASE_HEAP_MB + Math.ceil((OUTPUT_COPIES * maxOutputBytes) / MIB);
+}
+
+/**
+ * Refuses a `maxOutputBytes` the rollout child cannot report within `memoryMb` (see
+ * {@link memoryMbForOutput}), before the artifact runs.
+ * @throws CallerError naming both settings and the value each would need.
+ */
+export function checkOutputFits(maxOutputBytes: number, memoryMb: number): void {
+  const needMb = memoryMbForOutput(maxOutputBytes);
+  if (memoryMb >= needMb) return;
+  const fitsBytes = Math.max(0, Math.floor(((memoryMb - CHILD_BASE_HEAP_MB) * MIB) / OUTPUT_COPIES));
+  throw new CallerError(
+    `${FACTORY}: config.maxOutputBytes = ${maxOutputBytes} (per stream) does not fit in sandbox.memoryMb = ${memoryMb} MiB: the rollout child holds ` +
+      `stdout and stderr, each up to maxOutputBytes, as text and again while reporting them (${OUTPUT_COPIES} × maxOutputBytes is budgeted), besides ~${CHILD_BASE_HEAP_MB} MiB of its own; ` +
+      `raise sandbox.memoryMb to at least ${needMb} or lower maxOutputBytes to at most ${fitsBytes}`,
+  );
+}
+
 /** Entrypoint extensions run with this worker's own node (`process.execPath`) by default. */
 export const NODE_EXTENSIONS: readonly string[] = ['.js', '.mjs', '.cjs'];
 
@@ -43,6 +78,8 @@ export interface CodeRunnerOptions {
    * last half of this budget (the answer is usually at the end); the middle is read and
    * dropped, a marker line says how many bytes, and `stdoutTruncated`/`stdoutDroppedBytes`
    * (`stderr…` likewise) say so. Default 1 048 576 (1 MiB), bounds 1–268 435 456 (256 MiB).
+   * The rollout child holds the kept output on its heap: `sandbox.memoryMb` must be at least
+   * 16 + 6 × maxOutputBytes in MiB (`memoryMbForOutput`), else the rollout is refused (`caller`).
    */
   readonly maxOutputBytes?: number;
   /**

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { InfrastructureError, ModelError } from '../spec/errors.js';
 import type { Rendered, RolloutContext, Task } from '../spec/index.js';
 import { childEnv, redactSecrets } from './child-env.js';
-import { commandFor, compileCodeRunnerOptions, type CodeRunnerOptions, type CompiledCodeRunnerOptions } from './code-runner-options.js';
+import { checkOutputFits, commandFor, compileCodeRunnerOptions, type CodeRunnerOptions, type CompiledCodeRunnerOptions } from './code-runner-options.js';
 import { Sandbox, type SandboxUsage } from '../sandbox/index.js';
 import { runProcessGroup, TAIL_BYTES, type GroupRunOutcome } from './process-group.js';
 import { artifactFiles, attemptName, writeArtifact } from './work-dir.js';
@@ -68,7 +68,8 @@ const RESOURCE_ERRORS: ReadonlySet<string> = new Set(['EAGAIN', 'ENOMEM', 'EMFIL
  * artifact's files, interpreter missing on this worker, the machine out of processes,
  * memory or file descriptors, or the attempt's launch server lost mid-run (`ELAUNCHER`) →
  * `InfrastructureError`. A bad `rendered` (not a string or
- * `{ files }`, a path that is absolute or escapes with `..`) → `CallerError`. Secret values
+ * `{ files }`, a path that is absolute or escapes with `..`), or a `maxOutputBytes` the rollout
+ * child cannot report within `sandbox.memoryMb` (see `memoryMbForOutput`) → `CallerError`. Secret values
  * are replaced by `[secret NAME]` in every message and in the returned stdout/stderr (a value
  * split across two writes included).
  *
@@ -87,6 +88,7 @@ async function runCode(
   ctx: RolloutContext,
 ): Promise<CodeRunOutput> {
   throwIfAborted(ctx, options);
+  checkOutputFits(options.maxOutputBytes, ctx.memoryMb);
   for (const [name, value] of Object.entries(ctx.secrets)) {
     // spawn would refuse it with a message that quotes the value (escaped, so redaction would miss it).
     if (value.includes('\0')) throw new InfrastructureError(`codeRunner: secret ${name} holds a NUL byte on this worker and cannot be passed in an environment; fix its value`);

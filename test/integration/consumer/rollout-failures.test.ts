@@ -70,6 +70,26 @@ describe('failures of the rollout itself', () => {
     });
   });
 
+  // Fresh-user report: codeRunner maxOutputBytes 32 MiB under sandbox.memoryMb 64 crashed the
+  // rollout child (heap out of memory holding the kept output) on every attempt, so the lease
+  // ended infrastructure after two re-dispatches. Refused as caller before the artifact runs;
+  // the largest that fits runs with both streams full in a real 64 MiB child.
+  it('a codeRunner maxOutputBytes its child cannot report under memoryMb is a caller Result at once; the largest that fits runs', async () => {
+    const q = new RawQueue(redis.url);
+    await withWorker(q, { concurrency: 2 }, async () => {
+      const flood = "const fs = require('fs'); const a = Buffer.alloc(1 << 20, 97); for (let i = 0; i < 40; i++) { fs.writeSync(2, a); fs.writeSync(1, a); }";
+      const runner = (maxOutputBytes: number) => ({ $ref: 'rollout-queue/runners:codeRunner', config: { entrypoint: 'main.js', maxOutputBytes, timeoutMs: 60_000 } });
+      const sandbox = { env: [], memoryMb: 64 };
+      const tooBig = makeSpec('outfit', 'too-big', { rendered: { files: { 'main.js': flood } }, run: runner(33_554_432), sandbox });
+      const fits = makeSpec('outfit', 'fits', { rendered: { files: { 'main.js': flood } }, run: runner(8_388_608), sandbox });
+      await q.add([tooBig, fits]);
+      const { results } = await q.waitForAll([tooBig.leaseId, fits.leaseId], 120_000);
+      expect(results.get(tooBig.leaseId)).toMatchObject({ kind: 'caller', attempts: 1, redispatched: 0, error: { type: 'CallerError' } });
+      expect(results.get(tooBig.leaseId)?.error?.message).toContain('raise sandbox.memoryMb to at least 208 or lower maxOutputBytes to at most 8388608');
+      expect(results.get(fits.leaseId)).toMatchObject({ kind: 'ok', attempts: 1, redispatched: 0 });
+    });
+  });
+
   it('a crash on the first attempt is re-dispatched and the second attempt succeeds', async () => {
     const q = new RawQueue(redis.url);
     await withWorker(q, {}, async () => {

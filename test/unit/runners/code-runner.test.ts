@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { brandedKind, InfrastructureError, ModelError, truncationMarker } from '../../../src/spec/index.js';
+import { brandedKind, CallerError, InfrastructureError, ModelError, truncationMarker } from '../../../src/spec/index.js';
 import { codeRunner } from '../../../src/runners/index.js';
 import { fakeContext } from './fake-context.js';
 import { BEACON_CLIENT_CJS, openBeacon, processState, stateAfterDeath } from './process-probe.js';
@@ -313,5 +313,35 @@ describe('codeRunner outcomes', () => {
     } finally {
       rmSync(outside, { recursive: true, force: true });
     }
+  });
+});
+
+// Fresh-user report: maxOutputBytes 32 MiB under `run --memory-mb 64`. The rollout child, whose
+// heap is sandbox.memoryMb, crashed holding the kept output (heap out of memory: a plane crash),
+// and after two re-dispatches the lease ended `infrastructure`, though the artifact's own peak
+// was 10 MB. A maxOutputBytes the child cannot report is refused before anything runs.
+describe('codeRunner output against sandbox.memoryMb', () => {
+  it('refuses maxOutputBytes 32 MiB under memoryMb 64 as a caller error naming both and what each would need, running nothing', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'rq-output-fit-'));
+    try {
+      const marker = path.join(dir, 'ran');
+      const run = codeRunner({ entrypoint: 'main.js', maxOutputBytes: 33_554_432 });
+      const err = await rejection(run(`require('fs').writeFileSync(${JSON.stringify(marker)}, 'x');`, task, fakeContext({ memoryMb: 64 })));
+      expect(err).toBeInstanceOf(CallerError);
+      expect(err.message).toBe(
+        'codeRunner: config.maxOutputBytes = 33554432 (per stream) does not fit in sandbox.memoryMb = 64 MiB: the rollout child holds stdout and stderr, ' +
+          'each up to maxOutputBytes, as text and again while reporting them (6 × maxOutputBytes is budgeted), besides ~16 MiB of its own; raise sandbox.memoryMb to at least 208 or lower maxOutputBytes to at most 8388608',
+      );
+      expect(existsSync(marker)).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('runs at the largest maxOutputBytes that fits, with stdout and stderr both full', async () => {
+    const run = codeRunner({ entrypoint: 'main.js', maxOutputBytes: 8_388_608, timeoutMs: 30_000 });
+    const flood = "const fs = require('fs'); const a = Buffer.alloc(1 << 20, 97); for (let i = 0; i < 14; i++) { fs.writeSync(2, a); fs.writeSync(1, a); }";
+    const output = await run(flood, task, fakeContext({ memoryMb: 64 }));
+    expect(output.stdoutTruncated && output.stderrTruncated).toBe(true);
   });
 });
