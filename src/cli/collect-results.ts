@@ -1,5 +1,5 @@
 import type { Result } from '../spec/index.js';
-import { isAbort, runStoppedBy, type RunStop } from './plane.js';
+import { isAbort, runBusyBy, runStoppedBy, type RunStop } from './plane.js';
 import type { Progress } from './progress.js';
 import { ResultsWriteError, type ResultsFile } from './results-file.js';
 
@@ -9,6 +9,8 @@ export type CollectOutcome =
   | ({ readonly kind: 'stopped' } & RunStop)
   | { readonly kind: 'interrupted' }
   | { readonly kind: 'cancelled'; readonly reason: string }
+  /** Another live coordinator delivers the run (RunBusyError): this one delivered nothing. */
+  | { readonly kind: 'refused'; readonly holder: string }
   | { readonly kind: 'failed'; readonly error: Error }
   | { readonly kind: 'writeFailed'; readonly error: ResultsWriteError };
 
@@ -60,6 +62,8 @@ async function collect(
         progress.update(file.count);
         return { kind: 'stopped', ...stop };
       }
+      const busy = runBusyBy(err);
+      if (busy) return { kind: 'refused', holder: busy.holder };
       // No signal is passed to the producer, so an AbortError means `cancel` from elsewhere.
       if (isAbort(err)) return { kind: 'cancelled', reason: (err as Error).message };
       return { kind: 'failed', error: err instanceof Error ? err : new Error(String(err)) };

@@ -127,6 +127,10 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     if (outcome.kind === 'writeFailed') {
       throw new CliError(MSG.resultsWriteFailed(file.path, outcome.error.code, runId, queue));
     }
+    if (outcome.kind === 'refused') {
+      // It delivered nothing: a summary would show the other coordinator's Results as this one's.
+      throw new CliError(MSG.coordinatorRefused(runId, queue, source.kind === 'map' ? 'run' : 'resume', outcome.holder, await notes.out(runId)));
+    }
     file.refresh();
     const status = await within(readStatus(q, runId), WIND_DOWN_MS);
     const run = status?.run;
@@ -183,6 +187,6 @@ function runEnd(outcome: CollectOutcome, count: number, total: number | null): R
   if (outcome.kind === 'stopped') return 'stopped on a caller result';
   if (outcome.kind === 'interrupted') return 'interrupted';
   if (outcome.kind === 'cancelled') return 'cancelled';
-  if (outcome.kind === 'failed' || outcome.kind === 'writeFailed') return 'failed';
+  if (outcome.kind === 'failed' || outcome.kind === 'writeFailed' || outcome.kind === 'refused') return 'failed';
   return total === null || count >= total ? 'completed' : 'incomplete';
 }

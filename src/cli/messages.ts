@@ -228,6 +228,12 @@ export const MSG = {
     `so resume collected only what was enqueued.\nTo finish run ${runId}, run the same \`${cliCommand()} run\` command again with --run-id ${runId}: it enqueues only what is missing.`,
   runFailed: (runId: string, why: string) =>
     `run ${runId} could not be followed to its end: ${why}\nNothing delivered is lost: ${cliCommand()} resume ${runId} (or the same run command with --run-id ${runId}) picks it up again.`,
+  /** A second coordinator of a live run (RunBusyError); `out`: the results file the holder recorded, when it did. */
+  coordinatorRefused: (runId: string, queue: string, command: 'run' | 'resume', holder: string, out: string | undefined) =>
+    `run ${runId} is being delivered by another coordinator (${holder}), so this ${command} was refused and delivered no Result (one coordinator per run: no Result reaches two results files).\n` +
+    `That coordinator writes the run's Results to ${out === undefined ? 'its own results file' : out}: let it finish (${cliCommand()} status ${runId}${queueFlag(queue)} shows the run), ` +
+    `or stop it (Ctrl-C where it runs) and collect the rest with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${out === undefined ? 'FILE' : shellWord(out)}` +
+    (out === undefined ? `\nwhere FILE is the results file of that coordinator (its --out), so the run's Results stay in one file` : ''),
   runWasCancelled: (runId: string, why: string) => (why.includes(runId) ? why : `run ${runId} was cancelled: ${why}`),
   cancelReason: 'cancelled with `rollout-queue cancel`',
   runAlreadyEnded: (runId: string, status: string) =>

@@ -80,6 +80,13 @@ export function runStoppedBy(err: unknown): RunStop | undefined {
   };
 }
 
+/** Who delivers the run, when `err` is the producer's RunBusyError (another live coordinator holds the run), else undefined. */
+export function runBusyBy(err: unknown): { readonly holder: string } | undefined {
+  if (!(err instanceof Error) || err.name !== 'RunBusyError') return undefined;
+  const { holder } = err as Error & { holder?: unknown };
+  return { holder: typeof holder === 'string' ? holder : 'unknown' };
+}
+
 /** Whether `err` is an abort (the producer throws an error named `AbortError`). */
 export function isAbort(err: unknown): boolean {
   return err instanceof Error && err.name === 'AbortError';

@@ -92,3 +92,31 @@ describe('status of an interrupted run', () => {
     expect(readdirSync(dir).filter((name) => name.startsWith('results-'))).toEqual([]);
   });
 });
+
+describe('a second coordinator of a run whose coordinator is alive', () => {
+  it('is refused: says who holds the run and how to go on, prints no summary of Results it never delivered (run and resume alike)', async () => {
+    const gate = path.join(dir, 'gate-hint2');
+    const out = path.join(dir, 'hint2.jsonl');
+    const tasks = await gatedTasks('hint2', gate);
+    const first = startCli(runArgs(tasks, ['--run-id', 'hint2', '--out', out]), { env, cwd: dir });
+    await waitFor(() => lineCount(out) >= 1, 60_000, 'the first result');
+    // Both wait for the first coordinator's lease (it keeps renewing it), then give up.
+    const [again, resumed] = await Promise.all([
+      runCli(runArgs(tasks, ['--run-id', 'hint2', '--out', out]), { env, cwd: dir }),
+      runCli(['resume', 'hint2', '--queue', queue, '--out', path.join(dir, 'hint2-other.jsonl')], { env, cwd: dir }),
+    ]);
+    for (const [command, end] of [['run', again], ['resume', resumed]] as const) {
+      expect(end.code, end.stderr).toBe(1);
+      // Was: "Run hint2: 1 of 3 result(s), failed" and the first coordinator's Results as its own.
+      expect(end.stdout).toBe('');
+      expect(end.stderr).not.toMatch(/result\(s\), failed|could not be followed/);
+      expect(end.stderr).toContain(`run hint2 is being delivered by another coordinator (pid ${first.child.pid} on ${os.hostname()}), so this ${command} was refused and delivered no Result`);
+      expect(end.stderr).toContain(`writes the run's Results to ${out}`);
+      expect(end.stderr).toContain(`${cliHint(dir)} resume hint2 --queue ${queue} --out ${out}`);
+    }
+    await writeFile(gate, '');
+    const done = await first.done;
+    expect(done.code, done.stderr).toBe(0);
+    expect(leasesIn(out)).toEqual(['hint2.a', 'hint2.g1', 'hint2.g2']);
+  });
+});
