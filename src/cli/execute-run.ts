@@ -128,7 +128,9 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       throw new CliError(MSG.resultsWriteFailed(file.path, outcome.error.code, runId, queue));
     }
     if (outcome.kind === 'refused') {
-      // It delivered nothing: a summary would show the other coordinator's Results as this one's.
+      // It delivered nothing: a summary would show the other coordinator's Results as this one's,
+      // and a results file it created for them stays empty: nothing is left behind.
+      file.discardIfUnused();
       throw new CliError(MSG.coordinatorRefused(runId, queue, source.kind === 'map' ? 'run' : 'resume', outcome.holder, await notes.out(runId)));
     }
     file.refresh();

@@ -26,6 +26,8 @@ export class ResultsFile {
   private fd: number | undefined;
   /** Bytes of the file read into {@link leases} so far (complete lines only). */
   private scanned: number;
+  /** Set when {@link open} created the file: the directories it created for it, outermost first. */
+  private created: readonly string[] | undefined;
 
   private constructor(file: string, existing: readonly ResultLine[], droppedPartial: boolean, scanned: number) {
     this.path = file;
@@ -42,8 +44,10 @@ export class ResultsFile {
   static open(file: string, runId: string): ResultsFile {
     const absolute = path.resolve(file);
     if (!outFileStats(file, absolute)) {
-      makeDirs(file, path.dirname(absolute));
-      return ResultsFile.create(file, absolute, [], false, 0);
+      const dirs = makeDirs(file, path.dirname(absolute));
+      const opened = ResultsFile.create(file, absolute, [], false, 0);
+      opened.created = dirs;
+      return opened;
     }
     let text: string;
     try {
@@ -112,6 +116,30 @@ export class ResultsFile {
    */
   refresh(): void {
     if (this.fd !== undefined) this.catchUp(this.fd);
+  }
+
+  /**
+   * Closes the file and, when {@link open} created it and it is still empty (this coordinator was
+   * refused before it delivered anything), removes it and the directories created for it, so a
+   * refused command leaves nothing behind. A file someone wrote to meanwhile is kept.
+   */
+  discardIfUnused(): void {
+    const dirs = this.created;
+    this.close();
+    if (!dirs || this.leases.size > 0) return;
+    try {
+      if (statSync(this.path).size !== 0) return;
+      unlinkSync(this.path);
+    } catch {
+      return;
+    }
+    for (const dir of [...dirs].reverse()) {
+      try {
+        rmdirSync(dir);
+      } catch {
+        // Someone else put something there meanwhile: leave it.
+      }
+    }
   }
 
   /** Closes the file (idempotent). */

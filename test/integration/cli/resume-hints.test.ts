@@ -119,4 +119,21 @@ describe('a second coordinator of a run whose coordinator is alive', () => {
     expect(done.code, done.stderr).toBe(0);
     expect(leasesIn(out)).toEqual(['hint2.a', 'hint2.g1', 'hint2.g2']);
   });
+
+  it('a refused resume creates nothing: no results file, no directory for it (was an empty file left behind)', async () => {
+    const gate = path.join(dir, 'gate-hint3');
+    const out = path.join(dir, 'hint3.jsonl');
+    const first = startCli(runArgs(await gatedTasks('hint3', gate), ['--run-id', 'hint3', '--out', out]), { env, cwd: dir });
+    await waitFor(() => lineCount(out) >= 1, 60_000, 'the first result');
+    const elsewhere = path.join(dir, 'not-yet', 'hint3-resumed.jsonl');
+    const resumed = await runCli(['resume', 'hint3', '--queue', queue, '--out', elsewhere], { env, cwd: dir });
+    expect(resumed.code, resumed.stderr).toBe(1);
+    expect(resumed.stderr).toContain('so this resume was refused');
+    expect(existsSync(elsewhere)).toBe(false);
+    expect(existsSync(path.dirname(elsewhere))).toBe(false);
+    await writeFile(gate, '');
+    const done = await first.done;
+    expect(done.code, done.stderr).toBe(0);
+    expect(leasesIn(out)).toEqual(['hint3.a', 'hint3.g1', 'hint3.g2']);
+  });
 });
