@@ -156,7 +156,12 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       if (options.resumeHint !== false) stderr.write(`${MSG.runInterrupted(runId, file.path, queue, notEnqueued)}\n`);
       return EXIT.interrupted;
     }
-    if (outcome.kind === 'cancelled') throw new CliError(MSG.runWasCancelled(runId, outcome.reason));
+    if (outcome.kind === 'cancelled') {
+      // Rollouts that were running when it was cancelled still end in a Result, after this one stops delivering.
+      const left = await within(notes.undelivered(runId, (leaseId) => file?.has(leaseId) ?? false), WIND_DOWN_MS);
+      const rest = left ? `\n${MSG.cancelledUndelivered(runId, queue, left, file.path)}` : '';
+      throw new CliError(`${MSG.runWasCancelled(runId, outcome.reason)}${rest}`);
+    }
     if (outcome.kind === 'failed') throw failure(outcome.error, options);
     if (end === 'completed') return EXIT.ok;
     stderr.write(`${MSG.runIncomplete(runId, file.count, total ?? 0, file.path)}\n`);

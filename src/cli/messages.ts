@@ -235,6 +235,9 @@ export const MSG = {
     `or stop it (Ctrl-C where it runs) and collect the rest with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${out === undefined ? 'FILE' : shellWord(out)}` +
     (out === undefined ? `\nwhere FILE is the results file of that coordinator (its --out), so the run's Results stay in one file` : ''),
   runWasCancelled: (runId: string, why: string) => (why.includes(runId) ? why : `run ${runId} was cancelled: ${why}`),
+  /** After a cancelled run's own end: Results of rollouts that were still running are not in `out` yet. */
+  cancelledUndelivered: (runId: string, queue: string, count: number, out: string) =>
+    `${count} Result(s) of rollouts that were still running when the run was cancelled are not in ${out} yet (a rollout stopped by the cancel ends caller/Cancelled); collect them with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${shellWord(out)}`,
   cancelReason: 'cancelled with `rollout-queue cancel`',
   runAlreadyEnded: (runId: string, status: string) =>
     `run ${runId} is already ${status}: nothing to cancel (${cliCommand()} purge ${runId} removes it from Redis)`,
@@ -293,6 +296,10 @@ export const MSG = {
   /** `out`: the results file the run's coordinator recorded; undefined when none was (a run of the library, an older CLI). */
   statusUndelivered: (runId: string, queue: string, out: string | undefined) =>
     `  no coordinator is delivering it (its run command was stopped): workers finish its rollouts and the Results wait in Redis; collect them with\n    ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${out === undefined ? 'FILE' : shellWord(out)}` +
+    (out === undefined ? `\n  where FILE is the results file its run command wrote (--out; results-${runId}.jsonl in its directory without one), so its Results stay in one file` : ''),
+  /** A cancelled or stopped run no coordinator delivers, with Results of rollouts that were still running not delivered; `out` as in statusUndelivered. */
+  statusEndedUndelivered: (runId: string, queue: string, status: string, count: number, out: string | undefined) =>
+    `  ${count} Result(s) of rollouts that were still running when it was ${status} are not delivered yet (they wait in Redis, or come when those rollouts end); collect them with\n    ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${out === undefined ? 'FILE' : shellWord(out)}` +
     (out === undefined ? `\n  where FILE is the results file its run command wrote (--out; results-${runId}.jsonl in its directory without one), so its Results stay in one file` : ''),
   statusStopReason: (reason: string) => `  stop reason     ${reason}`,
   statusRetention: (endedAt: string, expiresAt: string) => `  delivered       ${endedAt}; expires from Redis at ${expiresAt} (purge removes it now)`,

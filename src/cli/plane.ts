@@ -112,6 +112,8 @@ export interface StatusView {
   readonly delivering?: boolean;
   /** With a run id: the absolute results file its last CLI coordinator recorded (`RunNotes.out`), when one did. */
   readonly resultsFile?: string;
+  /** With the id of a cancelled or stopped run no coordinator delivers: its Results not delivered yet (`RunNotes.undelivered`). */
+  readonly undelivered?: number;
 }
 
 /** CLIENT LIST fields worth showing per worker connection: address, age and idle seconds. */

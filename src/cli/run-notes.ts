@@ -17,6 +17,14 @@ import type { CliEnvironment } from './environment.js';
  */
 export const OUT_FIELD = 'cli:out';
 
+/** Field of `keys.lease(leaseId)` naming the BullMQ queue (a placement queue, or the base one) its job is in (see PlacementQueues). */
+const LEASE_QUEUE_FIELD = 'queue';
+/** Leases looked at per pipeline. */
+const BATCH = 500;
+
+/** BullMQ's job HASH key of `jobId` in queue `name` (BullMQ QueueKeys.toKey: `<prefix>:<name>:<id>`). */
+const bullJobKey = (prefix: string, name: string, jobId: string): string => `${prefix}:${name}:${jobId}`;
+
 /** How often a coordinator looks whether it took its run's lease yet, to record its results file, ms. */
 const RECORD_POLL_MS = 200;
 
@@ -89,6 +97,38 @@ export class RunNotes {
         clearTimeout(timer);
       },
     };
+  }
+
+  /**
+   * Results of the run that will come, or have come, and were never delivered: enqueued leases not
+   * delivered (nor `written` to the results file already) whose job is still there (running, or
+   * finished and waiting in Redis) or that the coordinator ended itself (a stored verdict). The
+   * waiting jobs a cancel or stop removed get no Result and are not counted. What `resume`
+   * collects for a cancelled or stopped run. Undefined when Redis did not answer.
+   */
+  async undelivered(runId: string, written: (leaseId: string) => boolean = () => false): Promise<number | undefined> {
+    try {
+      const [[, leases], [, delivered]] = (await this.redis
+        .multi()
+        .zrange(this.keys.runLeases(runId), 0, -1)
+        .smembers(this.keys.runDelivered(runId))
+        .exec()) as [[unknown, string[]], [unknown, string[]]];
+      const done = new Set(delivered);
+      const open = leases.filter((leaseId) => !done.has(leaseId) && !written(leaseId));
+      let count = 0;
+      for (let i = 0; i < open.length; i += BATCH) {
+        const batch = open.slice(i, i + BATCH);
+        const where = (await batch.reduce((pipe, leaseId) => pipe.hget(this.keys.lease(leaseId), LEASE_QUEUE_FIELD).hexists(this.keys.runVerdicts(runId), leaseId), this.redis.pipeline()).exec()) ?? [];
+        const jobs = (await batch.reduce((pipe, leaseId, j) => {
+          const name = where[2 * j]?.[1];
+          return pipe.exists(bullJobKey(this.keys.prefix, typeof name === 'string' && name !== '' ? name : this.keys.queue, leaseId));
+        }, this.redis.pipeline()).exec()) ?? [];
+        count += batch.filter((_, j) => jobs[j]?.[1] === 1 || where[2 * j + 1]?.[1] === 1).length;
+      }
+      return count;
+    } catch {
+      return undefined;
+    }
   }
 
   /** Closes the client. */

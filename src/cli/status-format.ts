@@ -33,6 +33,7 @@ export function statusJson(view: StatusView, place: StatusPlace): Record<string,
     run: view.run ?? null,
     ...(view.delivering !== undefined ? { delivering: view.delivering } : {}),
     ...(view.resultsFile !== undefined ? { resultsFile: view.resultsFile } : {}),
+    ...(view.undelivered !== undefined ? { undelivered: view.undelivered } : {}),
   };
 }
 
@@ -66,6 +67,9 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
   lines.push(MSG.statusRun(run.runId, run.status, run.createdAt));
   if (run.status === 'running' && view.delivering === false) lines.push(MSG.statusUndelivered(run.runId, place.queue, view.resultsFile));
   if (run.stopReason) lines.push(MSG.statusStopReason(run.stopReason));
+  if ((run.status === 'cancelled' || run.status === 'stopped') && view.delivering === false && (view.undelivered ?? 0) > 0) {
+    lines.push(MSG.statusEndedUndelivered(run.runId, place.queue, run.status, view.undelivered ?? 0, view.resultsFile));
+  }
   if (run.endedAt && run.retainMs !== null) lines.push(MSG.statusRetention(run.endedAt, new Date(Date.parse(run.endedAt) + run.retainMs).toISOString()));
   lines.push(row('specs', text(run.specCount)), row('enqueued', run.enqueued), row('delivered', run.delivered));
   for (const kind of KINDS) lines.push(row(kind, run.kinds[kind]));

@@ -1,4 +1,4 @@
-import { queueKeys, RUN_FIELDS } from '../../lease/index.js';
+import { queueKeys, RUN_FIELDS, type RunRecord } from '../../lease/index.js';
 import { createRedisClient } from '../../platform/redis-connection.js';
 import { cliEnvironment, type CliEnvironment } from '../environment.js';
 import { CliError, EXIT, type ExitCode } from '../errors.js';
@@ -21,11 +21,12 @@ export async function statusAction(runId: string | undefined, options: StatusCom
     const read = await readStatus(queue, runId);
     if (runId && !read.run) throw new CliError(MSG.runNotFound(runId, options.queue, env.prefix));
     const { runs, containment } = await queueExtras(env, options.queue, read.workers.map((w) => w.name));
-    const resultsFile = read.run ? await resultsFileOf(env, options.queue, read.run.runId) : undefined;
+    const { resultsFile, undelivered } = read.run ? await runNotesOf(env, options.queue, read.run, read.delivering) : {};
     const view = {
       ...read,
       workers: read.workers.map((w) => ({ ...w, details: { ...w.details, containment: containment.get(w.name) ?? 'unknown' } })),
       ...(resultsFile !== undefined ? { resultsFile } : {}),
+      ...(undelivered !== undefined ? { undelivered } : {}),
     };
     const place = { queue: options.queue, prefix: env.prefix, address: env.address, runs };
     process.stdout.write(`${options.json ? JSON.stringify(statusJson(view, place), null, 2) : formatStatus(view, place)}\n`);
@@ -35,11 +36,18 @@ export async function statusAction(runId: string | undefined, options: StatusCom
   }
 }
 
-/** The results file the run's CLI coordinator recorded (see RunNotes), or undefined. */
-async function resultsFileOf(env: CliEnvironment, queue: string, runId: string): Promise<string | undefined> {
+/**
+ * The results file the run's CLI coordinator recorded (see RunNotes) and, for a cancelled or
+ * stopped run no coordinator delivers whose end was not delivered whole (no `endedAt`), how many
+ * of its Results are not delivered yet.
+ */
+async function runNotesOf(env: CliEnvironment, queue: string, run: RunRecord, delivering: boolean | undefined): Promise<{ resultsFile?: string; undelivered?: number }> {
   const notes = new RunNotes(env, queue);
   try {
-    return await notes.out(runId);
+    const resultsFile = await notes.out(run.runId);
+    const ended = run.status === 'cancelled' || run.status === 'stopped';
+    const undelivered = ended && run.endedAt === null && delivering === false ? await notes.undelivered(run.runId) : undefined;
+    return { ...(resultsFile !== undefined ? { resultsFile } : {}), ...(undelivered !== undefined ? { undelivered } : {}) };
   } finally {
     notes.close();
   }

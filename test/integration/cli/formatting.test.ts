@@ -58,6 +58,18 @@ describe('status output', () => {
     expect(statusJson({ ...view, delivering: false }, place)).toMatchObject({ delivering: false });
   });
 
+  // Fresh-user report: after cancel, neither run's exit nor status said Results of rollouts still running needed resume.
+  it('a cancelled run no coordinator delivers says how many Results are undelivered and the resume command, only while there are some', () => {
+    const cancelled = { ...run, status: 'cancelled' as const, stopReason: 'cancelled with `rollout-queue cancel`' };
+    const text = formatStatus({ ...view, run: cancelled, delivering: false, undelivered: 2, resultsFile: '/data/r1.jsonl' }, place);
+    expect(text).toContain('2 Result(s) of rollouts that were still running when it was cancelled are not delivered yet');
+    expect(text).toContain('rollout-queue resume r1 --out /data/r1.jsonl');
+    expect(formatStatus({ ...view, run: cancelled, delivering: false, undelivered: 2 }, place)).toContain('where FILE is the results file its run command wrote');
+    expect(formatStatus({ ...view, run: cancelled, delivering: false, undelivered: 0 }, place)).not.toContain('not delivered yet');
+    expect(formatStatus({ ...view, run: cancelled, delivering: true, undelivered: 2 }, place)).not.toContain('not delivered yet');
+    expect(statusJson({ ...view, run: cancelled, delivering: false, undelivered: 2 }, place)).toMatchObject({ undelivered: 2 });
+  });
+
   it('as JSON keeps the run record whole', () => {
     expect(statusJson(view, place)).toMatchObject({ queue: 'rollouts', run: { quarantined: { 'r1.t9': { signal: 'SIGABRT' } } }, workers: [{ name: 'w1' }] });
   });

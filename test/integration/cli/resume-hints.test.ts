@@ -21,7 +21,7 @@ const lineCount = (file: string): number => (existsSync(file) ? readFileSync(fil
 const leasesIn = (file: string): string[] =>
   readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => (JSON.parse(l) as { leaseId: string }).leaseId).sort();
 
-/** A tasks file: task `a` finishes at once, the others once `gate` exists. */
+/** A tasks file: task `a` finishes at once, the others once `gate` exists (each writes `<gate>.<id>.started` when it starts). */
 async function gatedTasks(name: string, gate: string, gated = 2): Promise<string> {
   const file = path.join(dir, `${name}.tasks.jsonl`);
   const lines = [{ id: 'a', answer: 1 }, ...Array.from({ length: gated }, (_, i) => ({ id: `g${i + 1}`, answer: i + 2, gate }))];
@@ -49,7 +49,7 @@ beforeAll(async () => {
   await writeFile(
     artifact,
     "const fs = require('node:fs');\nlet input = '';\nprocess.stdin.on('data', (c) => (input += c));\n" +
-      "process.stdin.on('end', () => {\n  const task = JSON.parse(input);\n" +
+      "process.stdin.on('end', () => {\n  const task = JSON.parse(input);\n  if (task.gate) fs.writeFileSync(`${task.gate}.${task.id}.started`, '');\n" +
       '  const go = () => (!task.gate || fs.existsSync(task.gate) ? console.log(`Answer: ${task.answer}`) : setTimeout(go, 50));\n  go();\n});\n',
   );
   env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('hint') };
@@ -135,5 +135,37 @@ describe('a second coordinator of a run whose coordinator is alive', () => {
     const done = await first.done;
     expect(done.code, done.stderr).toBe(0);
     expect(leasesIn(out)).toEqual(['hint3.a', 'hint3.g1', 'hint3.g2']);
+  });
+});
+
+describe('a run cancelled while rollouts were running', () => {
+  it('its run and its status say how many Results are undelivered and the exact resume command; following it collects them into the same file', async () => {
+    const gate = path.join(dir, 'gate-hint4');
+    const out = path.join(dir, 'hint4.jsonl');
+    const coordinator = startCli(runArgs(await gatedTasks('hint4', gate), ['--run-id', 'hint4', '--out', out]), { env, cwd: dir });
+    await waitFor(() => lineCount(out) >= 1 && existsSync(`${gate}.g1.started`) && existsSync(`${gate}.g2.started`), 60_000, 'the first result and both gated rollouts running');
+    const cancel = await runCli(['cancel', 'hint4', '--queue', queue], { env, cwd: dir });
+    expect(cancel.code, cancel.stderr).toBe(0);
+    const end = await coordinator.done;
+    expect(end.code, end.stderr).toBe(1);
+    expect(end.stdout).toMatch(/result\(s\), cancelled/);
+    // Each of the three rollouts ends in a Result (none was waiting); those not in the file yet need resume.
+    const missing = 3 - lineCount(out);
+    expect(missing).toBeGreaterThan(0);
+    expect(end.stderr).toContain(`${missing} Result(s) of rollouts that were still running when the run was cancelled are not in ${out} yet`);
+    expect(end.stderr).toContain(`${cliHint(dir)} resume hint4 --queue ${queue} --out ${out}`);
+
+    const status = await runCli(['status', 'hint4', '--queue', queue], { env, cwd: dir });
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain('Run hint4: cancelled');
+    expect(status.stdout).toContain(`${missing} Result(s) of rollouts that were still running when it was cancelled are not delivered yet`);
+    expect(status.stdout).toContain(`${cliHint(dir)} resume hint4 --queue ${queue} --out ${out}`);
+
+    const resumed = await runCli(hintedResume(status.stdout), { env, cwd: dir });
+    expect(resumed.code, resumed.stderr).toBe(1);
+    expect(resumed.stderr).toContain('was cancelled earlier');
+    expect(leasesIn(out)).toEqual(['hint4.a', 'hint4.g1', 'hint4.g2']);
+    const after = await runCli(['status', 'hint4', '--queue', queue], { env, cwd: dir });
+    expect(after.stdout).not.toContain('not delivered yet');
   });
 });
