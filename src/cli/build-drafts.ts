@@ -1,6 +1,6 @@
 import type { RolloutDraft } from '../producer/index.js';
 import * as builtinRewards from '../rewards/index.js';
-import { compileCodeRunnerOptions } from '../runners/code-runner-options.js';
+import { checkOutputFits, compileCodeRunnerOptions } from '../runners/code-runner-options.js';
 import { parseRefTarget, RefSchema, type Ref, type Rendered } from '../spec/index.js';
 import { UsageError } from './errors.js';
 import { MSG, typeName } from './messages.js';
@@ -78,20 +78,24 @@ export function withDefaultEntrypoint(run: Ref, entrypoint: string | undefined):
  * runner's entrypoint (every rollout would otherwise end `infrastructure` after its
  * re-dispatches: codeRunner cannot tell a typo from an artifact that did not arrive whole) and
  * a config codeRunner's factory refuses (no `entrypoint`, a misspelt key), for any artifact,
- * and an export of `rollout-queue/runners` other than `codeRunner`. Other run factories pass through.
+ * and an export of `rollout-queue/runners` other than `codeRunner`, and a `maxOutputBytes` the
+ * rollout child cannot report within `memoryMb` (`--memory-mb`; every rollout would end `caller`).
+ * Other run factories pass through.
  * @throws UsageError naming the entrypoint and the artifact's files, or the refused field.
  */
-export function checkBuiltinRun(run: Ref, rendered: Rendered): void {
+export function checkBuiltinRun(run: Ref, rendered: Rendered, memoryMb: number): void {
   const target = parseRefTarget(run.$ref);
   if (typeof target === 'string') return;
   if (target.module === 'rollout-queue/runners' && target.exportName !== 'codeRunner') throw new UsageError(MSG.unknownBuiltin('--run', run.$ref, ['codeRunner']));
   if (target.exportName !== 'codeRunner') return;
   let entrypoint: string;
   try {
-    entrypoint = compileCodeRunnerOptions(run.config).entrypoint;
-  } catch (err) {
-    // The same check the worker's factory makes: refused here, nothing is enqueued (exit 2)
+    // The same checks the worker's codeRunner makes: refused here, nothing is enqueued (exit 2)
     // rather than every lease ending `caller` on the worker.
+    const compiled = compileCodeRunnerOptions(run.config);
+    checkOutputFits(compiled.maxOutputBytes, memoryMb);
+    entrypoint = compiled.entrypoint;
+  } catch (err) {
     throw new UsageError(MSG.runConfigRefused((err as Error).message));
   }
   if (typeof rendered === 'string' || !('files' in rendered)) return;

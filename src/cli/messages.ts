@@ -1,4 +1,5 @@
 import { LEASE_LOST_WAIT_MS } from '../producer/index.js';
+import { MIN_MEMORY_MB } from '../spec/index.js';
 import { cliCommand, shellWord } from './cli-command.js';
 
 /**
@@ -53,7 +54,7 @@ export const HELP = {
     runMs: "the rollout's own time limit for run and reward together, ms; past it: a model result, RunTimeout or RewardTimeout (default 600000)",
     rewardMs: "the reward's own limit, ms, inside what is left of --run-ms; past it: a model result, RewardTimeout (default 60000)",
     hangMs: "the plane's limit, ms; past it the child is killed and the lease re-dispatched (default 900000)",
-    memoryMb: "heap limit of the rollout's child process, MiB (default 1024)",
+    memoryMb: `memory limit of each rollout, MiB: its child process' heap, and a codeRunner artifact's whole process tree (${MIN_MEMORY_MB}–65536, default 1024)`,
     retain: 'how long the run stays in Redis once every result is delivered, e.g. 3d, 12h, 30m (default 3d; 0 removes it at once)',
     metricsPort: 'serve the coordinator\'s Prometheus metrics (in flight, delivered, duplicates) on this port while the run lasts (0 picks a free one; default: none)',
     metricsHost: 'address the coordinator metrics endpoint binds (default 127.0.0.1)',

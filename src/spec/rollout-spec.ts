@@ -21,6 +21,11 @@ const SemverRangeSchema = z
   .max(256)
   .refine((range) => semver.validRange(range) !== null, { message: 'sandbox.requires values are semver ranges like ">=0.1.0 <0.2.0" or "^1.2.0" (https://github.com/npm/node-semver#ranges)' });
 
+/** Least `sandbox.memoryMb`, MiB: below it a rollout child's own heap does not fit. */
+export const MIN_MEMORY_MB = 64;
+/** Default `sandbox.memoryMb`, MiB. */
+export const DEFAULT_MEMORY_MB = 1024;
+
 /**
  * Where and how a rollout runs on the worker.
  * - `env`: names of environment variables whose values the worker reads from its own
@@ -37,7 +42,7 @@ export const SandboxSpecSchema = z
   .object({
     env: z.array(EnvNameSchema).max(64).default([]),
     fingerprint: z.string().max(256).optional(),
-    memoryMb: z.number().int().min(64).max(65_536).default(1024),
+    memoryMb: z.number().int().min(MIN_MEMORY_MB).max(65_536).default(DEFAULT_MEMORY_MB),
     requires: z
       .record(PackageNameSchema, SemverRangeSchema, {
         // zod reports a bad key as "Invalid key in record": say which key and what it must be.
@@ -155,7 +160,7 @@ export const RolloutSpecSchema = z
     reward: RefSchema.describe('reward(task, output, ctx) → number'),
     // A function, so each parse gets its own `env` array: zod shallow-clones a default value,
     // and a shared array would carry one spec's names into every later spec's default.
-    sandbox: SandboxSpecSchema.default(() => ({ env: [], memoryMb: 1024 })),
+    sandbox: SandboxSpecSchema.default(() => ({ env: [], memoryMb: DEFAULT_MEMORY_MB })),
     placement: z
       .record(z.string().max(64), z.string().max(256))
       .default({})

@@ -6,6 +6,7 @@ import type { ExitCode } from '../errors.js';
 import { executeInterruptibleRun, metricsOf } from '../execute-interruptible-run.js';
 import { generateRunId } from '../run-id.js';
 import { readTasksFile } from '../tasks-file.js';
+import { DEFAULT_MEMORY_MB } from '../../spec/index.js';
 import { refuseEvictingRedis } from '../redis-preflight.js';
 import type { RunCommandOptions } from '../commands/run.js';
 
@@ -18,7 +19,7 @@ export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
   const tasks = await readTasksFile(options.tasks);
   const artifact = await loadArtifact(options.artifact);
   const run = withDefaultEntrypoint(buildRef('--run', options.run, parseConfigOption('--run-config', options.runConfig)), artifact.entrypoint);
-  checkBuiltinRun(run, artifact.rendered);
+  checkBuiltinRun(run, artifact.rendered, options.memoryMb ?? DEFAULT_MEMORY_MB);
   const reward = buildRef('--reward', options.reward, parseConfigOption('--reward-config', options.rewardConfig));
   checkBuiltinRewardConfig(reward);
   const drafts = buildDrafts(tasks, {

@@ -1,7 +1,8 @@
 import { Command, Option } from '@commander-js/extra-typings';
 import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
-import { durationMs, envNameList, hostOf, labelPair, portOf, positiveInteger, positiveUsd, runIdOf } from '../option-parsers.js';
+import { MIN_MEMORY_MB } from '../../spec/index.js';
+import { durationMs, envNameList, hostOf, integerAtLeast, labelPair, portOf, positiveInteger, positiveUsd, runIdOf } from '../option-parsers.js';
 
 /**
  * `rollout-queue run`: one rollout per task line, results to `--out`, a summary. Running it
@@ -26,7 +27,7 @@ export function runCommand() {
     .addOption(new Option('--run-ms <ms>', HELP.run.runMs).argParser(positiveInteger))
     .addOption(new Option('--reward-ms <ms>', HELP.run.rewardMs).argParser(positiveInteger))
     .addOption(new Option('--hang-ms <ms>', HELP.run.hangMs).argParser(positiveInteger))
-    .addOption(new Option('--memory-mb <mib>', HELP.run.memoryMb).argParser(positiveInteger))
+    .addOption(new Option('--memory-mb <mib>', HELP.run.memoryMb).argParser(integerAtLeast(MIN_MEMORY_MB)))
     .addOption(new Option('--retain <duration>', HELP.run.retain).argParser(durationMs))
     .addOption(new Option('--placement <label>', HELP.run.placement).argParser(labelPair))
     .option('--fingerprint <value>', HELP.run.fingerprint)
