@@ -65,6 +65,16 @@ const VERDICT_MARGIN_MS = 2_000;
 const tail = (text: string, bytes = 2000): string => (text.length > bytes ? text.slice(-bytes) : text);
 
 /**
+ * What happened on every attempt of a lease that ran out of re-dispatches, by the last
+ * attempt's reason, where "the worker died" would be wrong (fresh-user report: a lease past
+ * `timeouts.hangMs` on every attempt read "the worker died repeatedly").
+ */
+const REPEATED: Readonly<Record<string, string>> = {
+  Hang: 'its rollout stopped answering on every attempt and was killed at timeouts.hangMs each time',
+  ChildCrashed: "its rollout's process crashed on every attempt",
+};
+
+/**
  * The BullMQ processor of a rollout worker. It runs in the worker's main process and never
  * runs rollout code: it parses the job, picks a child, enforces `hangMs`, and turns every
  * outcome into exactly one Result or one re-dispatch of the same lease id.
@@ -322,7 +332,7 @@ export class RolloutProcessor {
       ? last.stderrTail
       : last.reason === 'Transient'
         ? `it failed transiently on every attempt (last: ${last.stderrTail})`
-        : `the worker died repeatedly while running it (last: ${last.reason}, exit code ${last.exitCode}, signal ${last.signal})`;
+        : `${REPEATED[last.reason] ?? 'the worker died repeatedly while running it'} (last: ${last.reason}, exit code ${last.exitCode}, signal ${last.signal})`;
     return this.finish(job, spec, startedAt, {
       kind: 'infrastructure',
       // A version skew on every worker that took it is named as such: the fix is an install, not a retry.

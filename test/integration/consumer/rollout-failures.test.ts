@@ -41,6 +41,8 @@ describe('failures of the rollout itself', () => {
       const hung = results.get(spec.leaseId);
       expect(hung).toMatchObject({ kind: 'infrastructure', redispatched: 2, attempts: 3, error: { type: 'RedispatchLimit' } });
       expect(hung?.error?.message).toContain('Hang');
+      // Fresh-user report: it read "the worker died repeatedly", while the worker was fine.
+      expect(hung?.error?.message).toContain('its rollout stopped answering on every attempt and was killed at timeouts.hangMs each time');
       expect(await q.counters('hang')).toEqual({ redispatched: 2, duplicatesDropped: 0 });
     });
   });
@@ -64,6 +66,7 @@ describe('failures of the rollout itself', () => {
       const { results } = await q.waitForAll([exits.leaseId, oom.leaseId], 120_000);
       expect(results.get(exits.leaseId)).toMatchObject({ kind: 'infrastructure', redispatched: 2 });
       expect(results.get(exits.leaseId)?.error?.message).toContain('exit code 3');
+      expect(results.get(exits.leaseId)?.error?.message).toContain("its rollout's process crashed on every attempt");
       expect(results.get(oom.leaseId)).toMatchObject({ kind: 'infrastructure', redispatched: 2 });
       expect(results.get(oom.leaseId)?.error?.message).toMatch(/heap|memory|SIGABRT|SIGTRAP|exit code 134/i);
       expect(isAlive(worker.pid)).toBe(true);
