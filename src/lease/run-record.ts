@@ -67,7 +67,11 @@ export async function readRunRecord(redis: Redis, keys: QueueKeys, runId: string
     .scard(keys.runDelivered(runId))
     .hgetall(keys.runQuarantined(runId))
     .exec()) as [[unknown, Record<string, string>], [unknown, number], [unknown, Record<string, string>]];
-  if (!hash || Object.keys(hash).length === 0) return undefined;
+  // A run's record is made with its status and runAttemptId together (the opening script,
+  // ensureRun). A hash without them is no run: what a coordinator's acknowledgement counted into
+  // a record that Redis lost (restarted without persistence) mid-run. Shown as a running run,
+  // it got resume hints that `resume` and `cancel` (RunStore.readHead, same rule) refused.
+  if (!hash || (hash[RUN_FIELDS.status] === undefined && hash[RUN_FIELDS.runAttemptId] === undefined)) return undefined;
   const parsedQuarantine: Record<string, unknown> = {};
   for (const [leaseId, json] of Object.entries(quarantined ?? {})) {
     try {

@@ -232,7 +232,8 @@ const int = (value: string | null | undefined): number | null => (value ? Number
 
 const headOf = (values: readonly (string | null)[]): RunHead | undefined => {
   const [status, stopReason, runAttemptId, specCount, enqueued] = values;
-  if (values.every((value) => value === null || value === undefined)) return undefined;
+  // No status and no runAttemptId: no run, whatever else the hash holds (see readRunRecord).
+  if ((status === null || status === undefined) && (runAttemptId === null || runAttemptId === undefined)) return undefined;
   return {
     status: (status as RunStatus | null) ?? 'running',
     stopReason: stopReason ?? null,

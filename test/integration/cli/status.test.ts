@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { queueKeys, RUN_FIELDS } from '../../../src/lease/index.js';
 import { freePort, startRedis, type TestRedis } from '../../helpers/redis.js';
-import { killLeftovers, runCli, uniquePrefix } from './cli-process.js';
+import { cliHint, killLeftovers, runCli, uniquePrefix } from './cli-process.js';
 
 // `status` and `cancel` against real Redis, and the one-line errors for a Redis that cannot be used.
 let redis: TestRedis;
@@ -115,5 +115,27 @@ describe('a Redis that cannot be used gives one clear line, never the password',
     const outcome = await runCli(['status'], { env: { REDIS_URL: 'http://127.0.0.1:6379' } });
     expect(outcome.code).toBe(2);
     expect(outcome.stderr).toContain('redis://');
+  });
+});
+
+// Fresh-user report: Redis restarted empty mid-run, and the coordinator's acknowledgements then
+// counted into a run record that was no longer there. status showed that hash as a running run
+// with a resume hint; resume and purge said there was no such run, and cancel printed a stack trace.
+describe('a run record Redis lost, with counters written after', () => {
+  it('is no run for status and cancel alike: one line naming the id, no stack trace', async () => {
+    const prefix = uniquePrefix('gh');
+    const client = new Redis(redis.url);
+    try {
+      const keys = queueKeys(prefix, 'rollouts');
+      await client.hset(keys.run('rr'), RUN_FIELDS.kind('infrastructure'), '52', RUN_FIELDS.enqueued, '60');
+      const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix };
+      for (const args of [['status', 'rr'], ['cancel', 'rr']]) {
+        const outcome = await runCli(args, { env });
+        expect(outcome.code, outcome.stdout + outcome.stderr).toBe(1);
+        expect(outcome.stderr.trim()).toBe(`error: no run "rr" on queue "rollouts" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliHint()} status lists the runs)`);
+      }
+    } finally {
+      client.disconnect();
+    }
   });
 });
