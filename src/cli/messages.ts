@@ -288,7 +288,8 @@ export const MSG = {
   statusQueue: (queue: string, prefix: string, address: string) => `Queue "${queue}" (prefix "${prefix}") at ${address}`,
   statusJobs: 'Jobs by state:',
   statusWorkers: (count: number) => `Workers connected: ${count}`,
-  statusNoWorkers: `  none: start one with \`${cliCommand()} worker\``,
+  /** `queue`: the queue shown; the command names it unless it is the default (fresh-user report: followed as printed, a worker served `rollouts`). */
+  statusNoWorkers: (queue: string) => `  none: start one with \`${cliCommand()} worker${queueFlag(queue)}\``,
   statusPlacements: (count: number) => `Placement queues: ${count}`,
   statusPlacementLine: (labels: string, leaseClass: string, waiting: number, active: number, workers: number) =>
     `  ${labels || '(no labels)'}${leaseClass === 'evaluation' ? ' [evaluation]' : ''}  waiting=${waiting} active=${active} workers=${workers < 0 ? '?' : workers}` +

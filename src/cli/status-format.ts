@@ -47,7 +47,7 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
   for (const [state, count] of states) lines.push(row(state, count));
   if (states.length === 0) lines.push(row('(none)', 0));
   lines.push(MSG.statusWorkers(view.workers.length));
-  if (view.workers.length === 0) lines.push(MSG.statusNoWorkers);
+  if (view.workers.length === 0) lines.push(MSG.statusNoWorkers(place.queue));
   for (const worker of view.workers) {
     const details = Object.entries(worker.details).map(([key, value]) => `${key}=${value}`);
     lines.push(`  ${worker.name}${details.length > 0 ? `  ${details.join(' ')}` : ''}`);

@@ -33,6 +33,14 @@ describe('status on an empty queue', () => {
     expect(outcome.stdout).toContain('Workers connected: 0');
   });
 
+  // Fresh-user report: `status --queue demo-…` said "start one with `… worker`"; followed as
+  // printed, that worker served the default queue and the run never moved.
+  it('of another queue, its no-worker hint names that queue', async () => {
+    const outcome = await runCli(['status', '--queue', 'demo-x'], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('st') } });
+    expect(outcome.code, outcome.stderr).toBe(0);
+    expect(outcome.stdout).toContain(`none: start one with \`${cliHint()} worker --queue demo-x\``);
+  });
+
   it('--json gives the same as data', async () => {
     const outcome = await runCli(['status', '--json', '--queue', 'other'], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('st') } });
     expect(outcome.code, outcome.stderr).toBe(0);
