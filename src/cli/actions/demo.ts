@@ -6,6 +6,7 @@ import { spawnDemoWorkers, type DemoWorkers } from '../demo-workers.js';
 import { cliEnvironment } from '../environment.js';
 import { CliError, EXIT, type ExitCode } from '../errors.js';
 import { executeRun } from '../execute-run.js';
+import { checkOutFile } from '../results-file.js';
 import { MSG } from '../messages.js';
 import { coordinatorLogger, openQueue } from '../plane.js';
 import { requireRedis } from '../redis-preflight.js';
@@ -24,6 +25,9 @@ const READY_TIMEOUT_MS = 30_000;
  */
 export async function demoAction(options: DemoCommandOptions): Promise<ExitCode> {
   const drafts = await loadDemoDrafts(options.tasks);
+  // Before Redis, workers and the dashboard start, as `run` checks it (fresh-user report: a
+  // directory given as --out was refused only after all three were up).
+  if (options.out !== undefined) checkOutFile(options.out);
   const interrupt = new AbortController();
   let redis: DemoRedis | undefined;
   let workers: DemoWorkers | undefined;

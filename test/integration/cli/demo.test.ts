@@ -63,6 +63,14 @@ describe('rollout-queue demo', () => {
     expect((JSON.parse(status.stdout) as { workers: unknown[] }).workers).toEqual([]);
   });
 
+  it('refuses a directory as --out before it starts Redis, workers or the dashboard', async () => {
+    const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('demo') };
+    const outcome = await runCli(['demo', '--tasks', '2', '--out', cwd], { env, cwd });
+    expect(outcome.code, outcome.stderr).toBe(2);
+    expect(outcome.stderr).toContain(cwd);
+    expect(outcome.stderr).not.toMatch(/^(redis|workers|dashboard):/m);
+  });
+
   it('without REDIS_URL, redis-server or Docker it exits 2 saying how to get Redis', async () => {
     // PATH holds no redis-server and no docker; the CLI itself is started with process.execPath.
     const outcome = await runCli(['demo', '--tasks', '2'], { env: { PATH: cwd, DOCKER_HOST: 'unix:///nonexistent.sock' }, cwd });
