@@ -75,5 +75,6 @@ export function resultFromFailedJob(leaseId: string, runId: string, outcome: Fai
 export function resultForMissingJob(leaseId: string, runId: string, queue: string): Result {
   return plane(leaseId, runId, taskKeyOf(leaseId, runId), 'JobMissing',
     `the job of lease ${leaseId} is gone from queue "${queue}" before its Result was delivered ` +
-      '(removed by hand, by obliterate/clean, or by removeOnComplete/removeOnFail on a worker); its result is lost, re-run the spec under a new run id');
+      '(removed by hand, by obliterate/clean, by removeOnComplete/removeOnFail on a worker, or lost by a Redis that restarted without persistence: ' +
+      'keep appendonly yes, as docker-compose.yml does); its result is lost, re-run the spec under a new run id');
 }
