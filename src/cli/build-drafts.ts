@@ -45,14 +45,24 @@ export function parseConfigOption(option: string, text: string | undefined): Rec
   return value as Record<string, unknown>;
 }
 
+/** The module of this package that holds the built-in factories of each Ref option. */
+const BUILTIN_MODULES: Readonly<Record<string, string>> = { '--run': 'rollout-queue/runners', '--reward': 'rollout-queue/rewards' };
+
 /**
  * Builds a Ref from `--run`/`--reward` and its config, checked by the wire schema.
  * @param option how the pair is named in messages, e.g. `--run`.
- * @throws UsageError naming the option and the path of the first bad value.
+ * @throws UsageError naming the option and the path of the first bad value, or a module of this
+ *   package that is not the option's built-ins (`rollout-queue/runners` for `--run`, `rollout-queue/rewards` for `--reward`).
  */
 export function buildRef(option: string, target: string, config: Record<string, unknown>): Ref {
   const parsedTarget = parseRefTarget(target);
   if (typeof parsedTarget === 'string') throw new UsageError(MSG.badRefTarget(option, parsedTarget));
+  // This package's own modules are known here: another one (a typo such as rollout-queue/runner)
+  // would reach the workers and end every lease `caller` (fresh-user report).
+  const builtin = BUILTIN_MODULES[option];
+  if (builtin && (parsedTarget.module === 'rollout-queue' || parsedTarget.module.startsWith('rollout-queue/')) && parsedTarget.module !== builtin) {
+    throw new UsageError(MSG.unknownBuiltinModule(option, target, builtin));
+  }
   const parsed = RefSchema.safeParse({ $ref: target, config });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -316,6 +316,8 @@ export const MSG = {
   optionRefusedBySpec: (option: string, field: string, reason: string) => `${option}: spec field "${field}": ${reason}`,
   taskRefusedBySpec: (file: string, line: number, field: string, reason: string) => `${file}:${line}: spec field "${field}": ${reason}`,
   rewardConfigRefused: (why: string) => `--reward-config: ${why}`,
+  unknownBuiltinModule: (option: string, ref: string, module: string) =>
+    `${option} ${ref}: rollout-queue has no such module for ${option}; its built-ins are in ${module} (e.g. ${module}:${module.endsWith('runners') ? 'codeRunner' : 'lastNumber'}), or name a module of your own`,
   unknownBuiltin: (option: string, ref: string, names: readonly string[]) =>
     `${option} ${ref}: the module has no such export; it exports ${names.join(', ')}`,
   statusRuns: (runs: readonly string[], total: number) =>

@@ -78,6 +78,9 @@ describe('usage errors exit 2 naming the option', () => {
     ['a task line placement label that is not a string', runArgs({ '--tasks': badPlacementValue }), 'bad-placement-value.jsonl:2: spec field "placement.region"'],
     ['a task line placement that is not an object', runArgs({ '--tasks': badPlacementType }), 'bad-placement-type.jsonl:2: "placement" must be an object of labels'],
     // Second fresh-user pass: a misspelt built-in export was enqueued and ended caller (exit 3).
+    // Fresh-user report (third pass): an unknown module of this package reached the workers and ended caller (exit 3).
+    ['an unknown rollout-queue module as --run', runArgs({ '--run': 'rollout-queue/nosuch:foo' }), '--run rollout-queue/nosuch:foo: rollout-queue has no such module for --run; its built-ins are in rollout-queue/runners (e.g. rollout-queue/runners:codeRunner), or name a module of your own'],
+    ['a runner module as --reward', runArgs({ '--reward': 'rollout-queue/runners:codeRunner' }), '--reward rollout-queue/runners:codeRunner: rollout-queue has no such module for --reward; its built-ins are in rollout-queue/rewards'],
     ['a misspelt built-in run export', runArgs({ '--run': 'rollout-queue/runners:codeRunnr' }), '--run rollout-queue/runners:codeRunnr: the module has no such export; it exports codeRunner'],
     ['a misspelt built-in reward export', runArgs({ '--reward': 'rollout-queue/rewards:lastNumbr' }), '--reward rollout-queue/rewards:lastNumbr: the module has no such export; it exports answerText, contains, exactMatch, lastNumber, regex'],
   ])('%s', async (_label, args, named) => {
