@@ -98,16 +98,20 @@ export function checkBuiltinRun(run: Ref, rendered: Rendered, memoryMb: number):
   if (typeof target === 'string') return;
   if (target.module === 'rollout-queue/runners' && target.exportName !== 'codeRunner') throw new UsageError(MSG.unknownBuiltin('--run', run.$ref, ['codeRunner']));
   if (target.exportName !== 'codeRunner') return;
-  let entrypoint: string;
+  // The same checks the worker's codeRunner makes: refused here, nothing is enqueued (exit 2)
+  // rather than every lease ending `caller` on the worker.
+  let compiled: ReturnType<typeof compileCodeRunnerOptions>;
   try {
-    // The same checks the worker's codeRunner makes: refused here, nothing is enqueued (exit 2)
-    // rather than every lease ending `caller` on the worker.
-    const compiled = compileCodeRunnerOptions(run.config);
-    checkOutputFits(compiled.maxOutputBytes, memoryMb);
-    entrypoint = compiled.entrypoint;
+    compiled = compileCodeRunnerOptions(run.config);
   } catch (err) {
     throw new UsageError(MSG.runConfigRefused((err as Error).message));
   }
+  try {
+    checkOutputFits(compiled.maxOutputBytes, memoryMb);
+  } catch (err) {
+    throw new UsageError(MSG.outputOverMemory((err as Error).message));
+  }
+  const { entrypoint } = compiled;
   if (typeof rendered === 'string' || !('files' in rendered)) return;
   if (!Object.hasOwn(rendered.files, entrypoint)) throw new UsageError(MSG.entrypointNotInArtifact(entrypoint, Object.keys(rendered.files)));
 }

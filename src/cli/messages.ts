@@ -1,5 +1,5 @@
 import { LEASE_LOST_WAIT_MS } from '../producer/index.js';
-import { MIN_MEMORY_MB } from '../spec/index.js';
+import { DEFAULT_MEMORY_MB, MIN_MEMORY_MB } from '../spec/index.js';
 import { cliCommand, shellWord } from './cli-command.js';
 
 /**
@@ -139,6 +139,8 @@ export const MSG = {
   jsonOptionNotObject: (option: string, got: string) => `${option} must be a JSON object, got ${got}`,
   badRefTarget: (option: string, why: string) => `${option}: ${why}`,
   runConfigRefused: (why: string) => `--run-config: ${why}`,
+  /** `why` names the spec field `sandbox.memoryMb`, which a user of `run` sets with --memory-mb. */
+  outputOverMemory: (why: string) => `--run-config with --memory-mb (sandbox.memoryMb, default ${DEFAULT_MEMORY_MB}): ${why}`,
   entrypointNotInArtifact: (entrypoint: string, files: readonly string[]) =>
     `--run-config: codeRunner's entrypoint ${JSON.stringify(entrypoint)} is not a file of --artifact (its files: ${files.slice(0, 10).map((f) => JSON.stringify(f)).join(', ') || 'none'}${files.length > 10 ? ', …' : ''}); name one of them in "entrypoint"`,
   badRefConfig: (option: string, path: string, why: string) => `${option}${path ? ` at ${path}` : ''}: ${why}`,

@@ -73,7 +73,7 @@ describe('usage errors exit 2 naming the option', () => {
     ['a --reward-ms over the spec bound', runArgs({ '--reward-ms': '999999999' }), '--reward-ms: spec field "timeouts.rewardMs": Too big'],
     ['a --memory-mb under the spec bound', runArgs({ '--memory-mb': '10' }), "option '--memory-mb <mib>' argument '10' is invalid. must be a whole number >= 64"],
     // Fresh-user report: maxOutputBytes 32 MiB under --memory-mb 64 crashed every rollout child (infrastructure after re-dispatches).
-    ['a codeRunner maxOutputBytes the rollout child cannot report under --memory-mb', runArgs({ '--memory-mb': '64', '--run-config': '{"timeoutMs":5000,"maxOutputBytes":33554432}' }), '--run-config: codeRunner: config.maxOutputBytes = 33554432 (per stream) does not fit in sandbox.memoryMb = 64 MiB'],
+    ['a codeRunner maxOutputBytes the rollout child cannot report under --memory-mb', runArgs({ '--memory-mb': '64', '--run-config': '{"timeoutMs":5000,"maxOutputBytes":33554432}' }), '--run-config with --memory-mb (sandbox.memoryMb, default 1024): codeRunner: config.maxOutputBytes = 33554432 (per stream) does not fit in sandbox.memoryMb = 64 MiB'],
     ['a misspelt built-in --reward-config key', runArgs({ '--reward-config': '{"goldkey":"answer"}' }), '--reward-config: lastNumber: config.goldkey'],
     ['a task line placement label that is not a string', runArgs({ '--tasks': badPlacementValue }), 'bad-placement-value.jsonl:2: spec field "placement.region"'],
     ['a task line placement that is not an object', runArgs({ '--tasks': badPlacementType }), 'bad-placement-type.jsonl:2: "placement" must be an object of labels'],
