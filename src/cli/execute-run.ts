@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Logger } from '../platform/logger.js';
 import type { RolloutDraft } from './build-drafts.js';
 import { collectResults, type CollectOutcome } from './collect-results.js';
@@ -10,7 +11,6 @@ import { coordinatorLogger, openQueue, readStatus, serveCoordinatorMetrics, type
 import { watchNoWorker } from './no-worker-watch.js';
 import { createProgress } from './progress.js';
 import { ResultsFile } from './results-file.js';
-import { RunNotes } from './run-notes.js';
 import { formatSummary, type RunEnd } from './summary.js';
 
 /** Where a run's results come from: new drafts (also a restart of the same run id) or an attach. */
@@ -94,7 +94,6 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
   let outcome: CollectOutcome | undefined;
   let stopWatching = (): void => undefined;
   let endpoint: MetricsEndpoint | undefined;
-  const notes = new RunNotes(env, queue);
   try {
     if (options.metrics) {
       endpoint = await serveCoordinatorMetrics(q, runId, options.metrics);
@@ -113,16 +112,16 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     }
     stderr.write(`${source.kind === 'map' ? MSG.runStarting(runId, total ?? 0, queue, env.address) : MSG.runResuming(runId, queue, env.address)}\n`);
     const progress = createProgress({ total, initial: file.count, stream: stderr });
+    // The run's results file, stored with the run once this coordinator holds it, for every later
+    // hint that names resume (status, a coordinator refused as busy): one run's Results, one file.
+    const coordinatorNote = path.resolve(file.path);
     const results = source.kind === 'map'
-      ? q.mapRollouts(source.drafts, { runId, specCount: source.drafts.length, ...(source.fingerprint !== undefined ? { sourceFingerprint: source.fingerprint } : {}) })
-      : q.attach(runId, {});
-    // The run's results file, for every later hint that names resume (status, a refused coordinator).
-    const recording = notes.recordOut(runId, file.path);
+      ? q.mapRollouts(source.drafts, { runId, specCount: source.drafts.length, coordinatorNote, ...(source.fingerprint !== undefined ? { sourceFingerprint: source.fingerprint } : {}) })
+      : q.attach(runId, { coordinatorNote });
     try {
       outcome = await collectResults(results, file, progress, options.interrupt);
     } finally {
       progress.stop();
-      await within(recording.finish(), WIND_DOWN_MS);
     }
     if (outcome.kind === 'writeFailed') {
       throw new CliError(MSG.resultsWriteFailed(file.path, outcome.error.code, runId, queue));
@@ -131,7 +130,8 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       // It delivered nothing: a summary would show the other coordinator's Results as this one's,
       // and a results file it created for them stays empty: nothing is left behind.
       file.discardIfUnused();
-      throw new CliError(MSG.coordinatorRefused(runId, queue, source.kind === 'map' ? 'run' : 'resume', outcome.holder, await notes.out(runId)));
+      const holderFile = (await within(readStatus(q, runId), WIND_DOWN_MS))?.run?.coordinatorNote ?? undefined;
+      throw new CliError(MSG.coordinatorRefused(runId, queue, source.kind === 'map' ? 'run' : 'resume', outcome.holder, holderFile));
     }
     file.refresh();
     const status = await within(readStatus(q, runId), WIND_DOWN_MS);
@@ -158,7 +158,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     }
     if (outcome.kind === 'cancelled') {
       // Rollouts that were running when it was cancelled still end in a Result, after this one stops delivering.
-      const left = await within(notes.undelivered(runId, (leaseId) => file?.has(leaseId) ?? false), WIND_DOWN_MS);
+      const left = (await within(q.pendingResults(runId), WIND_DOWN_MS))?.filter((leaseId) => !file?.has(leaseId)).length;
       const rest = left ? `\n${MSG.cancelledUndelivered(runId, queue, left, file.path)}` : '';
       throw new CliError(`${MSG.runWasCancelled(runId, outcome.reason)}${rest}`);
     }
@@ -168,7 +168,6 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     return EXIT.failure;
   } finally {
     stopWatching();
-    notes.close();
     await endpoint?.close();
     file?.close();
     if (outcome?.kind === 'interrupted' || outcome?.kind === 'writeFailed') await within(q.close(), WIND_DOWN_MS);

@@ -110,9 +110,9 @@ export interface StatusView {
   readonly cost?: CostSummary;
   /** With a run id: a coordinator holds the run's lease now (see `QueueStatus.delivering`). */
   readonly delivering?: boolean;
-  /** With a run id: the absolute results file its last CLI coordinator recorded (`RunNotes.out`), when one did. */
+  /** With a run id: the absolute results file its last CLI coordinator writes (`run.coordinatorNote`), when one said so. */
   readonly resultsFile?: string;
-  /** With the id of a cancelled or stopped run no coordinator delivers: its Results not delivered yet (`RunNotes.undelivered`). */
+  /** With the id of a cancelled or stopped run no coordinator delivers: its Results still to be delivered (`RolloutQueue.pendingResults`). */
   readonly undelivered?: number;
 }
 

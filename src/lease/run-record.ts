@@ -18,6 +18,8 @@ export const RUN_FIELDS = {
   runAttemptId: 'runAttemptId',
   /** What the run's drafts were made from, as the caller fingerprinted it (`MapRolloutsOptions.sourceFingerprint`); set once. */
   sourceFingerprint: 'sourceFingerprint',
+  /** What the run's latest coordinator said of itself (`MapRolloutsOptions.coordinatorNote`), written once it holds the run. */
+  coordinatorNote: 'coordinatorNote',
   redispatched: 'redispatched',
   duplicatesDropped: 'duplicatesDropped',
   alreadyEnqueued: 'alreadyEnqueued',
@@ -41,6 +43,8 @@ export interface RunRecord {
   readonly specCount: number | null;
   /** The fingerprint the run was created with (`MapRolloutsOptions.sourceFingerprint`), or null. */
   readonly sourceFingerprint: string | null;
+  /** The note of the run's latest coordinator (`MapRolloutsOptions.coordinatorNote`), or null. */
+  readonly coordinatorNote: string | null;
   readonly enqueued: number;
   readonly delivered: number;
   readonly redispatched: number;
@@ -88,6 +92,7 @@ export async function readRunRecord(redis: Redis, keys: QueueKeys, runId: string
     runAttemptId: hash[RUN_FIELDS.runAttemptId] ?? null,
     specCount: hash[RUN_FIELDS.specCount] ? int(hash[RUN_FIELDS.specCount]) : null,
     sourceFingerprint: hash[RUN_FIELDS.sourceFingerprint] ?? null,
+    coordinatorNote: hash[RUN_FIELDS.coordinatorNote] ?? null,
     enqueued: int(hash[RUN_FIELDS.enqueued]),
     delivered: delivered ?? 0,
     redispatched: int(hash[RUN_FIELDS.redispatched]),

@@ -3,7 +3,7 @@
  * lease, durably (see docs/design.md "Producer").
  */
 export { RolloutQueue } from './rollout-queue.js';
-export type { MapRolloutsOptions, QueueStatus, RolloutQueueState } from './rollout-queue.js';
+export type { CoordinatorOptions, MapRolloutsOptions, QueueStatus, RolloutQueueState } from './rollout-queue.js';
 export { RunStoppedError } from './run-stopped-error.js';
 export { RunBusyError, CoordinatorLeaseLostError, COORDINATOR_LEASE_MS, LEASE_LOST_WAIT_MS } from './coordinator-lease.js';
 export { AbortError } from './abort-error.js';

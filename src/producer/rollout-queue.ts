@@ -37,6 +37,21 @@ export interface MapRolloutsOptions {
    * existing run keeps its own. At most 200 characters.
    */
   readonly sourceFingerprint?: string;
+  /** See {@link CoordinatorOptions.coordinatorNote}. */
+  readonly coordinatorNote?: string;
+}
+
+/** Options of {@link RolloutQueue.attach}. */
+export interface CoordinatorOptions {
+  /** Aborting cancels the run (waiting jobs removed, workers told) and the iterator throws `AbortError`. */
+  readonly signal?: AbortSignal;
+  /**
+   * What this coordinator says of itself (the CLI: the absolute results file it writes),
+   * written to the run's record once the session holds the run's coordinator lease, so a
+   * coordinator refused as busy never overwrites the note of the one that delivers; read back as
+   * `status(runId).run.coordinatorNote`. At most 4096 characters.
+   */
+  readonly coordinatorNote?: string;
 }
 
 /** What {@link RolloutQueue.status} reports. */
@@ -62,6 +77,22 @@ export interface QueueStatus {
 }
 
 const runIdOf = (leaseId: string): string => leaseId.slice(0, leaseId.indexOf('.'));
+
+/** Longest `coordinatorNote`, characters. */
+const MAX_NOTE_LENGTH = 4096;
+
+/**
+ * The session plan's part for `options.coordinatorNote`.
+ * @throws TypeError when it is not a string of 1 to {@link MAX_NOTE_LENGTH} characters.
+ */
+function noteOf(options: { readonly coordinatorNote?: unknown }): { coordinatorNote?: string } {
+  const note = options.coordinatorNote;
+  if (note === undefined) return {};
+  if (typeof note !== 'string' || note.length === 0 || note.length > MAX_NOTE_LENGTH) {
+    throw new TypeError(`option coordinatorNote must be a string of 1 to ${MAX_NOTE_LENGTH} characters; omit it to store none`);
+  }
+  return { coordinatorNote: note };
+}
 
 /**
  * The coordinator's side of rollout-queue: enqueues rollout specs as BullMQ jobs (one per lease,
@@ -163,7 +194,7 @@ export class RolloutQueue {
     if (fingerprint !== undefined && (typeof fingerprint !== 'string' || fingerprint.length === 0 || fingerprint.length > MAX_ID_LENGTH)) {
       throw new TypeError(`mapRollouts option sourceFingerprint must be a string of 1 to ${MAX_ID_LENGTH} characters (a hash of the inputs); omit it to store none`);
     }
-    return this.session({ runId, drafts, signal: options.signal, runAttemptId: options.runAttemptId ?? randomUUID(), specCount, ...(fingerprint !== undefined ? { sourceFingerprint: fingerprint } : {}), stopOnCaller: this.options.stopOnCaller });
+    return this.session({ runId, drafts, signal: options.signal, runAttemptId: options.runAttemptId ?? randomUUID(), specCount, ...(fingerprint !== undefined ? { sourceFingerprint: fingerprint } : {}), ...noteOf(options), stopOnCaller: this.options.stopOnCaller });
   }
 
   /**
@@ -173,9 +204,9 @@ export class RolloutQueue {
    * (re-run `mapRollouts` with the specs), `RunStoppedError` for a stopped/cancelled run,
    * and synchronously when the queue is closed or the run id is invalid.
    */
-  attach(runId: string, options: { readonly signal?: AbortSignal } = {}): AsyncGenerator<Result, void, undefined> {
+  attach(runId: string, options: CoordinatorOptions = {}): AsyncGenerator<Result, void, undefined> {
     this.assertOpen();
-    return this.session({ runId: this.checkRunId(runId), drafts: undefined, signal: options.signal, runAttemptId: randomUUID(), specCount: undefined, stopOnCaller: this.options.stopOnCaller });
+    return this.session({ runId: this.checkRunId(runId), drafts: undefined, signal: options.signal, runAttemptId: randomUUID(), specCount: undefined, ...noteOf(options), stopOnCaller: this.options.stopOnCaller });
   }
 
   /**
@@ -237,6 +268,25 @@ export class RolloutQueue {
     if (!Number.isSafeInteger(ageMs) || ageMs < 0) throw new Error(`purgeOlderThan: ageMs must be a whole number of ms >= 0, got ${ageMs}`);
     await this.settled();
     return purgeOlderThan(this.redis, this.placements, this.keys, ageMs);
+  }
+
+  /**
+   * The leases of a run whose Result is still to be delivered and will come: enqueued, not
+   * acknowledged, and with a job still in its queue (waiting, running, or finished in Redis) or a
+   * verdict the coordinator stored (`NoWorker`, `DeadlineExceeded`). What `attach` would yield,
+   * less the leases that never get a Result: waiting jobs a cancel or stop removed. Two round
+   * trips, one more per lease whose queue this process does not know.
+   * @throws Error when the queue is closed; a Redis error.
+   */
+  async pendingResults(runId: string): Promise<string[]> {
+    this.assertOpen();
+    const open = await this.store.undeliveredLeases(this.checkRunId(runId));
+    if (open.length === 0) return [];
+    await this.placements.resolve(open);
+    const pipe = this.redis.pipeline();
+    for (const leaseId of open) pipe.exists(this.placements.leaseKey(leaseId)).hexists(this.keys.runVerdicts(runId), leaseId);
+    const replies = (await pipe.exec()) ?? [];
+    return open.filter((_, i) => replies[2 * i]?.[1] === 1 || replies[2 * i + 1]?.[1] === 1);
   }
 
   /** Job counts of the queue, the run record (when `runId` is given) and the queue's workers. */

@@ -69,6 +69,8 @@ export interface SessionPlan {
   readonly specCount: number | undefined;
   /** `MapRolloutsOptions.sourceFingerprint`, stored with a new run's record. */
   readonly sourceFingerprint?: string;
+  /** `CoordinatorOptions.coordinatorNote`, stored once this session holds the run. */
+  readonly coordinatorNote?: string;
   readonly stopOnCaller: boolean;
 }
 
@@ -244,6 +246,8 @@ export class RunSession {
     if (!head && !drafts) {
       throw new Error(`no run "${this.runId}" on queue "${this.deps.keys.queue}" (prefix "${this.deps.keys.prefix}"); check the run id, queue and prefix`);
     }
+    // Only now, holding the run: a coordinator refused as busy never overwrites the note of the one that delivers.
+    if (this.plan.coordinatorNote !== undefined) await store.noteCoordinator(this.runId, this.plan.coordinatorNote);
     if (head) {
       for (const leaseId of await store.undeliveredLeases(this.runId)) this.tracker.track(leaseId, 'outstanding');
       if (head.status === 'stopped' || head.status === 'cancelled') {

@@ -325,6 +325,14 @@ export class RunStore {
     return typeof stored === 'string' ? stored : runAttemptId;
   }
 
+  /**
+   * Stores the note of the coordinator that now holds the run (`CoordinatorOptions.coordinatorNote`).
+   * The record exists: the session's opening script made or found it.
+   */
+  async noteCoordinator(runId: string, note: string): Promise<void> {
+    await this.redis.hset(this.keys.run(runId), RUN_FIELDS.coordinatorNote, note);
+  }
+
   /** Lease ids enqueued for the run and not yet acknowledged, in submission order. */
   async undeliveredLeases(runId: string): Promise<string[]> {
     const replies = (await this.redis

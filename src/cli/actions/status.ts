@@ -1,11 +1,10 @@
-import { queueKeys, RUN_FIELDS, type RunRecord } from '../../lease/index.js';
+import { queueKeys, RUN_FIELDS } from '../../lease/index.js';
 import { createRedisClient } from '../../platform/redis-connection.js';
 import { cliEnvironment, type CliEnvironment } from '../environment.js';
 import { CliError, EXIT, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
 import { coordinatorLogger, openQueue, readStatus } from '../plane.js';
 import { requireRedis } from '../redis-preflight.js';
-import { RunNotes } from '../run-notes.js';
 import { formatStatus, statusJson } from '../status-format.js';
 import type { StatusCommandOptions } from '../commands/status.js';
 
@@ -21,7 +20,12 @@ export async function statusAction(runId: string | undefined, options: StatusCom
     const read = await readStatus(queue, runId);
     if (runId && !read.run) throw new CliError(MSG.runNotFound(runId, options.queue, env.prefix));
     const { runs, containment } = await queueExtras(env, options.queue, read.workers.map((w) => w.name));
-    const { resultsFile, undelivered } = read.run ? await runNotesOf(env, options.queue, read.run, read.delivering) : {};
+    const run = read.run;
+    // The results file its last CLI coordinator writes, for the resume hints (run --out, resume --out).
+    const resultsFile = run?.coordinatorNote ?? undefined;
+    // A cancelled or stopped run nobody delivers, not delivered whole: how many Results resume would collect.
+    const ended = run && (run.status === 'cancelled' || run.status === 'stopped') && run.endedAt === null && read.delivering === false;
+    const undelivered = ended ? (await queue.pendingResults(run.runId)).length : undefined;
     const view = {
       ...read,
       workers: read.workers.map((w) => ({ ...w, details: { ...w.details, containment: containment.get(w.name) ?? 'unknown' } })),
@@ -33,23 +37,6 @@ export async function statusAction(runId: string | undefined, options: StatusCom
     return EXIT.ok;
   } finally {
     await queue.close();
-  }
-}
-
-/**
- * The results file the run's CLI coordinator recorded (see RunNotes) and, for a cancelled or
- * stopped run no coordinator delivers whose end was not delivered whole (no `endedAt`), how many
- * of its Results are not delivered yet.
- */
-async function runNotesOf(env: CliEnvironment, queue: string, run: RunRecord, delivering: boolean | undefined): Promise<{ resultsFile?: string; undelivered?: number }> {
-  const notes = new RunNotes(env, queue);
-  try {
-    const resultsFile = await notes.out(run.runId);
-    const ended = run.status === 'cancelled' || run.status === 'stopped';
-    const undelivered = ended && run.endedAt === null && delivering === false ? await notes.undelivered(run.runId) : undefined;
-    return { ...(resultsFile !== undefined ? { resultsFile } : {}), ...(undelivered !== undefined ? { undelivered } : {}) };
-  } finally {
-    notes.close();
   }
 }
 

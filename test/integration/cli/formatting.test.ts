@@ -9,7 +9,7 @@ import { RESULT_LINE_FIELDS, type Result } from '../../../src/spec/index.js';
 // What `status` and the run summary print, from fixed inputs (no Redis needed).
 const run: RunRecord = {
   runId: 'r1', status: 'running', stopReason: null, createdAt: '2026-11-29T12:00:00.000Z', runAttemptId: 'a',
-  specCount: 10, sourceFingerprint: null, enqueued: 10, delivered: 7, redispatched: 3, duplicatesDropped: 1, alreadyEnqueued: 0, truncated: 2,
+  specCount: 10, sourceFingerprint: null, coordinatorNote: null, enqueued: 10, delivered: 7, redispatched: 3, duplicatesDropped: 1, alreadyEnqueued: 0, truncated: 2,
   kinds: { ok: 5, model: 1, infrastructure: 1, caller: 0 }, endedAt: null, retainMs: null,
   quarantined: { 'r1.t9': { reason: 'ChildCrashed', exitCode: null, signal: 'SIGABRT', stderrTail: 'line 1\ninvariant failed: stock < 0' } },
 };
