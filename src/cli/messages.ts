@@ -54,7 +54,7 @@ export const HELP = {
     runMs: "the rollout's own time limit for run and reward together, ms; past it: a model result, RunTimeout or RewardTimeout (default 600000)",
     rewardMs: "the reward's own limit, ms, inside what is left of --run-ms; past it: a model result, RewardTimeout (default 60000)",
     hangMs: "the plane's limit, ms; past it the child is killed and the lease re-dispatched (default 900000)",
-    memoryMb: `memory limit of each rollout, MiB: its child process' heap, and a codeRunner artifact's whole process tree (${MIN_MEMORY_MB}–65536, default 1024)`,
+    memoryMb: `memory limit of each rollout, MiB: its child process' heap, and a codeRunner artifact's whole process tree (${MIN_MEMORY_MB}–65536, default ${DEFAULT_MEMORY_MB})`,
     retain: 'how long the run stays in Redis once every result is delivered, e.g. 3d, 12h, 30m (default 3d; 0 removes it at once)',
     metricsPort: 'serve the coordinator\'s Prometheus metrics (in flight, delivered, duplicates) on this port while the run lasts (0 picks a free one; default: none)',
     metricsHost: 'address the coordinator metrics endpoint binds (default 127.0.0.1)',
@@ -110,6 +110,16 @@ export function typeName(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'array';
   return typeof value;
+}
+
+/** The `resume` command that collects a run into `out`, its results file (`FILE` when unknown: see {@link unknownFileNote}). */
+function resumeInto(runId: string, queue: string, out: string | undefined): string {
+  return `${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${out === undefined ? 'FILE' : shellWord(out)}`;
+}
+
+/** What FILE of {@link resumeInto} is when the run's coordinator named no results file (a run of the library). */
+function unknownFileNote(runId: string, out: string | undefined): string {
+  return out === undefined ? `\n  where FILE is the results file its run command wrote (--out; results-${runId}.jsonl in its directory without one), so its Results stay in one file` : '';
 }
 
 /** ` --queue <q>` when `queue` is not the default one, else empty (for commands users copy). */
@@ -235,7 +245,7 @@ export const MSG = {
   coordinatorRefused: (runId: string, queue: string, command: 'run' | 'resume', holder: string, out: string | undefined) =>
     `run ${runId} is being delivered by another coordinator (${holder}), so this ${command} was refused and delivered no Result (one coordinator per run: no Result reaches two results files).\n` +
     `That coordinator writes the run's Results to ${out === undefined ? 'its own results file' : out}: let it finish (${cliCommand()} status ${runId}${queueFlag(queue)} shows the run), ` +
-    `or stop it (Ctrl-C where it runs) and collect the rest with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${out === undefined ? 'FILE' : shellWord(out)}` +
+    `or stop it (Ctrl-C where it runs) and collect the rest with\n  ${resumeInto(runId, queue, out)}` +
     (out === undefined ? `\nwhere FILE is the results file of that coordinator (its --out), so the run's Results stay in one file` : ''),
   runWasCancelled: (runId: string, why: string) => (why.includes(runId) ? why : `run ${runId} was cancelled: ${why}`),
   /** After a cancelled run's own end: Results of rollouts that were still running are not in `out` yet. */
@@ -299,12 +309,12 @@ export const MSG = {
   statusRun: (runId: string, status: string, created: string | null) => `Run ${runId}: ${status}${created ? ` (created ${created})` : ''}`,
   /** `out`: the results file the run's coordinator recorded; undefined when none was (a run of the library, an older CLI). */
   statusUndelivered: (runId: string, queue: string, out: string | undefined) =>
-    `  no coordinator is delivering it (its run command was stopped): workers finish its rollouts and the Results wait in Redis; collect them with\n    ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${out === undefined ? 'FILE' : shellWord(out)}` +
-    (out === undefined ? `\n  where FILE is the results file its run command wrote (--out; results-${runId}.jsonl in its directory without one), so its Results stay in one file` : ''),
+    `  no coordinator is delivering it (its run command was stopped): workers finish its rollouts and the Results wait in Redis; collect them with\n    ${resumeInto(runId, queue, out)}` +
+    unknownFileNote(runId, out),
   /** A cancelled or stopped run no coordinator delivers, with Results of rollouts that were still running not delivered; `out` as in statusUndelivered. */
   statusEndedUndelivered: (runId: string, queue: string, status: string, count: number, out: string | undefined) =>
-    `  ${count} Result(s) of rollouts that were still running when it was ${status} are not delivered yet (they wait in Redis, or come when those rollouts end); collect them with\n    ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${out === undefined ? 'FILE' : shellWord(out)}` +
-    (out === undefined ? `\n  where FILE is the results file its run command wrote (--out; results-${runId}.jsonl in its directory without one), so its Results stay in one file` : ''),
+    `  ${count} Result(s) of rollouts that were still running when it was ${status} are not delivered yet (they wait in Redis, or come when those rollouts end); collect them with\n    ${resumeInto(runId, queue, out)}` +
+    unknownFileNote(runId, out),
   statusStopReason: (reason: string) => `  stop reason     ${reason}`,
   statusRetention: (endedAt: string, expiresAt: string) => `  delivered       ${endedAt}; expires from Redis at ${expiresAt} (purge removes it now)`,
   runIdHoldsOtherTasks: (runId: string, queue: string, status: string, had: number, now: number) =>
