@@ -1,6 +1,7 @@
 import type { RolloutDraft } from '../producer/index.js';
 import * as builtinRewards from '../rewards/index.js';
 import { checkOutputFits, compileCodeRunnerOptions } from '../runners/code-runner-options.js';
+import { checkBareSpecifier, isSpecifierRefusal } from '../ref/index.js';
 import { parseRefTarget, RefSchema, type Ref, type Rendered } from '../spec/index.js';
 import { UsageError } from './errors.js';
 import { MSG, typeName } from './messages.js';
@@ -51,12 +52,17 @@ const BUILTIN_MODULES: Readonly<Record<string, string>> = { '--run': 'rollout-qu
 /**
  * Builds a Ref from `--run`/`--reward` and its config, checked by the wire schema.
  * @param option how the pair is named in messages, e.g. `--run`.
- * @throws UsageError naming the option and the path of the first bad value, or a module of this
+ * @throws UsageError naming the option and the path of the first bad value, a module no worker
+ *   imports (`checkBareSpecifier`: a Node builtin, a path, a URL), or a module of this
  *   package that is not the option's built-ins (`rollout-queue/runners` for `--run`, `rollout-queue/rewards` for `--reward`).
  */
 export function buildRef(option: string, target: string, config: Record<string, unknown>): Ref {
   const parsedTarget = parseRefTarget(target);
   if (typeof parsedTarget === 'string') throw new UsageError(MSG.badRefTarget(option, parsedTarget));
+  // What every worker refuses whatever its allowlist (a Node builtin, a path, a URL) is refused
+  // here: enqueued, it stopped the run on its first caller Result (fresh-user report: node:child_process).
+  const specifier = checkBareSpecifier(parsedTarget.module);
+  if (isSpecifierRefusal(specifier)) throw new UsageError(MSG.badRefTarget(option, specifier.reason));
   // This package's own modules are known here: another one (a typo such as rollout-queue/runner)
   // would reach the workers and end every lease `caller` (fresh-user report).
   const builtin = BUILTIN_MODULES[option];

@@ -251,7 +251,7 @@ export const MSG = {
   /** After a cancelled run's own end: Results of rollouts that were still running are not in `out` yet. */
   cancelledUndelivered: (runId: string, queue: string, count: number, out: string) =>
     `${count} Result(s) of rollouts that were still running when the run was cancelled are not in ${out} yet (a rollout stopped by the cancel ends caller/Cancelled); collect them with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${shellWord(out)}`,
-  cancelReason: 'cancelled with `rollout-queue cancel`',
+  cancelReason: `cancelled with \`${cliCommand()} cancel\``,
   runAlreadyEnded: (runId: string, status: string) =>
     `run ${runId} is already ${status}: nothing to cancel (${cliCommand()} purge ${runId} removes it from Redis)`,
   runInterrupted: (runId: string, out: string, queue: string, notEnqueued: number | undefined) =>

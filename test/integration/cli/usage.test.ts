@@ -81,6 +81,9 @@ describe('usage errors exit 2 naming the option', () => {
     // Fresh-user report (third pass): an unknown module of this package reached the workers and ended caller (exit 3).
     ['an unknown rollout-queue module as --run', runArgs({ '--run': 'rollout-queue/nosuch:foo' }), '--run rollout-queue/nosuch:foo: rollout-queue has no such module for --run; its built-ins are in rollout-queue/runners (e.g. rollout-queue/runners:codeRunner), or name a module of your own'],
     ['a runner module as --reward', runArgs({ '--reward': 'rollout-queue/runners:codeRunner' }), '--reward rollout-queue/runners:codeRunner: rollout-queue has no such module for --reward; its built-ins are in rollout-queue/rewards'],
+    // Fresh-user report (third pass): a Node builtin was enqueued and stopped the run on its first caller Result (exit 3).
+    ['a Node builtin as --run', runArgs({ '--run': 'node:child_process:exec' }), '--run: module "node:child_process" is a Node builtin; builtins are never imported by a Ref, whatever the allowlist'],
+    ['a file path as --reward', runArgs({ '--reward': './my-reward.js:score' }), '--reward: module "./my-reward.js" is a file path'],
     ['a misspelt built-in run export', runArgs({ '--run': 'rollout-queue/runners:codeRunnr' }), '--run rollout-queue/runners:codeRunnr: the module has no such export; it exports codeRunner'],
     ['a misspelt built-in reward export', runArgs({ '--reward': 'rollout-queue/rewards:lastNumbr' }), '--reward rollout-queue/rewards:lastNumbr: the module has no such export; it exports answerText, contains, exactMatch, lastNumber, regex'],
   ])('%s', async (_label, args, named) => {
