@@ -1,5 +1,6 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
 import { createLogger } from '../../../src/platform/logger.js';
 import { RolloutQueue } from '../../../src/producer/index.js';
 import type { RolloutDraft } from '../../../src/producer/index.js';
@@ -14,9 +15,8 @@ import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-pro
 let redis: TestRedis;
 let raw: RawQueue;
 let worker: WorkerProcess;
-let client: Redis;
-let monitor: Redis;
-/** Commands the worker's ledger connection sent, in order: [command, ...args]. */
+let monitor: ChildProcess;
+/** Commands the worker's ledger connection sent, in order: [command]. */
 const ledgerCommands: string[][] = [];
 
 beforeAll(async () => {
@@ -27,15 +27,21 @@ beforeAll(async () => {
   const ledger = clients.split('\n').find((line) => line.includes(`name=${TEST_PREFIX}:rollout-queue:ledger`));
   const address = /addr=(\S+)/.exec(ledger ?? '')?.[1];
   if (!address) throw new Error(`no ledger connection among the clients:\n${clients}`);
-  client = new Redis(redis.url);
-  monitor = await client.monitor();
-  monitor.on('monitor', (_time: string, args: string[], source: string) => {
-    if (source.endsWith(address)) ledgerCommands.push(args);
+  // redis-cli's MONITOR, not ioredis' monitor(): under load the latter's duplicated connection
+  // took MONITOR output for the reply to its ready check ("Command queue state error", seen in CI).
+  // Ready once redis-cli prints MONITOR's OK.
+  monitor = spawn('redis-cli', ['-u', redis.url, 'monitor'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    monitor.once('exit', (code) => reject(new Error(`redis-cli monitor exited with ${code}`)));
+    createInterface({ input: monitor.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      if (line === 'OK') resolve();
+      const seen = /^\d+\.\d+ \[\d+ (\S+)\] "([^"]+)"/.exec(line);
+      if (seen?.[1] === address) ledgerCommands.push([seen[2] as string]);
+    });
   });
 });
 afterAll(async () => {
-  monitor.disconnect();
-  client.disconnect();
+  monitor?.kill();
   worker.signal('SIGTERM');
   await worker.exited();
   await raw.close();
