@@ -212,6 +212,8 @@ export const MSG = {
   // ── Redis ────────────────────────────────────────────────────────────────
   redisUnreachable: (address: string, why: string) =>
     `could not connect to Redis at ${address} (${why}). Start Redis (redis-server, or docker compose up redis) or point REDIS_URL at one.`,
+  redisHostUnknown: (address: string, host: string, code: string) =>
+    `could not connect to Redis at ${address}: the host name "${host}" does not resolve (${code}). Check the host in REDIS_URL (redis://host:port), e.g. redis://127.0.0.1:6379.`,
   redisAuthFailed: (address: string) =>
     `Redis at ${address} refused the credentials (WRONGPASS). Check the user and password in REDIS_URL (redis://user:password@host:port).`,
   redisNeedsAuth: (address: string) =>

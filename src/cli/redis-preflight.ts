@@ -36,16 +36,18 @@ export async function probeRedis(env: CliEnvironment): Promise<RedisProblem | un
     await client.ping();
     return undefined;
   } catch (err) {
-    return classify(cause ?? err, env, options.password);
+    return classify(cause ?? err, env, options);
   } finally {
     client.disconnect();
   }
 }
 
-function classify(err: unknown, env: CliEnvironment, password: string | undefined): RedisProblem {
+function classify(err: unknown, env: CliEnvironment, options: { readonly host?: string | undefined; readonly password?: string | undefined }): RedisProblem {
   const raw = err instanceof Error ? err.message : String(err);
-  const text = password ? raw.split(password).join('***') : raw;
+  const text = options.password ? raw.split(options.password).join('***') : raw;
   const code = (err as { code?: unknown }).code;
+  // A name that does not resolve will not start resolving because Redis starts: "Start Redis" would mislead.
+  if ((code === 'ENOTFOUND' || code === 'EAI_AGAIN') && options.host) return { kind: 'unreachable', message: MSG.redisHostUnknown(env.address, options.host, code) };
   if (/WRONGPASS|invalid (username-)?password/i.test(text)) return { kind: 'auth', message: MSG.redisAuthFailed(env.address) };
   if (/NOAUTH/i.test(text)) return { kind: 'auth', message: MSG.redisNeedsAuth(env.address) };
   if (/without any password configured/i.test(text)) return { kind: 'auth', message: MSG.redisNoPasswordSet(env.address) };

@@ -96,6 +96,17 @@ describe('a Redis that cannot be used gives one clear line, never the password',
     expect(outcome.stdout + outcome.stderr).not.toContain(PASSWORD);
   });
 
+  // Regression (fresh-user report): a host name that does not resolve said "Start Redis".
+  it('a host name that does not resolve: says to check the host, not to start Redis', async () => {
+    const outcome = await runCli(['status'], { env: { REDIS_URL: `redis://:${PASSWORD}@no-such-host.invalid:6379` } });
+    expect(outcome.code).toBe(1);
+    expect(outcome.stderr).toContain('could not connect to Redis at redis://:***@no-such-host.invalid:6379: the host name "no-such-host.invalid" does not resolve (ENOTFOUND)');
+    expect(outcome.stderr).toContain('Check the host in REDIS_URL');
+    expect(outcome.stderr).not.toContain('Start Redis');
+    expect(outcome.stderr.trim().split('\n')).toHaveLength(1);
+    expect(outcome.stdout + outcome.stderr).not.toContain(PASSWORD);
+  });
+
   it('wrong password: says the credentials were refused', async () => {
     const url = guarded.url.replace('redis://', 'redis://:wrong-password-also-secret@');
     const outcome = await runCli(['status'], { env: { REDIS_URL: url } });
