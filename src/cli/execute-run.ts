@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../platform/logger.js';
 import type { RolloutDraft } from './build-drafts.js';
@@ -68,6 +69,26 @@ async function refuseOtherTasks(q: RolloutQueue, runId: string, queue: string, s
   }
 }
 
+/**
+ * A run whose every Result was delivered has none left for a new file: collecting into one made
+ * an empty file, a summary of "0 of N, incomplete", and stored that file as the run's results
+ * file, so every later hint named it (fresh-user report). A file that holds something is left to
+ * the normal path: it is the idempotent re-run into the run's own file, or that file moved.
+ * @throws CliError (exit 1) naming where the Results went.
+ */
+async function refuseDeliveredElsewhere(q: RolloutQueue, runId: string, out: string): Promise<void> {
+  const run = (await readStatus(q, runId)).run;
+  if (!run || run.status !== 'completed' || run.specCount === null || run.delivered < run.specCount) return;
+  let size = 0;
+  try {
+    size = statSync(out).size;
+  } catch {
+    // No such file yet: it would be created empty.
+  }
+  if (size > 0) return;
+  throw new CliError(MSG.runDeliveredElsewhere(runId, run.delivered, run.coordinatorNote, out));
+}
+
 /** Longest wait for closing the queue or reading counters after an interrupt, ms. */
 const WIND_DOWN_MS = 3000;
 
@@ -101,6 +122,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     }
     if (source.kind === 'map') await refuseOtherTasks(q, runId, queue, source.drafts.length, source.fingerprint);
     const total = source.kind === 'map' ? source.drafts.length : await attachTotal(q, options);
+    await refuseDeliveredElsewhere(q, runId, options.out);
     if (options.warnNoWorker !== false) {
       const workers = await within(readStatus(q), WIND_DOWN_MS);
       if (workers && workers.workers.length === 0) stderr.write(`${MSG.noWorker(queue, env.prefix)}\n`);

@@ -229,6 +229,8 @@ export const MSG = {
   runIdGenerated: (runId: string) => `run id: ${runId} (run the same command with --run-id ${runId} to re-attach)`,
   runStarting: (runId: string, count: number, queue: string, address: string) =>
     `run ${runId}: ${count} rollout(s) on queue "${queue}" at ${address}`,
+  runDeliveredElsewhere: (runId: string, delivered: number, file: string | null, out: string) =>
+    `run ${runId} is completed and all ${delivered} of its Results were delivered${file ? `, to ${file}` : ''} (a run's Results are delivered once): there is nothing to collect into ${out}, and nothing was written there. ${file ? 'Read that file' : 'Read the results file of the run that delivered them'}, or run the tasks again under a new --run-id.`,
   runResuming: (runId: string, queue: string, address: string) => `re-attaching to run ${runId} on queue "${queue}" at ${address}`,
   runNotFound: (runId: string, queue: string, prefix: string) =>
     `no run "${runId}" on queue "${queue}" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliCommand()} status lists the runs)`,

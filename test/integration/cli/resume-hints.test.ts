@@ -169,3 +169,34 @@ describe('a run cancelled while rollouts were running', () => {
     expect(after.stdout).not.toContain('not delivered yet');
   });
 });
+
+// Fresh-user report: `resume` of a completed run into another file made that file empty, ended
+// "0 of 3, incomplete" and stored it as the run's results file, so later hints named the empty one.
+describe('a completed run collected into another file', () => {
+  it('is refused with where its Results went; the new file is not made and the run keeps its own file (run and resume alike)', async () => {
+    const gate = path.join(dir, 'gate-hint5');
+    await writeFile(gate, '');
+    const out = path.join(dir, 'hint5.jsonl');
+    const tasks = await gatedTasks('hint5', gate);
+    const first = await runCli(runArgs(tasks, ['--run-id', 'hint5', '--out', out]), { env, cwd: dir });
+    expect(first.code, first.stderr).toBe(0);
+    for (const [command, args] of [
+      ['resume', ['resume', 'hint5', '--queue', queue, '--out', path.join(dir, 'hint5-again.jsonl')]],
+      ['run', runArgs(tasks, ['--run-id', 'hint5', '--out', path.join(dir, 'hint5-again.jsonl')])],
+    ] as const) {
+      const again = await runCli([...args], { env, cwd: dir });
+      expect(again.code, `${command}: ${again.stderr}`).toBe(1);
+      expect(again.stderr).toContain(`run hint5 is completed and all 3 of its Results were delivered, to ${out}`);
+      expect(again.stdout).toBe('');
+      expect(existsSync(path.join(dir, 'hint5-again.jsonl'))).toBe(false);
+    }
+    const status = await runCli(['status', 'hint5', '--queue', queue], { env, cwd: dir });
+    expect(status.stdout).toContain('Run hint5: completed');
+    // Into its own file it is the idempotent re-run: every Result is there already.
+    const same = await runCli(['resume', 'hint5', '--queue', queue, '--out', out], { env, cwd: dir });
+    expect(same.code, same.stderr).toBe(0);
+    expect(leasesIn(out)).toEqual(['hint5.a', 'hint5.g1', 'hint5.g2']);
+    const refusedAgain = await runCli(['resume', 'hint5', '--queue', queue, '--out', path.join(dir, 'hint5-third.jsonl')], { env, cwd: dir });
+    expect(refusedAgain.stderr).toContain(`delivered, to ${out}`);
+  });
+});
