@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { RUN_FIELDS, type QueueKeys, type RunStatus } from '../lease/index.js';
+import { incrementRunCounter, RUN_FIELDS, type QueueKeys, type RunStatus } from '../lease/index.js';
 import { redisScript } from '../platform/redis-script.js';
 import { CostReceiptSchema, type CostReceipt } from '../spec/index.js';
 
@@ -153,6 +153,6 @@ export class LeaseLedger {
 
   /** Counts one late answer BullMQ refused (lock lost, job gone) on the run. */
   async countDuplicate(runId: string): Promise<void> {
-    await this.redis.hincrby(this.keys.run(runId), RUN_FIELDS.duplicatesDropped, 1);
+    await incrementRunCounter(this.redis, this.keys, runId, 'duplicatesDropped');
   }
 }

@@ -111,7 +111,20 @@ export async function readRunRecord(redis: Redis, keys: QueueKeys, runId: string
   };
 }
 
-/** Adds `by` to one counter of a run. */
+/**
+ * Lua: true when the run record HASH at `key` (a Lua expression, e.g. `KEYS[2]`) is a run's
+ * record, by the rule of {@link readRunRecord}: it has a status or a runAttemptId. Scripts that
+ * count into a record check it first, so a record Redis lost (restarted without persistence) is
+ * not re-made as a counters-only hash that no retention ever expires.
+ */
+export function runHasRecordLua(key: string): string {
+  return `(redis.call('HEXISTS', ${key}, '${RUN_FIELDS.status}') == 1 or redis.call('HEXISTS', ${key}, '${RUN_FIELDS.runAttemptId}') == 1)`;
+}
+
+// KEYS: run. ARGV: counter field, by. EVAL, not EVALSHA: re-submissions and late duplicates are rare.
+const INCREMENT_RECORDED = `if ${runHasRecordLua('KEYS[1]')} then return redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2]) end return 0`;
+
+/** Adds `by` to one counter of a run; nothing when the run has no record (see {@link runHasRecordLua}). */
 export async function incrementRunCounter(redis: Redis, keys: QueueKeys, runId: string, counter: RunCounter, by = 1): Promise<void> {
-  await redis.hincrby(keys.run(runId), RUN_FIELDS[counter], by);
+  await redis.eval(INCREMENT_RECORDED, 1, keys.run(runId), RUN_FIELDS[counter], by);
 }

@@ -14,6 +14,8 @@ import type { RunStore } from './run-store.js';
 export class DeliveryFence {
   /** The lease's retake count when the delivered set was last re-read. */
   private seenEpoch = 0;
+  /** The run's record was found gone (warned once). */
+  private recordLost = false;
 
   constructor(
     private readonly runId: string,
@@ -50,7 +52,8 @@ export class DeliveryFence {
   /**
    * Acknowledges delivered Results, all in one fenced script call; when the lease was lost,
    * waits for it to be retaken (then acknowledges, unless another coordinator did) or throws like
-   * {@link open}. Acknowledging a Result twice is harmless: it is counted once.
+   * {@link open}. Acknowledging a Result twice is harmless: it is counted once. A run whose record
+   * Redis lost is not recorded again (warned once): its Results are still delivered.
    * @param stopped true once the session was abandoned: give up silently.
    * @param complete the run's last Results: the same call marks a running run completed.
    * @returns true when this call marked the run completed.
@@ -59,9 +62,22 @@ export class DeliveryFence {
     if (results.length === 0) return false;
     for (;;) {
       const reply = await this.store.acknowledgeMany(this.runId, results, this.lease.token, complete);
+      if (reply === 'no-record') {
+        this.warnNoRecord();
+        return false;
+      }
       if (reply !== 'fenced') return reply.completed;
       if (stopped()) return false;
       await this.open();
     }
+  }
+
+  private warnNoRecord(): void {
+    if (this.recordLost) return;
+    this.recordLost = true;
+    this.logger.warn(
+      { runId: this.runId },
+      'the run has no record in Redis any more (Redis restarted without persistence, or the run was purged): its Results are still delivered here, but no longer counted in Redis; leases whose jobs were lost end as JobMissing',
+    );
   }
 }

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { redisScript } from '../platform/redis-script.js';
 import type { LeaseTake } from './coordinator-lease.js';
-import { incrementRunCounter, RUN_FIELDS, type QueueKeys, type RunStatus } from '../lease/index.js';
+import { incrementRunCounter, RUN_FIELDS, runHasRecordLua, type QueueKeys, type RunStatus } from '../lease/index.js';
 import type { Result } from '../spec/index.js';
 
 /** What {@link RunStore.opener} found (and made) when it took the coordinator lease. */
@@ -117,11 +117,14 @@ export interface LeaseFlags {
 // the holder of the coordinator lease (its token in KEYS[3]) may acknowledge. With a status
 // field, then marks a running run completed (as SET_STATUS with 'running' allowed: the run's
 // last Results). Replies {completed 1/0, then one flag per (leaseId, kind field) pair (1 new,
-// 0 again)}, or a single -1 when fenced (nothing written).
+// 0 again)}, or a single -1 when fenced, -2 when the run has no record (nothing written either
+// way): after Redis restarted empty mid-run the coordinator retakes its lease, and its SADD and
+// HINCRBY made a delivered set and a counters-only hash that nothing ever expired.
 // KEYS: runDelivered, run, runCoordinator. ARGV: lease token, status field ('' = leave the
 // status), then leaseId, kind field pairs.
 const ACKNOWLEDGE = redisScript('rqAcknowledge', `
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
+if not ${runHasRecordLua('KEYS[2]')} then return -2 end
 local reply = {0}
 for i = 3, #ARGV, 2 do
   if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
@@ -411,12 +414,14 @@ export class RunStore {
    * or none (otherwise nothing is written and `fenced` is returned). With `complete` (the run's
    * last Results), the same call then sets a `running` run's status to `completed`, as
    * {@link setStatus} would.
-   * @returns per Result, in order, `new` or `again`, and whether the status was changed; or `fenced`.
+   * @returns per Result, in order, `new` or `again`, and whether the status was changed; or
+   *   `fenced`; or `no-record` when the run has no record (Redis lost it): nothing is written.
    */
-  async acknowledgeMany(runId: string, results: readonly Result[], token: string, complete = false): Promise<{ readonly kinds: ('new' | 'again')[]; readonly completed: boolean } | 'fenced'> {
+  async acknowledgeMany(runId: string, results: readonly Result[], token: string, complete = false): Promise<{ readonly kinds: ('new' | 'again')[]; readonly completed: boolean } | 'fenced' | 'no-record'> {
     const pairs = results.flatMap((result) => [result.leaseId, RUN_FIELDS.kind(result.kind)]);
     const reply = await ACKNOWLEDGE.run(this.redis, [this.keys.runDelivered(runId), this.keys.run(runId), this.keys.runCoordinator(runId)], [token, complete ? RUN_FIELDS.status : '', ...pairs]);
     if (reply === -1) return 'fenced';
+    if (reply === -2) return 'no-record';
     const [completed, ...flags] = reply as number[];
     return { kinds: flags.map((flag) => (flag === 1 ? 'new' : 'again')), completed: completed === 1 };
   }

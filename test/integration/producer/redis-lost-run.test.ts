@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Result } from '../../../src/spec/index.js';
+import { ProducerFixture, TEST_PREFIX, collect } from '../../helpers/producer-fixture.js';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { startWorkerProcess } from '../../helpers/worker-process.js';
+
+// Fresh-user report: Redis restarted empty (no persistence) mid-run. Every lease still ended in
+// one Result, but the coordinator's acknowledgements and the worker's count of its refused late
+// answers made `~run:<id>` and `~run:<id>:delivered` again, as keys no retention ever expired.
+let redis: TestRedis;
+let fx: ProducerFixture;
+
+beforeAll(async () => {
+  redis = await startRedis({ private: true }); // no AOF: a restart comes back empty
+  fx = new ProducerFixture(redis.url);
+});
+afterAll(async () => {
+  await fx.cleanup();
+  await fx.end();
+  await redis.stop();
+});
+
+const echo = { $ref: 'rq-fixtures/failures:echo', config: {} };
+const constant = { $ref: 'rq-fixtures/failures:constant', config: { value: 1 } };
+
+describe('Redis restarted without persistence mid-run', () => {
+  it('every lease ends in one Result (JobMissing for the lost ones) and nothing of the lost run is left without a TTL', async () => {
+    const queue = fx.queueName();
+    const runId = fx.runId('lost');
+    const rq = await fx.open(queue, { reconcileMs: 100 });
+    const worker = await startWorkerProcess({ redisUrl: redis.url, queue, prefix: TEST_PREFIX, allow: ['rq-fixtures/*'], concurrency: 2, lockDurationMs: 3000, stalledIntervalMs: 1500 });
+    // t0 ends at once; the others hold 1.5 s, so two of them are running when Redis goes.
+    const drafts = Array.from({ length: 6 }, (_, i) => ({ rendered: 'x', task: { id: `t${i}`, delayMs: i === 0 ? 0 : 1500 }, run: echo, reward: constant }));
+    const { items, error } = await collect(rq.mapRollouts(drafts, { runId }), async (result: Result) => {
+      if (result.leaseId === `${runId}.t0`) {
+        await redis.kill();
+        await redis.restart();
+      }
+    });
+    expect(error).toBeUndefined();
+    expect(items.map((r) => r.leaseId).sort()).toEqual(drafts.map((d) => `${runId}.${d.task.id}`).sort());
+    for (const result of items.filter((r) => r.kind !== 'ok')) expect(result.error?.type).toBe('JobMissing');
+    expect(fx.logs.join('\n')).toContain('the run has no record in Redis any more');
+
+    // The worker's running rollouts end (their answers refused: the jobs are gone) before it exits.
+    worker.signal('SIGTERM');
+    expect((await worker.exited()).code).toBe(0);
+    await rq.close();
+    const left = await fx.redis.keys(`${TEST_PREFIX}:${queue}:~run:${runId}*`);
+    const ttls = await Promise.all(left.map(async (key) => [key, await fx.redis.pttl(key)] as const));
+    expect(ttls.filter(([, ttl]) => ttl < 0)).toEqual([]);
+  });
+});
