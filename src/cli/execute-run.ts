@@ -78,7 +78,7 @@ async function refuseOtherTasks(q: RolloutQueue, runId: string, queue: string, s
  */
 async function refuseDeliveredElsewhere(q: RolloutQueue, runId: string, out: string): Promise<void> {
   const run = (await readStatus(q, runId)).run;
-  if (!run || run.status !== 'completed' || run.specCount === null || run.delivered < run.specCount) return;
+  if (!run || !deliveredInFull(run)) return;
   let size = 0;
   try {
     size = statSync(out).size;
@@ -87,6 +87,11 @@ async function refuseDeliveredElsewhere(q: RolloutQueue, runId: string, out: str
   }
   if (size > 0) return;
   throw new CliError(MSG.runDeliveredElsewhere(runId, run.delivered, run.coordinatorNote, out));
+}
+
+/** True when the run is completed and every one of its Results was delivered. */
+function deliveredInFull(run: { readonly status: string; readonly specCount: number | null; readonly delivered: number }): boolean {
+  return run.status === 'completed' && run.specCount !== null && run.delivered >= run.specCount;
 }
 
 /** Longest wait for closing the queue or reading counters after an interrupt, ms. */
@@ -158,6 +163,12 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     file.refresh();
     const status = await within(readStatus(q, runId), WIND_DOWN_MS);
     const run = status?.run;
+    if (outcome.kind === 'completed' && file.count === 0 && run && deliveredInFull(run)) {
+      // Waiting for the lease, this coordinator saw another finish the run: the same refusal as
+      // at the start (see refuseDeliveredElsewhere), not a summary of "0 of N, incomplete".
+      file.discardIfUnused();
+      throw new CliError(MSG.runDeliveredElsewhere(runId, run.delivered, run.coordinatorNote, file.path));
+    }
     const end = runEnd(outcome, file.count, total);
     stdout.write(`${formatSummary({
       runId,

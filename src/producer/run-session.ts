@@ -98,6 +98,8 @@ export class RunSession {
   /** This process's right to deliver the run (one coordinator per run at a time). */
   private coordinatorLease: CoordinatorLease | undefined;
   private fence: DeliveryFence | undefined;
+  /** `coordinatorNote` of a session that re-opened a completed run, stored with its first acknowledgement. */
+  private noteOnFirstDelivery: string | undefined;
   /** The enqueuer's run and its follow-up (spec count); never rejects. */
   private enqueuing: Promise<void> = Promise.resolve();
   private readonly onAbort = (): void => this.ending.abortBy(this.plan.signal?.reason);
@@ -246,8 +248,13 @@ export class RunSession {
     if (!head && !drafts) {
       throw new Error(`no run "${this.runId}" on queue "${this.deps.keys.queue}" (prefix "${this.deps.keys.prefix}"); check the run id, queue and prefix`);
     }
-    // Only now, holding the run: a coordinator refused as busy never overwrites the note of the one that delivers.
-    if (this.plan.coordinatorNote !== undefined) await store.noteCoordinator(this.runId, this.plan.coordinatorNote);
+    // Only now, holding the run: a coordinator refused as busy never overwrites the note of the one
+    // that delivers. A completed run's note says where its Results went: it changes only once this
+    // session delivers one (a re-run that grew the run), not for a session that finds nothing.
+    if (this.plan.coordinatorNote !== undefined) {
+      if (head?.status === 'completed') this.noteOnFirstDelivery = this.plan.coordinatorNote;
+      else await store.noteCoordinator(this.runId, this.plan.coordinatorNote);
+    }
     if (head) {
       for (const leaseId of await store.undeliveredLeases(this.runId)) this.tracker.track(leaseId, 'outstanding');
       if (head.status === 'stopped' || head.status === 'cancelled') {
@@ -350,6 +357,11 @@ export class RunSession {
    */
   private async acknowledge(results: readonly Result[], complete = false): Promise<boolean> {
     if (this.abandoned || !this.fence || results.length === 0) return false;
+    const note = this.noteOnFirstDelivery;
+    if (note !== undefined) {
+      this.noteOnFirstDelivery = undefined;
+      await this.deps.store.noteCoordinator(this.runId, note);
+    }
     const completed = await this.fence.acknowledge(results, () => this.abandoned, complete);
     // An abandoned session gave up without acknowledging: it is never retained by this process.
     if (this.acknowledgedIds && !this.abandoned) {

@@ -200,3 +200,29 @@ describe('a completed run collected into another file', () => {
     expect(refusedAgain.stderr).toContain(`delivered, to ${out}`);
   });
 });
+
+// Fresh-user report: a second coordinator of the same run waited for the first one's lease, then
+// ended "0 of 3, incomplete" with an empty file, and its file became the run's results file.
+describe('a coordinator that waited while another finished the run', () => {
+  it('is refused with where the Results went, leaves no file and does not become the run\'s results file', async () => {
+    const gate = path.join(dir, 'gate-hint6');
+    const out = path.join(dir, 'hint6.jsonl');
+    const other = path.join(dir, 'hint6-other.jsonl');
+    const tasks = await gatedTasks('hint6', gate);
+    const first = startCli(runArgs(tasks, ['--run-id', 'hint6', '--out', out]), { env, cwd: dir });
+    await waitFor(() => lineCount(out) >= 1 && existsSync(`${gate}.g1.started`) && existsSync(`${gate}.g2.started`), 60_000, 'the first result and both gated rollouts running');
+    const second = startCli(runArgs(tasks, ['--run-id', 'hint6', '--out', other]), { env, cwd: dir });
+    await waitFor(() => second.stderr().includes('another coordinator holds this run; waiting'), 30_000, 'the second coordinator waiting for the lease');
+    await writeFile(gate, '');
+    const [end, waited] = await Promise.all([first.done, second.done]);
+    expect(end.code, end.stderr).toBe(0);
+    expect(waited.code, waited.stderr).toBe(1);
+    expect(waited.stderr).toContain(`run hint6 is completed and all 3 of its Results were delivered, to ${out}`);
+    expect(waited.stdout).toBe('');
+    expect(existsSync(other)).toBe(false);
+    expect(leasesIn(out)).toEqual(['hint6.a', 'hint6.g1', 'hint6.g2']);
+    const status = await runCli(['status', 'hint6', '--queue', queue], { env, cwd: dir });
+    const refused = await runCli(['resume', 'hint6', '--queue', queue, '--out', other], { env, cwd: dir });
+    expect(refused.stderr, status.stdout).toContain(`delivered, to ${out}`);
+  });
+});
