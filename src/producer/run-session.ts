@@ -100,6 +100,10 @@ export class RunSession {
   private fence: DeliveryFence | undefined;
   /** `coordinatorNote` of a session that re-opened a completed run, stored with its first acknowledgement. */
   private noteOnFirstDelivery: string | undefined;
+  /** The run was completed when this session took it (a re-attach, or a re-run that re-opened it). */
+  private completedAtOpen = false;
+  /** This session acknowledged a Result. */
+  private deliveredAny = false;
   /** The enqueuer's run and its follow-up (spec count); never rejects. */
   private enqueuing: Promise<void> = Promise.resolve();
   private readonly onAbort = (): void => this.ending.abortBy(this.plan.signal?.reason);
@@ -251,8 +255,9 @@ export class RunSession {
     // Only now, holding the run: a coordinator refused as busy never overwrites the note of the one
     // that delivers. A completed run's note says where its Results went: it changes only once this
     // session delivers one (a re-run that grew the run), not for a session that finds nothing.
+    this.completedAtOpen = head?.status === 'completed';
     if (this.plan.coordinatorNote !== undefined) {
-      if (head?.status === 'completed') this.noteOnFirstDelivery = this.plan.coordinatorNote;
+      if (this.completedAtOpen) this.noteOnFirstDelivery = this.plan.coordinatorNote;
       else await store.noteCoordinator(this.runId, this.plan.coordinatorNote);
     }
     if (head) {
@@ -363,6 +368,7 @@ export class RunSession {
       await this.deps.store.noteCoordinator(this.runId, note);
     }
     const completed = await this.fence.acknowledge(results, () => this.abandoned, complete);
+    this.deliveredAny = true;
     // An abandoned session gave up without acknowledging: it is never retained by this process.
     if (this.acknowledgedIds && !this.abandoned) {
       if (this.acknowledgedIds.length + results.length > KNOWN_LEASES_MAX) this.acknowledgedIds = undefined;
@@ -393,6 +399,11 @@ export class RunSession {
 
   /** Retains the run once it is completed: marked so now (`changed`), or found so (by another session). */
   private async retainCompleted(changed: boolean): Promise<void> {
+    if (!changed && this.completedAtOpen && !this.deliveredAny && (await this.deps.store.hasEnded(this.runId))) {
+      // A session that found the run completed and delivered nothing (a re-attach to re-read it)
+      // leaves its retention alone: it started when the run ended, and endedAt says when that was.
+      return;
+    }
     if (changed || (await this.deps.store.readHead(this.runId))?.status === 'completed') await this.retain();
   }
 

@@ -336,6 +336,11 @@ export class RunStore {
     await this.redis.hset(this.keys.run(runId), RUN_FIELDS.coordinatorNote, note);
   }
 
+  /** True when the run's end is recorded (`endedAt`, set with its retention by `applyRetention`). */
+  async hasEnded(runId: string): Promise<boolean> {
+    return (await this.redis.hexists(this.keys.run(runId), RUN_FIELDS.endedAt)) === 1;
+  }
+
   /** Lease ids enqueued for the run and not yet acknowledged, in submission order. */
   async undeliveredLeases(runId: string): Promise<string[]> {
     const replies = (await this.redis

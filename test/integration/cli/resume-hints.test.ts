@@ -196,6 +196,10 @@ describe('a completed run collected into another file', () => {
     const same = await runCli(['resume', 'hint5', '--queue', queue, '--out', out], { env, cwd: dir });
     expect(same.code, same.stderr).toBe(0);
     expect(leasesIn(out)).toEqual(['hint5.a', 'hint5.g1', 'hint5.g2']);
+    // Re-reading it is no new end: when it was delivered and when it expires stay as they were (both moved).
+    const ended = (text: string): string | undefined => text.split('\n').find((line) => line.trim().startsWith('delivered ') && line.includes('expires'));
+    expect(ended(status.stdout)).toMatch(/delivered +\d{4}-/);
+    expect(ended((await runCli(['status', 'hint5', '--queue', queue], { env, cwd: dir })).stdout)).toBe(ended(status.stdout));
     const refusedAgain = await runCli(['resume', 'hint5', '--queue', queue, '--out', path.join(dir, 'hint5-third.jsonl')], { env, cwd: dir });
     expect(refusedAgain.stderr).toContain(`delivered, to ${out}`);
   });
