@@ -315,6 +315,15 @@ export const MSG = {
   statusUndelivered: (runId: string, queue: string, out: string | undefined) =>
     `  no coordinator is delivering it (its run command was stopped): workers finish its rollouts and the Results wait in Redis; collect them with\n    ${resumeInto(runId, queue, out)}` +
     unknownFileNote(runId, out),
+  /**
+   * A running run no coordinator delivers whose run command stopped while enqueuing: `resume`
+   * would collect the enqueued ones and then refuse (specs never enqueued), so the hint is the
+   * run command, which enqueues the rest; `out` as in statusUndelivered.
+   */
+  statusPartlyEnqueued: (runId: string, enqueued: number, specCount: number, out: string | undefined) =>
+    `  no coordinator is delivering it, and only ${enqueued} of its ${specCount} specs were enqueued (its run command stopped while enqueuing); ` +
+    `run the same \`${cliCommand()} run …\` command again with --run-id ${runId} --out ${out === undefined ? 'FILE' : shellWord(out)}: it enqueues the rest and collects every Result ` +
+    `(resume only collects what was enqueued)${unknownFileNote(runId, out)}`,
   /** A cancelled or stopped run no coordinator delivers, with Results of rollouts that were still running not delivered; `out` as in statusUndelivered. */
   statusEndedUndelivered: (runId: string, queue: string, status: string, count: number, out: string | undefined) =>
     `  ${count} Result(s) of rollouts that were still running when it was ${status} are not delivered yet (they wait in Redis, or come when those rollouts end); collect them with\n    ${resumeInto(runId, queue, out)}` +

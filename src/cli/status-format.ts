@@ -65,7 +65,12 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
     return lines.join('\n');
   }
   lines.push(MSG.statusRun(run.runId, run.status, run.createdAt));
-  if (run.status === 'running' && view.delivering === false) lines.push(MSG.statusUndelivered(run.runId, place.queue, view.resultsFile));
+  if (run.status === 'running' && view.delivering === false) {
+    const { specCount } = run;
+    lines.push(specCount !== null && run.enqueued < specCount
+      ? MSG.statusPartlyEnqueued(run.runId, run.enqueued, specCount, view.resultsFile)
+      : MSG.statusUndelivered(run.runId, place.queue, view.resultsFile));
+  }
   if (run.stopReason) lines.push(MSG.statusStopReason(run.stopReason));
   if ((run.status === 'cancelled' || run.status === 'stopped') && view.delivering === false && (view.undelivered ?? 0) > 0) {
     lines.push(MSG.statusEndedUndelivered(run.runId, place.queue, run.status, view.undelivered ?? 0, view.resultsFile));

@@ -158,3 +158,24 @@ describe('a run record Redis lost, with counters written after', () => {
     }
   });
 });
+
+// Fresh-user report: after its coordinator died while enqueuing, status suggested `resume`,
+// which collects what was enqueued and then refuses (specs never enqueued); the run command
+// enqueues the rest.
+describe('a running run whose coordinator stopped while enqueuing', () => {
+  it('points at the run command again, with the run id and its results file, not at resume', async () => {
+    const prefix = uniquePrefix('pe');
+    const client = new Redis(redis.url);
+    try {
+      const keys = queueKeys(prefix, 'rollouts');
+      await client.hset(keys.run('half'), RUN_FIELDS.status, 'running', RUN_FIELDS.runAttemptId, 'a1', RUN_FIELDS.specCount, '10', RUN_FIELDS.enqueued, '4', RUN_FIELDS.coordinatorNote, '/data/half.jsonl');
+      await client.sadd(keys.runs(), 'half');
+      const outcome = await runCli(['status', 'half'], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix } });
+      expect(outcome.code, outcome.stderr).toBe(0);
+      expect(outcome.stdout).toContain(`no coordinator is delivering it, and only 4 of its 10 specs were enqueued (its run command stopped while enqueuing); run the same \`${cliHint()} run …\` command again with --run-id half --out /data/half.jsonl`);
+      expect(outcome.stdout).not.toContain(`${cliHint()} resume`);
+    } finally {
+      client.disconnect();
+    }
+  });
+});
