@@ -110,6 +110,10 @@ export interface StatusView {
   readonly cost?: CostSummary;
   /** With a run id: a coordinator holds the run's lease now (see `QueueStatus.delivering`). */
   readonly delivering?: boolean;
+  /** While delivering: who holds the lease (`QueueStatus.coordinator`). */
+  readonly coordinator?: { readonly pid: number | null; readonly host: string | null };
+  /** The pid of a lease holder on this host that no longer runs (killed): its lease is about to lapse. */
+  readonly coordinatorGone?: number;
   /** With a run id: the absolute results file its last CLI coordinator writes (`run.coordinatorNote`), when one said so. */
   readonly resultsFile?: string;
   /** With the id of a cancelled or stopped run no coordinator delivers: its Results still to be delivered (`RolloutQueue.pendingResults`). */
@@ -137,5 +141,6 @@ export async function readStatus(queue: RolloutQueue, runId?: string): Promise<S
   return {
     counts: status.counts, run: status.run ?? undefined, workers: status.workers.map(workerView), placements: status.placements,
     ...(status.cost ? { cost: status.cost } : {}), ...(status.delivering !== undefined ? { delivering: status.delivering } : {}),
+    ...(status.coordinator ? { coordinator: status.coordinator } : {}),
   };
 }

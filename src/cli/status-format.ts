@@ -32,6 +32,8 @@ export function statusJson(view: StatusView, place: StatusPlace): Record<string,
     runs: place.runs,
     run: view.run ?? null,
     ...(view.delivering !== undefined ? { delivering: view.delivering } : {}),
+    ...(view.coordinator ? { coordinator: view.coordinator } : {}),
+    ...(view.coordinatorGone !== undefined ? { coordinatorGone: view.coordinatorGone } : {}),
     ...(view.resultsFile !== undefined ? { resultsFile: view.resultsFile } : {}),
     ...(view.undelivered !== undefined ? { undelivered: view.undelivered } : {}),
   };
@@ -65,7 +67,8 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
     return lines.join('\n');
   }
   lines.push(MSG.statusRun(run.runId, run.status, run.createdAt));
-  if (run.status === 'running' && view.delivering === false) {
+  if (run.status === 'running' && view.coordinatorGone !== undefined) lines.push(MSG.statusCoordinatorGone(view.coordinatorGone));
+  if (run.status === 'running' && (view.delivering === false || view.coordinatorGone !== undefined)) {
     const { specCount } = run;
     lines.push(specCount !== null && run.enqueued < specCount
       ? MSG.statusPartlyEnqueued(run.runId, run.enqueued, specCount, view.resultsFile)

@@ -241,11 +241,17 @@ export class CoordinatorLease {
   }
 }
 
-function describeHolder(json: string): string {
+/** Who holds a coordinator lease, from its key's value (JSON {token, pid, host}); nulls where the value does not say. */
+export function leaseHolder(json: string): { readonly pid: number | null; readonly host: string | null } {
   try {
-    const { pid, host } = JSON.parse(json) as { pid?: number; host?: string };
-    return `pid ${pid} on ${host}`;
+    const { pid, host } = JSON.parse(json) as { pid?: unknown; host?: unknown };
+    return { pid: Number.isInteger(pid) ? (pid as number) : null, host: typeof host === 'string' ? host : null };
   } catch {
-    return 'unknown';
+    return { pid: null, host: null };
   }
+}
+
+function describeHolder(json: string): string {
+  const { pid, host } = leaseHolder(json);
+  return pid === null && host === null ? 'unknown' : `pid ${pid} on ${host}`;
 }

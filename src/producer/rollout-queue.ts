@@ -11,7 +11,7 @@ import { connectProducerRedis } from './connect-producer-redis.js';
 import { compileProducerOptions, type CompiledProducerOptions, type ProducerOptions } from './producer-options.js';
 import { refuseRepeatedLeases, type RolloutDraft } from './rollout-draft.js';
 import { purgeOlderThan, purgeRun, RunActiveError, type PurgeOlderOutcome, type PurgeOutcome } from './purge-run.js';
-import { COORDINATOR_LEASE_MS } from './coordinator-lease.js';
+import { COORDINATOR_LEASE_MS, leaseHolder } from './coordinator-lease.js';
 import { PRUNE_EVERY_RUNS, pruneRunList } from './run-list-pruner.js';
 import { RunSession } from './run-session.js';
 import { PlacementQueues, type PlacementStatus } from './placement-queues.js';
@@ -74,6 +74,12 @@ export interface QueueStatus {
    * Results wait in Redis for `attach` (the CLI's `resume`).
    */
   readonly delivering?: boolean;
+  /**
+   * While `delivering`: the process that holds the run's coordinator lease, as it recorded itself
+   * (pid and `os.hostname()`). A holder killed with SIGKILL stays here until its lease lapses,
+   * within `COORDINATOR_LEASE_MS` (6 s).
+   */
+  readonly coordinator?: { readonly pid: number | null; readonly host: string | null };
 }
 
 const runIdOf = (leaseId: string): string => leaseId.slice(0, leaseId.indexOf('.'));
@@ -300,8 +306,11 @@ export class RolloutQueue {
       this.queue.getWorkers(),
       this.placements.describe(),
     ]);
-    const [cost, held] = run ? await Promise.all([readRunCost(this.redis, this.keys, run.runId), this.redis.exists(this.keys.runCoordinator(run.runId))]) : [undefined, 0];
-    return { queue: this.options.queue, prefix: this.options.prefix, counts, run, workers, placements, ...(cost ? { cost } : {}), ...(run ? { delivering: held === 1 } : {}) };
+    const [cost, holder] = run ? await Promise.all([readRunCost(this.redis, this.keys, run.runId), this.redis.get(this.keys.runCoordinator(run.runId))]) : [undefined, null];
+    return {
+      queue: this.options.queue, prefix: this.options.prefix, counts, run, workers, placements, ...(cost ? { cost } : {}),
+      ...(run ? { delivering: holder !== null } : {}), ...(holder !== null ? { coordinator: leaseHolder(holder) } : {}),
+    };
   }
 
   /**

@@ -1,9 +1,11 @@
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
 import { queueKeys, RUN_FIELDS } from '../../lease/index.js';
 import { createRedisClient } from '../../platform/redis-connection.js';
 import { cliEnvironment, type CliEnvironment } from '../environment.js';
 import { CliError, EXIT, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
-import { coordinatorLogger, openQueue, readStatus } from '../plane.js';
+import { coordinatorLogger, openQueue, readStatus, type StatusView } from '../plane.js';
 import { requireRedis } from '../redis-preflight.js';
 import { formatStatus, statusJson } from '../status-format.js';
 import type { StatusCommandOptions } from '../commands/status.js';
@@ -26,17 +28,41 @@ export async function statusAction(runId: string | undefined, options: StatusCom
     // A cancelled or stopped run nobody delivers, not delivered whole: how many Results resume would collect.
     const ended = run && (run.status === 'cancelled' || run.status === 'stopped') && run.endedAt === null && read.delivering === false;
     const undelivered = ended ? (await queue.pendingResults(run.runId)).length : undefined;
+    const coordinatorGone = goneHolder(read.coordinator);
     const view = {
       ...read,
       workers: read.workers.map((w) => ({ ...w, details: { ...w.details, containment: containment.get(w.name) ?? 'unknown' } })),
       ...(resultsFile !== undefined ? { resultsFile } : {}),
       ...(undelivered !== undefined ? { undelivered } : {}),
+      ...(coordinatorGone !== undefined ? { coordinatorGone } : {}),
     };
     const place = { queue: options.queue, prefix: env.prefix, address: env.address, runs };
     process.stdout.write(`${options.json ? JSON.stringify(statusJson(view, place), null, 2) : formatStatus(view, place)}\n`);
     return EXIT.ok;
   } finally {
     await queue.close();
+  }
+}
+
+/**
+ * The pid of a coordinator lease holder that recorded this host's name and no longer runs: a
+ * `run` killed with SIGKILL holds its lease until it lapses (6 s), and status would show the run
+ * as delivered meanwhile, with no hint (fresh-user report). Another host's holder is not checked.
+ */
+function goneHolder(holder: StatusView['coordinator']): number | undefined {
+  if (!holder || holder.pid === null || holder.host !== os.hostname()) return undefined;
+  try {
+    process.kill(holder.pid, 0);
+  } catch (error) {
+    // EPERM: it runs, as another user.
+    return (error as NodeJS.ErrnoException).code === 'ESRCH' ? holder.pid : undefined;
+  }
+  // Killed but not reaped yet (its parent is not a shell that waits): a zombie runs nothing.
+  try {
+    const stat = readFileSync(`/proc/${holder.pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z' ? holder.pid : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import os from 'node:os';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { queueKeys, RUN_FIELDS } from '../../../src/lease/index.js';
@@ -174,6 +176,36 @@ describe('a running run whose coordinator stopped while enqueuing', () => {
       expect(outcome.code, outcome.stderr).toBe(0);
       expect(outcome.stdout).toContain(`no coordinator is delivering it, and only 4 of its 10 specs were enqueued (its run command stopped while enqueuing); run the same \`${cliHint()} run …\` command again with --run-id half --out /data/half.jsonl`);
       expect(outcome.stdout).not.toContain(`${cliHint()} resume`);
+    } finally {
+      client.disconnect();
+    }
+  });
+});
+
+// Fresh-user report: for the seconds after its `run` was killed with SIGKILL (until the
+// coordinator lease lapses), status showed the run as delivered, with no hint.
+describe('a running run whose coordinator on this host was killed', () => {
+  it('says the coordinator is gone and gives the resume hint; a live holder gets neither', async () => {
+    const prefix = uniquePrefix('cg');
+    const client = new Redis(redis.url);
+    try {
+      const keys = queueKeys(prefix, 'rollouts');
+      const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix };
+      const dead = spawn(process.execPath, ['-e', '0']);
+      const deadPid = dead.pid as number;
+      await new Promise((resolve) => dead.once('exit', resolve));
+      for (const [runId, pid] of [['gone', deadPid], ['live', process.pid]] as const) {
+        await client.hset(keys.run(runId), RUN_FIELDS.status, 'running', RUN_FIELDS.runAttemptId, 'a1', RUN_FIELDS.specCount, '3', RUN_FIELDS.enqueued, '3', RUN_FIELDS.coordinatorNote, `/data/${runId}.jsonl`);
+        await client.set(keys.runCoordinator(runId), JSON.stringify({ token: 't', pid, host: os.hostname() }), 'PX', 60_000);
+      }
+      const gone = await runCli(['status', 'gone'], { env });
+      expect(gone.code, gone.stderr).toBe(0);
+      expect(gone.stdout).toContain(`its coordinator (pid ${deadPid} on this host) is gone; its lease lapses within 6 s`);
+      expect(gone.stdout).toContain(`${cliHint()} resume gone --out /data/gone.jsonl`);
+      const live = await runCli(['status', 'live'], { env });
+      expect(live.code, live.stderr).toBe(0);
+      expect(live.stdout).not.toContain('is gone');
+      expect(live.stdout).not.toContain(`${cliHint()} resume`);
     } finally {
       client.disconnect();
     }
