@@ -69,21 +69,52 @@ export function signalQuietly(target: number, sig: NodeJS.Signals): void {
   }
 }
 
-/** Longest wait, ms, for SIGSTOPped processes to stop: past it one in an uninterruptible sleep is taken as it is. */
+/**
+ * Longest wait, ms, for SIGSTOPped processes in an uninterruptible sleep (state D) to stop: one
+ * stuck there (a hung NFS read) forks nothing while it is, so past this it is taken as it is.
+ */
 const STOP_WAIT_MS = 500;
+/**
+ * Longest wait, ms, for a runnable or sleeping process to stop. It stops only once the scheduler
+ * runs it, which on a loaded machine can take longer than STOP_WAIT_MS: giving up on it then let
+ * it fork between the last walk and the kill. Past this the walk and kill go on regardless (the
+ * wait blocks the caller's event loop, so it is kept well under a lock's duration).
+ */
+const STOP_GIVE_UP_MS = 3_000;
 /** Slept on between looks at whether they stopped (Atomics.wait: no busy loop). */
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
-/** True when a process forks nothing any more: stopped, a zombie, or gone (`/proc/<pid>/stat` field 3). */
-function forksNoMore(pid: number): boolean {
+/** A process' state letter (`/proc/<pid>/stat` field 3), 'X' when it is gone. */
+function stateOf(pid: number): string {
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
   } catch {
-    return true;
+    return 'X';
   }
-  const state = stat[stat.lastIndexOf(')') + 2];
+  return stat[stat.lastIndexOf(')') + 2] ?? 'X';
+}
+
+/** True when a process forks nothing any more: stopped, a zombie, or gone. */
+function forksNoMore(state: string): boolean {
   return state === 'T' || state === 't' || state === 'Z' || state === 'X';
+}
+
+/**
+ * Waits (blocking, see `pause`) until every pid forks no more; one in state D counts as
+ * settled after STOP_WAIT_MS, any other after STOP_GIVE_UP_MS from `since`.
+ */
+function awaitStopped(pids: readonly number[], since: number): void {
+  for (;;) {
+    const waited = performance.now() - since;
+    if (waited >= STOP_GIVE_UP_MS) return;
+    const settled = pids.every((pid) => {
+      const state = stateOf(pid);
+      return forksNoMore(state) || (state === 'D' && waited >= STOP_WAIT_MS);
+    });
+    if (settled) return;
+    Atomics.wait(pause, 0, 0, 1);
+  }
 }
 
 /**
@@ -104,14 +135,14 @@ export function stopSubtree(rootPid: number | 'self', options: { stopRoot: boole
   let toStop: number[] = options.stopRoot && rootPid !== 'self' ? [rootPid] : subtreeOf(rootPid);
   if (toStop.length === 0) return into;
   const stopped = new Set<number>();
-  const deadline = performance.now() + STOP_WAIT_MS;
+  const since = performance.now();
   for (;;) {
     for (const pid of toStop) signalQuietly(pid, 'SIGSTOP');
-    while (!toStop.every(forksNoMore) && performance.now() < deadline) Atomics.wait(pause, 0, 0, 1);
+    awaitStopped(toStop, since);
     for (const pid of toStop) stopped.add(pid);
     toStop = subtreeOf(rootPid).filter((pid) => !stopped.has(pid));
     if (toStop.length === 0) break;
-    if (performance.now() >= deadline) {
+    if (performance.now() - since >= STOP_GIVE_UP_MS) {
       for (const pid of toStop) stopped.add(pid);
       break;
     }
