@@ -74,6 +74,7 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
       ? MSG.statusPartlyEnqueued(run.runId, run.enqueued, specCount, view.resultsFile)
       : MSG.statusUndelivered(run.runId, place.queue, view.resultsFile));
   }
+  if (run.restoredAt) lines.push(MSG.statusRestored(run.restoredAt));
   if (run.stopReason) lines.push(MSG.statusStopReason(run.stopReason));
   if ((run.status === 'cancelled' || run.status === 'stopped') && view.delivering === false && (view.undelivered ?? 0) > 0) {
     lines.push(MSG.statusEndedUndelivered(run.runId, place.queue, run.status, view.undelivered ?? 0, view.resultsFile));

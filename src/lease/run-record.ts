@@ -29,6 +29,11 @@ export const RUN_FIELDS = {
   retainMs: 'retainMs',
   /** Results whose output a runner truncated (`stdoutTruncated`/`stderrTruncated`), counted once per lease by the worker. */
   truncated: 'truncated',
+  /**
+   * When a coordinator made the record again after Redis lost it mid-run (restarted without
+   * persistence, or flushed), ISO 8601: the counts cover only what happened since.
+   */
+  restoredAt: 'restoredAt',
   /** `kind:<kind>`: delivered Results of that kind (counted once, at first delivery). */
   kind: (kind: ResultKind) => `kind:${kind}`,
 } as const;
@@ -57,6 +62,8 @@ export interface RunRecord {
   readonly endedAt: string | null;
   /** Retention of the delivered run, ms (its keys expire `retainMs` after `endedAt`), or null. */
   readonly retainMs: number | null;
+  /** When the record was made again after Redis lost it mid-run (see `RUN_FIELDS.restoredAt`), or null. */
+  readonly restoredAt: string | null;
   /** Leases ended by the re-dispatch limit: leaseId → {reason, exitCode, signal, stderrTail}. */
   readonly quarantined: Readonly<Record<string, unknown>>;
 }
@@ -107,6 +114,7 @@ export async function readRunRecord(redis: Redis, keys: QueueKeys, runId: string
     },
     endedAt: hash[RUN_FIELDS.endedAt] ? new Date(int(hash[RUN_FIELDS.endedAt])).toISOString() : null,
     retainMs: hash[RUN_FIELDS.retainMs] !== undefined ? int(hash[RUN_FIELDS.retainMs]) : null,
+    restoredAt: hash[RUN_FIELDS.restoredAt] ?? null,
     quarantined: parsedQuarantine,
   };
 }

@@ -48,6 +48,11 @@ export class ArtifactStorer {
     return { ...spec, rendered: { sha256, bytes } };
   }
 
+  /** Forgets what was stored: Redis lost it (the run's record was made again), so the next job of each artifact stores it again. */
+  forget(): void {
+    this.stored.clear();
+  }
+
   /** The sha256 of every artifact this storer stored (its session's run), for that run's retention. */
   storedArtifacts(): string[] {
     return [...this.stored].map((key) => key.slice(key.indexOf('\n') + 1));

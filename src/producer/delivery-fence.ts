@@ -2,7 +2,7 @@ import type { Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
 import type { CoordinatorLease } from './coordinator-lease.js';
 import type { LeaseTracker } from './lease-tracker.js';
-import type { RunStore } from './run-store.js';
+import { NO_RECORD, type RunStore } from './run-store.js';
 
 /**
  * Delivery of one session fenced by its coordinator lease (DESIGN.md "Producer"; issue 11 item
@@ -14,15 +14,17 @@ import type { RunStore } from './run-store.js';
 export class DeliveryFence {
   /** The lease's retake count when the delivered set was last re-read. */
   private seenEpoch = 0;
-  /** The run's record was found gone (warned once). */
-  private recordLost = false;
-
+  /**
+   * @param restoreRecord makes the run's record again when an acknowledgement found it gone
+   *   (see `NO_RECORD`): the session's `restoreRecord`.
+   */
   constructor(
     private readonly runId: string,
     private readonly lease: CoordinatorLease,
     private readonly store: RunStore,
     private readonly tracker: LeaseTracker,
     private readonly logger: Logger,
+    private readonly restoreRecord: () => Promise<void>,
   ) {}
 
   /**
@@ -53,31 +55,26 @@ export class DeliveryFence {
    * Acknowledges delivered Results, all in one fenced script call; when the lease was lost,
    * waits for it to be retaken (then acknowledges, unless another coordinator did) or throws like
    * {@link open}. Acknowledging a Result twice is harmless: it is counted once. A run whose record
-   * Redis lost is not recorded again (warned once): its Results are still delivered.
+   * Redis lost gets it made again first (`restoreRecord`).
    * @param stopped true once the session was abandoned: give up silently.
    * @param complete the run's last Results: the same call marks a running run completed.
    * @returns true when this call marked the run completed.
+   * @throws Error when the record is gone again at once after it was made again.
    */
   async acknowledge(results: readonly Result[], stopped: () => boolean, complete = false): Promise<boolean> {
     if (results.length === 0) return false;
+    let restored = false;
     for (;;) {
       const reply = await this.store.acknowledgeMany(this.runId, results, this.lease.token, complete);
-      if (reply === 'no-record') {
-        this.warnNoRecord();
-        return false;
+      if (reply === NO_RECORD) {
+        if (restored) throw new Error(`run "${this.runId}": its record was deleted from Redis again right after it was made again (a purge or FLUSHDB while the run was delivering)`);
+        await this.restoreRecord();
+        restored = true;
+        continue;
       }
       if (reply !== 'fenced') return reply.completed;
       if (stopped()) return false;
       await this.open();
     }
-  }
-
-  private warnNoRecord(): void {
-    if (this.recordLost) return;
-    this.recordLost = true;
-    this.logger.warn(
-      { runId: this.runId },
-      'the run has no record in Redis any more (Redis restarted without persistence, or the run was purged): its Results are still delivered here, but no longer counted in Redis; leases whose jobs were lost end as JobMissing',
-    );
   }
 }

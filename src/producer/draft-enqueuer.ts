@@ -11,7 +11,7 @@ import { withPlacementFor } from './placement-for.js';
 import type { PlacementFor } from './producer-options.js';
 import { SecretScan } from './find-leaked-secret.js';
 import { prepareDraft, type PreparedDraft } from './rollout-draft.js';
-import type { BatchCheck, CheckedBatch, RunStore } from './run-store.js';
+import { NO_RECORD, type BatchCheck, type CheckedBatch, type RunStore } from './run-store.js';
 
 /** What the enqueuer needs from its session. */
 export interface EnqueuerDeps {
@@ -30,6 +30,8 @@ export interface EnqueuerDeps {
   readonly maxTaskBytes: number;
   /** Creates (or finds) the run record on the first draft; resolves to the run's runAttemptId. */
   readonly prepareRun: () => Promise<string>;
+  /** Makes the run's record again after a write found it gone (see `NO_RECORD`); the session's `restoreRecord`. */
+  readonly restoreRecord: () => Promise<void>;
   /** Receives the caller Result of a refused draft (the session decides whether to stop). */
   readonly onRefused: (result: Result) => void;
   /** Turns a spec into job data (a large artifact stored once, referenced by hash). */
@@ -210,7 +212,7 @@ export class DraftEnqueuer {
         index += values.length;
         this.pulledCount = index;
         const check = this.checkOf(batch);
-        await this.enqueue(batch, check, await store.checkAndStamp(runId, check));
+        await this.enqueue(batch, check, await this.recorded(() => store.checkAndStamp(runId, check)));
       }
       return false;
     } finally {
@@ -317,6 +319,23 @@ export class DraftEnqueuer {
     await this.inFlight;
   }
 
+  /**
+   * A write of the run's bookkeeping; where it found the run's record gone (`NO_RECORD`), the
+   * session makes the record again and the write is made once more. `drafts` whose jobs may have
+   * been added meanwhile get their artifacts stored again: what was stored before Redis lost it
+   * is gone, and a job naming it would find nothing.
+   * @throws Error when the record is gone again at once (something keeps deleting the run's keys).
+   */
+  private async recorded<T>(write: () => Promise<T | typeof NO_RECORD>, drafts: readonly Positioned<ValidDraft>[] = []): Promise<T> {
+    const first = await write();
+    if (first !== NO_RECORD) return first;
+    await this.deps.restoreRecord();
+    for (const { draft } of drafts) await this.deps.artifacts.jobData(draft.spec);
+    const again = await write();
+    if (again === NO_RECORD) throw new Error(`the run's record was deleted from Redis again right after it was made again (a purge or FLUSHDB while the run was enqueuing)`);
+    return again;
+  }
+
   private async addJobs(drafts: readonly Positioned<ValidDraft>[], stamped: ReadonlySet<string>, stampedAt: number): Promise<void> {
     const { queue, store, tracker, runId } = this.deps;
     try {
@@ -324,11 +343,11 @@ export class DraftEnqueuer {
       for (const { draft } of drafts) data.push(withoutDefaults(await this.deps.artifacts.jobData(draft.spec)));
       const leases = drafts.map(({ draft, index }) => ({ ...leaseClock(draft), index }));
       const unstamped = leases.filter(({ leaseId }) => !stamped.has(leaseId));
-      const lateAt = unstamped.length > 0 ? await store.stampEnqueued(runId, unstamped) : stampedAt;
+      const lateAt = unstamped.length > 0 ? await this.recorded(() => store.stampEnqueued(runId, unstamped), drafts) : stampedAt;
       const enqueuedAt = (leaseId: string): number => (stamped.has(leaseId) ? stampedAt : lateAt);
       await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i] as RolloutSpecInput, opts: { jobId: draft.leaseId, attempts: 1, ...enqueuedAtOption(enqueuedAt(draft.leaseId)) } })));
       // Every lease was stamped above (by the batch's check or stampEnqueued), before its job existed.
-      await store.recordLeases(runId, leases, true);
+      await this.recorded(() => store.recordLeases(runId, leases, true), drafts);
       for (const { draft } of drafts) tracker.confirm(draft.leaseId);
     } catch (err) {
       for (const { draft } of drafts) tracker.forget(draft.leaseId);

@@ -112,6 +112,12 @@ export class RunSession {
   /** Leases this session acknowledged, while at most {@link KNOWN_LEASES_MAX}; undefined past that. */
   private acknowledgedIds: string[] | undefined = [];
   private artifactStorer: ArtifactStorer | undefined;
+  /** The run's stored runAttemptId once known (made or found by this session). */
+  private runAttemptId: string | undefined;
+  /** The run's spec count once a streamed draft list was exhausted (set on the record then). */
+  private finalSpecCount: number | undefined;
+  /** A {@link restoreRecord} in progress. */
+  private restoring: Promise<void> | undefined;
 
   constructor(private readonly deps: SessionDeps, private readonly plan: SessionPlan) {
     this.runId = plan.runId;
@@ -240,14 +246,16 @@ export class RunSession {
     const record: RunCreation = { runAttemptId, specCount, ...(sourceFingerprint !== undefined ? { sourceFingerprint } : {}) };
     const create = Array.isArray(drafts) && drafts.length > 0 ? record : undefined;
     let created: OpenedRun['created'];
-    const enqueuer = drafts ? this.enqueuerOf(drafts, () => (created ? Promise.resolve(created.runAttemptId) : store.ensureRun(this.runId, record))) : undefined;
+    const prepareRun = async (): Promise<string> => (this.runAttemptId = created ? created.runAttemptId : await store.ensureRun(this.runId, record));
+    const enqueuer = drafts ? this.enqueuerOf(drafts, prepareRun) : undefined;
     // A new run's first batch is checked and stamped by the same script (one round trip less).
     const opening = create ? await enqueuer?.takeOpening(this.plan.runAttemptId) : undefined;
     const { lease, value: opened } = await CoordinatorLease.acquire(this.deps.redis, this.deps.keys.runCoordinator(this.runId), this.runId, logger, store.opener(this.runId, create, opening));
     created = opened.created;
     this.coordinatorLease = lease;
-    this.fence = new DeliveryFence(this.runId, lease, store, this.tracker, logger);
+    this.fence = new DeliveryFence(this.runId, lease, store, this.tracker, logger, () => this.restoreRecord());
     const { head } = opened;
+    this.runAttemptId = created?.runAttemptId ?? head?.runAttemptId ?? undefined;
     this.madeRun = !head;
     if (!head && !drafts) {
       throw new Error(`no run "${this.runId}" on queue "${this.deps.keys.queue}" (prefix "${this.deps.keys.prefix}"); check the run id, queue and prefix`);
@@ -283,6 +291,7 @@ export class RunSession {
     this.enqueuing = enqueuer.run(created?.checked).then(async (exhausted) => {
       // specCount becomes the number of distinct leases, which attach compares with what it finds.
       const stored = created?.specCount;
+      if (exhausted && enqueuer.prepared) this.finalSpecCount = enqueuer.distinctLeases;
       if (exhausted && enqueuer.prepared && !this.abandoned && stored !== enqueuer.distinctLeases) await store.setSpecCount(this.runId, enqueuer.distinctLeases);
       this.enqueueDone ||= exhausted;
       this.tracker.notify();
@@ -299,6 +308,7 @@ export class RunSession {
       runId: this.runId, drafts, queue: this.deps.queue, store, tracker: this.tracker, logger, placementFor: this.deps.placementFor,
       maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
       prepareRun,
+      restoreRecord: () => this.restoreRecord(),
       artifacts: (this.artifactStorer = new ArtifactStorer(this.deps.redis, this.deps.keys)),
       evaluations: new EvaluationCache(this.deps.redis, this.deps.keys, this.deps.retainMs),
       onCached: (result) => this.tracker.pushReady(result),
@@ -307,6 +317,35 @@ export class RunSession {
         if (this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
       },
     });
+  }
+
+  /**
+   * Makes the run's record again after a write found it gone: Redis lost it mid-run (restarted
+   * without persistence, or flushed). Without a record, what the session went on writing (jobs,
+   * lease sets, the delivered set) was never expired by any retention and `status` knew no run;
+   * with it, the run completes and expires as any other. Leases whose jobs Redis lost end as
+   * JobMissing (the reconciler finds them gone); counts restart (`RUN_FIELDS.restoredAt`).
+   * Concurrent callers share one restore.
+   */
+  private restoreRecord(): Promise<void> {
+    this.restoring ??= (async () => {
+      const { store, logger } = this.deps;
+      logger.warn({ runId: this.runId },
+        "the run's record is gone from Redis (restarted without persistence, or flushed): making it again; leases whose jobs were lost end as JobMissing, and the run's counts in status start again now");
+      this.artifactStorer?.forget();
+      const { sourceFingerprint, coordinatorNote } = this.plan;
+      await store.restoreRun(this.runId, {
+        runAttemptId: this.runAttemptId ?? this.plan.runAttemptId,
+        specCount: this.finalSpecCount ?? this.plan.specCount,
+        status: this.earlier?.status ?? 'running',
+        ...(this.earlier?.stopReason ? { stopReason: this.earlier.stopReason } : {}),
+        ...(sourceFingerprint !== undefined ? { sourceFingerprint } : {}),
+        ...(coordinatorNote !== undefined ? { coordinatorNote } : {}),
+      });
+    })().finally(() => {
+      this.restoring = undefined;
+    });
+    return this.restoring;
   }
 
   private accept(result: Result): void {

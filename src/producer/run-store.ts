@@ -50,13 +50,23 @@ export interface QuarantineRecord {
   readonly stderrTail: string;
 }
 
+/**
+ * What a write of a run's bookkeeping returns, having written nothing, when the run has no record
+ * (`runHasRecordLua`): Redis lost it mid-run (restarted without persistence, or flushed). Its
+ * coordinator makes the record again ({@link RunStore.restoreRun}) and writes again: keys made
+ * for a run without a record were never expired by any retention.
+ */
+export const NO_RECORD = 'no-record';
+
 // ZADD NX each lease then count the new ones, atomically: a lease is counted in `enqueued`
 // exactly once however often it is re-submitted. A new lease also gets its clock entry
 // (JSON [enqueuedAt by Redis TIME in ms, scheduleToStartMs, scheduleToCloseMs], 0 = none),
 // unless ARGV[2] = '1' says every lease's entry was written before its job was added.
+// Returns -1, writing nothing, when the run has no record (see NO_RECORD).
 // KEYS: runLeases, run, runEnqueuedAt. ARGV: enqueued field, stamped '1'/'0', then score,
 // leaseId, start, close quads.
 const RECORD_LEASES = redisScript('rqRecordLeases', `
+if not ${runHasRecordLua('KEYS[2]')} then return -1 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local added = 0
@@ -73,15 +83,17 @@ return added`, 3);
 // The enqueue clock of leases about to be added, written BEFORE addBulk so that a worker that
 // takes a job at once still finds it (its queuedMs would be null otherwise). HSETNX: a lease
 // re-submitted after a coordinator crash keeps its first time, and RECORD_LEASES's own HSETNX
-// (after addBulk) leaves it alone. Returns the time stamped, which the jobs carry too.
-// KEYS: runEnqueuedAt. ARGV: leaseId, start, close triples.
+// (after addBulk) leaves it alone. Returns the time stamped, which the jobs carry too, or -1
+// when the run has no record (see NO_RECORD).
+// KEYS: runEnqueuedAt, run. ARGV: leaseId, start, close triples.
 const STAMP_ENQUEUED = redisScript('rqStampEnqueued', `
+if not ${runHasRecordLua('KEYS[2]')} then return -1 end
 local t = redis.call('TIME')
 local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 for i = 1, #ARGV, 3 do
   redis.call('HSETNX', KEYS[1], ARGV[i], '[' .. now .. ',' .. ARGV[i + 1] .. ',' .. ARGV[i + 2] .. ']')
 end
-return now`, 1);
+return now`, 2);
 
 // Per lease: 1 when it is in runLeases (enqueued), + 2 when in runDelivered. A script rather
 // than ZMSCORE/SMISMEMBER, which need Redis 6.2 while BullMQ still runs on 5.
@@ -174,9 +186,12 @@ for i = ${from}, #ARGV, 4 do
   checked[#checked + 1] = f
 end`;
 
-// KEYS: runLeases, runDelivered, runEnqueuedAt. ARGV: the quads of checkAndStampLua.
-const CHECK_AND_STAMP = redisScript('rqCheckAndStamp', `${checkAndStampLua('KEYS[1]', 'KEYS[2]', 'KEYS[3]', 1)}
-return checked`, 3);
+// Returns -1, writing nothing, when the run has no record (see NO_RECORD).
+// KEYS: runLeases, runDelivered, runEnqueuedAt, run. ARGV: the quads of checkAndStampLua.
+const CHECK_AND_STAMP = redisScript('rqCheckAndStamp', `
+if not ${runHasRecordLua('KEYS[4]')} then return -1 end
+${checkAndStampLua('KEYS[1]', 'KEYS[2]', 'KEYS[3]', 1)}
+return checked`, 4);
 
 // A session's first round trip: take the coordinator lease (SET NX PX) and, once taken, read
 // the run head; with `create`, also make the run record (HSETNX, as ensureRun) unless the run
@@ -329,6 +344,24 @@ export class RunStore {
   }
 
   /**
+   * Makes a run's record again after Redis lost it mid-run (see {@link NO_RECORD}), with what
+   * its coordinator knows: HSETNX of each field (a record made meanwhile keeps its own), and
+   * `restoredAt` (ISO 8601) saying the counts start there. Lists the run in `keys.runs()`.
+   */
+  async restoreRun(runId: string, run: RunCreation & { readonly status: RunStatus; readonly stopReason?: string; readonly coordinatorNote?: string }): Promise<void> {
+    const key = this.keys.run(runId);
+    const f = RUN_FIELDS;
+    const now = new Date().toISOString();
+    const fields: [string, string | undefined][] = [
+      [f.createdAt, now], [f.status, run.status], [f.runAttemptId, run.runAttemptId], [f.specCount, run.specCount?.toString()],
+      [f.sourceFingerprint, run.sourceFingerprint], [f.stopReason, run.stopReason], [f.coordinatorNote, run.coordinatorNote], [f.restoredAt, now],
+    ];
+    const tx = this.redis.multi();
+    for (const [field, value] of fields) if (value !== undefined) tx.hsetnx(key, field, value);
+    await tx.sadd(this.keys.runs(), runId).exec();
+  }
+
+  /**
    * Stores the note of the coordinator that now holds the run (`CoordinatorOptions.coordinatorNote`).
    * The record exists: the session's opening script made or found it.
    */
@@ -382,20 +415,22 @@ export class RunStore {
    * every lease in `check.leaseIds`, and the enqueue clock of each lease in `check.stamp` that is
    * neither enqueued nor delivered (about to be added; a lease stamped before keeps its first time).
    */
-  async checkAndStamp(runId: string, check: BatchCheck): Promise<CheckedBatch> {
-    const reply = (await CHECK_AND_STAMP.run(this.redis, [this.keys.runLeases(runId), this.keys.runDelivered(runId), this.keys.runEnqueuedAt(runId)], checkArgs(check))) as [string, ...number[]];
-    return checkedBatch(check.leaseIds, reply);
+  async checkAndStamp(runId: string, check: BatchCheck): Promise<CheckedBatch | typeof NO_RECORD> {
+    const keys = [this.keys.runLeases(runId), this.keys.runDelivered(runId), this.keys.runEnqueuedAt(runId), this.keys.run(runId)];
+    const reply = (await CHECK_AND_STAMP.run(this.redis, keys, checkArgs(check))) as [string, ...number[]] | -1;
+    return reply === -1 ? NO_RECORD : checkedBatch(check.leaseIds, reply);
   }
 
   /**
    * Stamps the enqueue time (Redis clock) and coordinator-side deadlines of leases about to be
    * added, before their jobs exist, so a worker starting one at once can compute `queuedMs`.
    * @returns the time stamped, ms since the epoch by the Redis clock (a lease stamped by an
-   *   earlier call keeps its first time in Redis).
+   *   earlier call keeps its first time in Redis), or {@link NO_RECORD}.
    */
-  async stampEnqueued(runId: string, leases: readonly Omit<LeaseToRecord, 'index'>[]): Promise<number> {
+  async stampEnqueued(runId: string, leases: readonly Omit<LeaseToRecord, 'index'>[]): Promise<number | typeof NO_RECORD> {
     const args = leases.flatMap(({ leaseId, scheduleToStartMs, scheduleToCloseMs }) => [leaseId, scheduleToStartMs ?? 0, scheduleToCloseMs ?? 0]);
-    return Number(await STAMP_ENQUEUED.run(this.redis, [this.keys.runEnqueuedAt(runId)], args));
+    const now = Number(await STAMP_ENQUEUED.run(this.redis, [this.keys.runEnqueuedAt(runId), this.keys.run(runId)], args));
+    return now === -1 ? NO_RECORD : now;
   }
 
   /**
@@ -404,13 +439,14 @@ export class RunStore {
    * (which is kept).
    * @param stamped every lease's clock entry was written before its job was added: write none
    *   (one HSETNX less per lease).
-   * @returns how many were new (only those count in `enqueued`).
+   * @returns how many were new (only those count in `enqueued`), or {@link NO_RECORD}.
    */
-  async recordLeases(runId: string, leases: readonly LeaseToRecord[], stamped = false): Promise<number> {
+  async recordLeases(runId: string, leases: readonly LeaseToRecord[], stamped = false): Promise<number | typeof NO_RECORD> {
     if (leases.length === 0) return 0;
     const args: (string | number)[] = [RUN_FIELDS.enqueued, stamped ? '1' : '0'];
     for (const { leaseId, index, scheduleToStartMs, scheduleToCloseMs } of leases) args.push(index, leaseId, scheduleToStartMs ?? 0, scheduleToCloseMs ?? 0);
-    return (await RECORD_LEASES.run(this.redis, [this.keys.runLeases(runId), this.keys.run(runId), this.keys.runEnqueuedAt(runId)], args)) as number;
+    const added = (await RECORD_LEASES.run(this.redis, [this.keys.runLeases(runId), this.keys.run(runId), this.keys.runEnqueuedAt(runId)], args)) as number;
+    return added === -1 ? NO_RECORD : added;
   }
 
   /**
@@ -420,13 +456,13 @@ export class RunStore {
    * last Results), the same call then sets a `running` run's status to `completed`, as
    * {@link setStatus} would.
    * @returns per Result, in order, `new` or `again`, and whether the status was changed; or
-   *   `fenced`; or `no-record` when the run has no record (Redis lost it): nothing is written.
+   *   `fenced`; or {@link NO_RECORD}: nothing is written.
    */
-  async acknowledgeMany(runId: string, results: readonly Result[], token: string, complete = false): Promise<{ readonly kinds: ('new' | 'again')[]; readonly completed: boolean } | 'fenced' | 'no-record'> {
+  async acknowledgeMany(runId: string, results: readonly Result[], token: string, complete = false): Promise<{ readonly kinds: ('new' | 'again')[]; readonly completed: boolean } | 'fenced' | typeof NO_RECORD> {
     const pairs = results.flatMap((result) => [result.leaseId, RUN_FIELDS.kind(result.kind)]);
     const reply = await ACKNOWLEDGE.run(this.redis, [this.keys.runDelivered(runId), this.keys.run(runId), this.keys.runCoordinator(runId)], [token, complete ? RUN_FIELDS.status : '', ...pairs]);
     if (reply === -1) return 'fenced';
-    if (reply === -2) return 'no-record';
+    if (reply === -2) return NO_RECORD;
     const [completed, ...flags] = reply as number[];
     return { kinds: flags.map((flag) => (flag === 1 ? 'new' : 'again')), completed: completed === 1 };
   }

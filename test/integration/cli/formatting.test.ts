@@ -10,7 +10,7 @@ import { RESULT_LINE_FIELDS, type Result } from '../../../src/spec/index.js';
 const run: RunRecord = {
   runId: 'r1', status: 'running', stopReason: null, createdAt: '2026-11-29T12:00:00.000Z', runAttemptId: 'a',
   specCount: 10, sourceFingerprint: null, coordinatorNote: null, enqueued: 10, delivered: 7, redispatched: 3, duplicatesDropped: 1, alreadyEnqueued: 0, truncated: 2,
-  kinds: { ok: 5, model: 1, infrastructure: 1, caller: 0 }, endedAt: null, retainMs: null,
+  kinds: { ok: 5, model: 1, infrastructure: 1, caller: 0 }, endedAt: null, retainMs: null, restoredAt: null,
   quarantined: { 'r1.t9': { reason: 'ChildCrashed', exitCode: null, signal: 'SIGABRT', stderrTail: 'line 1\ninvariant failed: stock < 0' } },
 };
 const view: StatusView = {
@@ -68,6 +68,13 @@ describe('status output', () => {
     expect(formatStatus({ ...view, run: cancelled, delivering: false, undelivered: 0 }, place)).not.toContain('not delivered yet');
     expect(formatStatus({ ...view, run: cancelled, delivering: true, undelivered: 2 }, place)).not.toContain('not delivered yet');
     expect(statusJson({ ...view, run: cancelled, delivering: false, undelivered: 2 }, place)).toMatchObject({ undelivered: 2 });
+  });
+
+  it('a run whose record its coordinator made again after Redis lost it says so, and that its counts start there', () => {
+    expect(formatStatus(view, place)).not.toContain('Redis lost');
+    const text = formatStatus({ ...view, run: { ...run, restoredAt: '2026-12-04T14:00:00.000Z' } }, place);
+    expect(text).toContain("Redis lost this run's record mid-run");
+    expect(text).toContain('made it again at 2026-12-04T14:00:00.000Z: the counts below start there');
   });
 
   it('as JSON keeps the run record whole', () => {

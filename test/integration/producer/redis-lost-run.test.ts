@@ -1,12 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queueKeys, readRunRecord } from '../../../src/lease/index.js';
 import type { Result } from '../../../src/spec/index.js';
 import { ProducerFixture, TEST_PREFIX, collect } from '../../helpers/producer-fixture.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { startWorkerProcess } from '../../helpers/worker-process.js';
 
-// Fresh-user report: Redis restarted empty (no persistence) mid-run. Every lease still ended in
+// Fresh-user reports: Redis restarted empty (no persistence) mid-run. Every lease still ended in
 // one Result, but the coordinator's acknowledgements and the worker's count of its refused late
 // answers made `~run:<id>` and `~run:<id>:delivered` again, as keys no retention ever expired.
+// Restarted while the coordinator was still enqueuing (120 tasks, --max-in-flight 30), the jobs it
+// added after, `~run:<id>:leases` and `~run:<id>:enqueued-at` never expired either, and `status`
+// and `purge` knew no such run. The coordinator now makes the record again, and the run ends and
+// expires as any other.
 let redis: TestRedis;
 let fx: ProducerFixture;
 
@@ -40,13 +45,43 @@ describe('Redis restarted without persistence mid-run', () => {
     expect(error).toBeUndefined();
     expect(items.map((r) => r.leaseId).sort()).toEqual(drafts.map((d) => `${runId}.${d.task.id}`).sort());
     for (const result of items.filter((r) => r.kind !== 'ok')) expect(result.error?.type).toBe('JobMissing');
-    expect(fx.logs.join('\n')).toContain('the run has no record in Redis any more');
+    expect(fx.logs.join('\n')).toContain("the run's record is gone from Redis");
 
     // The worker's running rollouts end (their answers refused: the jobs are gone) before it exits.
     worker.signal('SIGTERM');
     expect((await worker.exited()).code).toBe(0);
     await rq.close();
     const left = await fx.redis.keys(`${TEST_PREFIX}:${queue}:~run:${runId}*`);
+    const ttls = await Promise.all(left.map(async (key) => [key, await fx.redis.pttl(key)] as const));
+    expect(ttls.filter(([, ttl]) => ttl < 0)).toEqual([]);
+  });
+
+  it('restarted while the coordinator still enqueues: the run completes with its record made again, and every key it wrote after expires', async () => {
+    const queue = fx.queueName();
+    const runId = fx.runId('enq');
+    const rq = await fx.open(queue, { reconcileMs: 100, maxInFlight: 3 });
+    const worker = await startWorkerProcess({ redisUrl: redis.url, queue, prefix: TEST_PREFIX, allow: ['rq-fixtures/*'], concurrency: 3, lockDurationMs: 3000, stalledIntervalMs: 1500 });
+    const drafts = Array.from({ length: 24 }, (_, i) => ({ rendered: 'x', task: { id: `t${i}`, delayMs: 200 }, run: echo, reward: constant }));
+    let seen = 0;
+    const { items, error } = await collect(rq.mapRollouts(drafts, { runId }), async () => {
+      seen++;
+      if (seen === 4) {
+        await redis.kill();
+        await redis.restart();
+      }
+    });
+    expect(error).toBeUndefined();
+    expect(items.map((r) => r.leaseId).sort()).toEqual(drafts.map((d) => `${runId}.${d.task.id}`).sort());
+    worker.signal('SIGTERM');
+    expect((await worker.exited()).code).toBe(0);
+    await rq.close();
+
+    const record = await readRunRecord(fx.redis, queueKeys(TEST_PREFIX, queue), runId);
+    expect({ status: record?.status, restored: record?.restoredAt != null, specCount: record?.specCount }).toEqual({ status: 'completed', restored: true, specCount: 24 });
+    expect(record?.endedAt).not.toBeNull();
+    // Job hashes and their logs, lease hashes, the run's own keys: everything naming the run.
+    const left = await fx.redis.keys(`${TEST_PREFIX}:${queue}*${runId}*`);
+    expect(left.length).toBeGreaterThan(items.length - 4);
     const ttls = await Promise.all(left.map(async (key) => [key, await fx.redis.pttl(key)] as const));
     expect(ttls.filter(([, ttl]) => ttl < 0)).toEqual([]);
   });
