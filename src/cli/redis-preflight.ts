@@ -2,7 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { checkEvictionPolicy, EvictionPolicyError } from '../platform/check-eviction-policy.js';
 import { createLogger } from '../platform/logger.js';
-import { redisOptionsFromUrl } from '../platform/redis-connection.js';
+import { missingDatabase, redisOptionsFromUrl } from '../platform/redis-connection.js';
 import { CliError } from './errors.js';
 import type { CliEnvironment } from './environment.js';
 import { MSG } from './messages.js';
@@ -34,7 +34,8 @@ export async function probeRedis(env: CliEnvironment): Promise<RedisProblem | un
   try {
     await client.connect();
     await client.ping();
-    return undefined;
+    const missing = await missingDatabase(client, env.address);
+    return missing === undefined ? undefined : { kind: 'other', message: missing };
   } catch (err) {
     return classify(cause ?? err, env, options);
   } finally {

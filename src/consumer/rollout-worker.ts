@@ -6,7 +6,7 @@ import { queueKeys, RUN_FIELDS, type LeaseClass, type QueueKeys } from '../lease
 import { PlacementWatcher } from './placement-watcher.js';
 import { childLogger, createLogger, type Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
-import { createRedisClient, redactRedisUrl, redisOptionsFromUrl, redisTopology } from '../platform/redis-connection.js';
+import { createRedisClient, missingDatabase, redactRedisUrl, redisOptionsFromUrl, redisTopology } from '../platform/redis-connection.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { abortable } from '../platform/abortable.js';
 import { RedisClock } from '../platform/redis-clock.js';
@@ -122,6 +122,7 @@ export class RolloutWorker {
    * @throws Error naming the option when `options` are invalid.
    * @throws ContainmentError for `containment: 'strict'` on a host without a PID namespace and a cgroup memory limit.
    * @throws EvictionPolicyError when Redis may evict keys and `allowEviction` is not set.
+   * @throws Error when Redis has no database of `redisUrl`'s number (`missingDatabase`).
    * @throws WorkerStartAborted when `control.signal` aborts while the start waits for Redis
    *   (the CLI's first SIGTERM when Redis went away after its preflight: else the start would
    *   wait for it for ever); what the start opened is closed first.
@@ -138,6 +139,8 @@ export class RolloutWorker {
     try {
       // Before any BullMQ client exists: a refused start is then one line, not BullMQ's warnings first.
       await untilAborted(checkEvictionPolicy(redis, logger, { refuse: !options.allowEviction }));
+      const missing = await untilAborted(missingDatabase(redis, redactRedisUrl(options.redisUrl)));
+      if (missing !== undefined) throw new Error(missing);
       clock = await untilAborted(RedisClock.start(redis));
     } catch (err) {
       redis.disconnect();

@@ -206,3 +206,28 @@ export function createRedisClient(url: string, extra: RedisOptions = {}): Redis 
   });
   return cluster as unknown as Redis;
 }
+
+/**
+ * Whether the database a connection's URL names (`/db`) exists. ioredis SELECTs it on connect
+ * and, when Redis refuses it (`ERR DB index is out of range`: past the server's `databases`
+ * setting, 16 by default), only emits an error event and goes on in database 0, where every
+ * command then works on another database's queues (fresh-user report: `REDIS_URL=…/99` ran in
+ * database 0). Asked again here, the refusal is an answer.
+ * @param address the redacted address (`redactRedisUrl`) for the message.
+ * @returns undefined when the database exists (or is 0), else a one-line message naming it,
+ *   the range the server has (when CONFIG answers) and the fix.
+ */
+export async function missingDatabase(client: Redis, address: string): Promise<string | undefined> {
+  const db = (client.options as { db?: number } | undefined)?.db;
+  if (!db) return undefined;
+  try {
+    await client.select(db);
+    return undefined;
+  } catch (err) {
+    const text = err instanceof Error ? err.message : String(err);
+    if (!/DB index|invalid DB/i.test(text)) throw err;
+    const count = await client.config('GET', 'databases').then((reply) => Number((reply as string[])[1]), () => Number.NaN);
+    const range = Number.isInteger(count) ? ` (it has ${count}: 0 to ${count - 1}, its \`databases\` setting)` : ' (past its `databases` setting, 16 by default)';
+    return `Redis at ${address} has no database ${db}${range}; use a database number it has at the end of REDIS_URL (redis://host:port/0), or raise \`databases\` in redis.conf`;
+  }
+}

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../platform/logger.js';
-import { createRedisClient, redactRedisUrl } from '../platform/redis-connection.js';
+import { createRedisClient, missingDatabase, redactRedisUrl } from '../platform/redis-connection.js';
 
 /** Least time between two logged Redis connection errors, in ms (ioredis reports every retry). */
 const ERROR_LOG_INTERVAL_MS = 10_000;
@@ -17,7 +17,8 @@ const ERROR_LOG_INTERVAL_MS = 10_000;
  * fails fast, after `connectTimeoutMs`, because then the address is most likely wrong.
  *
  * Errors are logged with the redacted address at most every 10 s, never with the password.
- * @throws Error naming the redacted address when Redis did not answer within `connectTimeoutMs`.
+ * @throws Error naming the redacted address when Redis did not answer within `connectTimeoutMs`,
+ *   or has no database of the URL's number (`missingDatabase`).
  */
 export async function connectProducerRedis(url: string, connectTimeoutMs: number, logger: Logger): Promise<Redis> {
   const address = redactRedisUrl(url);
@@ -47,6 +48,8 @@ export async function connectProducerRedis(url: string, connectTimeoutMs: number
   redis.connect().catch(() => undefined);
   try {
     await Promise.race([ready, timeout]);
+    const missing = await missingDatabase(redis, address);
+    if (missing !== undefined) throw new Error(missing);
   } catch (err) {
     redis.disconnect();
     throw err;

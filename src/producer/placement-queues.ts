@@ -49,9 +49,22 @@ export class PlacementQueues {
     return this.base.toKey(type);
   }
 
-  /** Live workers of the base queue (BullMQ `getWorkers`). */
-  getWorkers(): Promise<unknown[]> {
-    return this.base.getWorkers();
+  /** Live workers of the base queue (see {@link liveWorkers}). */
+  getWorkers(): Promise<Record<string, string>[]> {
+    return this.liveWorkers(this.base.name);
+  }
+
+  /**
+   * Live workers of one queue: BullMQ `getWorkers` (CLIENT LIST by the queue's client name),
+   * keeping only connections to this connection's database. CLIENT LIST lists every database's
+   * clients and BullMQ does not filter (`queue-getters.js` `parseClientList`): under
+   * `REDIS_URL=…/3`, the workers of the same queue name in database 0 counted as this queue's.
+   * @returns CLIENT LIST fields per worker connection (`addr`, `age`, `db`, …; `rawname` the BullMQ client name).
+   */
+  async liveWorkers(queueName: string): Promise<Record<string, string>[]> {
+    const db = String((this.redis.options as { db?: number } | undefined)?.db ?? 0);
+    const clients = (await this.queue(queueName).getWorkers()) as Record<string, string>[];
+    return clients.filter((client) => client.db === undefined || client.db === db);
   }
 
   /** The queue name of `leaseId` (the base queue when unknown: call {@link resolve} first). */
@@ -64,9 +77,9 @@ export class PlacementQueues {
     return this.queue(this.queueNameOf(leaseId)).toKey(type);
   }
 
-  /** Live workers of one queue (BullMQ `getWorkers` there: CLIENT LIST by the queue's client name). */
+  /** How many live workers one queue has (see {@link liveWorkers}). */
   async workerCount(queueName: string): Promise<number> {
-    return (await this.queue(queueName).getWorkers()).length;
+    return (await this.liveWorkers(queueName)).length;
   }
 
   /** Reads, in one pipeline, the queue of each lease not yet known here (recorded by the producer that enqueued it). */
@@ -101,7 +114,7 @@ export class PlacementQueues {
       const queue = this.queue(name);
       const [counts, workers] = await Promise.all([
         queue.getJobCounts('waiting', 'delayed', 'prioritized', 'active'),
-        queue.getWorkers().then((list) => list.length, () => -1),
+        this.liveWorkers(name).then((list) => list.length, () => -1),
       ]);
       return {
         queue: name, labels: entry?.labels ?? {}, class: entry?.class ?? 'rollout',

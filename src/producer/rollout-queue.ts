@@ -62,7 +62,7 @@ export interface QueueStatus {
   readonly counts: Readonly<Record<string, number>>;
   /** The run record, when a run id was given (null when there is no such run). */
   readonly run: RunRecord | null | undefined;
-  /** BullMQ `getWorkers()`: Redis clients of workers on this queue (raw CLIENT LIST fields). */
+  /** Redis clients of workers on this queue in this database (BullMQ `getWorkers()`, raw CLIENT LIST fields; see `PlacementQueues.liveWorkers`). */
   readonly workers: readonly Record<string, string>[];
   /** The placement queues of this queue (one per distinct placement and class), with waiting jobs and workers each. */
   readonly placements: readonly PlacementStatus[];
@@ -303,7 +303,7 @@ export class RolloutQueue {
     const [counts, run, workers, placements] = await Promise.all([
       this.queue.getJobCounts(),
       runId === undefined ? Promise.resolve(undefined) : readRunRecord(this.redis, this.keys, this.checkRunId(runId)).then((r) => r ?? null),
-      this.queue.getWorkers(),
+      this.placements.getWorkers(),
       this.placements.describe(),
     ]);
     const [cost, holder] = run ? await Promise.all([readRunCost(this.redis, this.keys, run.runId), this.redis.get(this.keys.runCoordinator(run.runId))]) : [undefined, null];

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { queueKeys, RUN_FIELDS } from '../../../src/lease/index.js';
 import { freePort, startRedis, type TestRedis } from '../../helpers/redis.js';
-import { cliHint, killLeftovers, runCli, uniquePrefix } from './cli-process.js';
+import { cliHint, killLeftovers, runCli, startCli, uniquePrefix, waitFor } from './cli-process.js';
 
 // `status` and `cancel` against real Redis, and the one-line errors for a Redis that cannot be used.
 let redis: TestRedis;
@@ -53,6 +53,25 @@ describe('status on an empty queue', () => {
     expect(status.workers).toEqual([]);
     expect(status.run).toBeNull();
     expect(status.runs).toEqual([]);
+  });
+
+  // Fresh-user report: under REDIS_URL=…/3, status listed the workers of the same queue in
+  // database 0 (CLIENT LIST shows every database's clients; BullMQ does not filter).
+  it("lists only the workers connected to REDIS_URL's database", async () => {
+    const prefix = uniquePrefix('st');
+    const other = new URL(redis.url);
+    other.pathname = '/3';
+    const worker = startCli(['worker', '--concurrency', '1', '--name', 'db0-worker'], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix } });
+    try {
+      await waitFor(async () => (await runCli(['status'], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix } })).stdout.includes('db0-worker'), 30_000, 'the worker in database 0');
+      const outcome = await runCli(['status'], { env: { REDIS_URL: other.toString(), ROLLOUT_QUEUE_PREFIX: prefix } });
+      expect(outcome.code, outcome.stderr).toBe(0);
+      expect(outcome.stdout).toContain('Workers connected: 0');
+      expect(outcome.stdout).not.toContain('db0-worker');
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.done;
+    }
   });
 
   it('an unknown run exits 1 naming it', async () => {
@@ -116,6 +135,18 @@ describe('a Redis that cannot be used gives one clear line, never the password',
     expect(outcome.stderr).toContain('refused the credentials');
     expect(outcome.stderr).toContain('redis://:***@127.0.0.1');
     expect(outcome.stdout + outcome.stderr).not.toContain('wrong-password-also-secret');
+  });
+
+  // Fresh-user report: REDIS_URL=…/99 ran everything in database 0 (ioredis logs the refused
+  // SELECT and goes on), and `status` under /3 listed database 0's workers.
+  it('a database the server does not have: names it and the range it has, for status and worker alike', async () => {
+    const url = `${guarded.url.replace('redis://', `redis://:${PASSWORD}@`)}/99`;
+    for (const args of [['status'], ['worker', '--concurrency', '1']]) {
+      const outcome = await runCli(args, { env: { REDIS_URL: url } });
+      expect(outcome.code, args[0]).toBe(1);
+      expect(outcome.stderr).toContain(`Redis at redis://:***@${guarded.url.slice('redis://'.length)}/99 has no database 99 (it has 16: 0 to 15`);
+      expect(outcome.stdout + outcome.stderr).not.toContain(PASSWORD);
+    }
   });
 
   it('no password where one is needed: says to put it in REDIS_URL', async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { queueKeys } from '../../../src/lease/index.js';
 import { createLogger } from '../../../src/platform/logger.js';
+import { RolloutWorker } from '../../../src/consumer/index.js';
 import { RolloutQueue } from '../../../src/producer/index.js';
 import type { Result } from '../../../src/spec/index.js';
 import { TEST_PREFIX, collect, useProducerFixture } from '../../helpers/producer-fixture.js';
@@ -148,6 +149,18 @@ describe('mapRollouts', () => {
     const error = await RolloutQueue.create({ redisUrl: 'redis://:hunter2-pw@127.0.0.1:1', connectTimeoutMs: 300, logger }).catch((err: Error) => err);
     expect((error as Error).message).toContain('redis://:***@127.0.0.1:1');
     expect(`${(error as Error).message}${lines.join('')}`).not.toContain('hunter2-pw');
+  });
+
+  // Fresh-user report: REDIS_URL=…/99 ran in database 0 (ioredis only logs the refused SELECT).
+  it('refuses create() and RolloutWorker.create() for a database the server does not have, naming it', async () => {
+    const url = new URL(fx.url);
+    url.pathname = '/99';
+    const logger = createLogger({}, { write: () => true });
+    const errors = await Promise.all([
+      RolloutQueue.create({ redisUrl: url.toString(), logger }).catch((err: Error) => err),
+      RolloutWorker.create({ redisUrl: url.toString(), logger }).catch((err: Error) => err),
+    ]);
+    for (const error of errors) expect((error as Error).message).toMatch(/has no database 99 \(it has 16: 0 to 15/);
   });
 
   it('allows one live iterator per run on a RolloutQueue', async () => {
