@@ -76,8 +76,11 @@ async function refuseOtherTasks(q: RolloutQueue, runId: string, queue: string, s
  * the normal path: it is the idempotent re-run into the run's own file, or that file moved.
  * @throws CliError (exit 1) naming where the Results went.
  */
-async function refuseDeliveredElsewhere(q: RolloutQueue, runId: string, out: string): Promise<void> {
-  const run = (await readStatus(q, runId)).run;
+async function refuseDeliveredElsewhere(q: RolloutQueue, runId: string, out: string, splitCheck: (previous: string | null) => void): Promise<void> {
+  const { run, delivering } = await readStatus(q, runId);
+  // While another coordinator delivers, this one waits and is refused as busy (naming it), or
+  // takes over when it dies: then `checkPreviousNote` asks again.
+  if (run && run.status !== 'completed' && delivering !== true) splitCheck(run.coordinatorNote);
   if (!run || !deliveredInFull(run)) return;
   let size = 0;
   try {
@@ -87,6 +90,25 @@ async function refuseDeliveredElsewhere(q: RolloutQueue, runId: string, out: str
   }
   if (size > 0) return;
   throw new CliError(MSG.runDeliveredElsewhere(runId, run.delivered, run.coordinatorNote, out));
+}
+
+/**
+ * One run's Results, one file: a coordinator of a run whose previous coordinator filled another
+ * results file (its note) would deliver the rest into `out`, splitting the run in two and ending
+ * "incomplete" without naming the other file (fresh-user report: a second `run --out b.jsonl`
+ * that waited took over when the first, writing a.jsonl, was killed). Checked at the start when
+ * no coordinator delivers the run (`refuseDeliveredElsewhere`), and once the run is held
+ * (`checkPreviousNote`): the previous file may have filled while this one waited. A previous file that is gone or empty here (lost, or
+ * on another host) does not refuse: there is nothing to split from.
+ * @returns the check, throwing CliError (exit 1) naming that file, its count and the command.
+ */
+function refuseSplitResults(runId: string, queue: string, out: string, command: 'run' | 'resume'): (previous: string | null) => void {
+  const ours = path.resolve(out);
+  return (previous) => {
+    if (previous === null || previous === ours) return;
+    const held = ResultsFile.resultsOf(previous, runId);
+    if (held > 0) throw new CliError(MSG.runResultsElsewhere(runId, queue, previous, held, out, command));
+  };
 }
 
 /** True when the run is completed and every one of its Results was delivered. */
@@ -127,7 +149,8 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     }
     if (source.kind === 'map') await refuseOtherTasks(q, runId, queue, source.drafts.length, source.fingerprint);
     const total = source.kind === 'map' ? source.drafts.length : await attachTotal(q, options);
-    await refuseDeliveredElsewhere(q, runId, options.out);
+    const checkPreviousNote = refuseSplitResults(runId, queue, options.out, source.kind === 'map' ? 'run' : 'resume');
+    await refuseDeliveredElsewhere(q, runId, options.out, checkPreviousNote);
     if (options.warnNoWorker !== false) {
       const workers = await within(readStatus(q), WIND_DOWN_MS);
       if (workers && workers.workers.length === 0) stderr.write(`${MSG.noWorker(queue, env.prefix)}\n`);
@@ -143,8 +166,8 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     // hint that names resume (status, a coordinator refused as busy): one run's Results, one file.
     const coordinatorNote = path.resolve(file.path);
     const results = source.kind === 'map'
-      ? q.mapRollouts(source.drafts, { runId, specCount: source.drafts.length, coordinatorNote, ...(source.fingerprint !== undefined ? { sourceFingerprint: source.fingerprint } : {}) })
-      : q.attach(runId, { coordinatorNote });
+      ? q.mapRollouts(source.drafts, { runId, specCount: source.drafts.length, coordinatorNote, checkPreviousNote, ...(source.fingerprint !== undefined ? { sourceFingerprint: source.fingerprint } : {}) })
+      : q.attach(runId, { coordinatorNote, checkPreviousNote });
     try {
       outcome = await collectResults(results, file, progress, options.interrupt);
     } finally {
@@ -195,7 +218,11 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       const rest = left ? `\n${MSG.cancelledUndelivered(runId, queue, left, file.path)}` : '';
       throw new CliError(`${MSG.runWasCancelled(runId, outcome.reason)}${rest}`);
     }
-    if (outcome.kind === 'failed') throw failure(outcome.error, options);
+    if (outcome.kind === 'failed') {
+      // Refused by one of our own checks (checkPreviousNote) before anything was delivered.
+      if (outcome.error instanceof CliError) file.discardIfUnused();
+      throw failure(outcome.error, options);
+    }
     if (end === 'completed') return EXIT.ok;
     stderr.write(`${MSG.runIncomplete(runId, file.count, total ?? 0, file.path)}\n`);
     return EXIT.failure;
@@ -216,6 +243,7 @@ async function attachTotal(q: RolloutQueue, options: ExecuteRunOptions): Promise
 
 /** The CLI error for a producer failure after the summary was printed. */
 function failure(error: Error, options: ExecuteRunOptions): CliError {
+  if (error instanceof CliError) return error;
   // The producer's attach ends with a plain Error when specs were never enqueued (see
   // RolloutQueue.attach); only re-running `run` with the specs can finish such a run.
   if (/never enqueued/.test(error.message)) return new CliError(MSG.resumeNeedsSpecs(options.runId, error.message));

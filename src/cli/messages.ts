@@ -231,6 +231,11 @@ export const MSG = {
     `run ${runId}: ${count} rollout(s) on queue "${queue}" at ${address}`,
   runDeliveredElsewhere: (runId: string, delivered: number, file: string | null, out: string) =>
     `run ${runId} is completed and all ${delivered} of its Results were delivered${file ? `, to ${file}` : ''} (a run's Results are delivered once): there is nothing to collect into ${out}, and nothing was written there. ${file ? 'Read that file' : 'Read the results file of the run that delivered them'}, or run the tasks again under a new --run-id.`,
+  /** `command`: what the user ran, `run` (the same tasks) or `resume`. */
+  runResultsElsewhere: (runId: string, queue: string, file: string, held: number, out: string, command: 'run' | 'resume') =>
+    `run ${runId} delivers its Results to ${file}, which holds ${held} of them: collecting the rest into ${out} would split the run across two files, so nothing was written there. ` +
+    `Collect into that file: ${command === 'run' ? `run the same command with --out ${shellWord(file)}` : `\`${resumeInto(runId, queue, file)}\``}. ` +
+    'To collect into another file anyway, move that one away first (the Results in it are not delivered again).',
   runResuming: (runId: string, queue: string, address: string) => `re-attaching to run ${runId} on queue "${queue}" at ${address}`,
   runNotFound: (runId: string, queue: string, prefix: string) =>
     `no run "${runId}" on queue "${queue}" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliCommand()} status lists the runs)`,

@@ -69,6 +69,23 @@ export class ResultsFile {
     return ResultsFile.create(file, absolute, lines, droppedPartial, Buffer.byteLength(text.slice(0, end), 'utf8'));
   }
 
+  /**
+   * How many results of `runId` the file at `file` holds: 0 when it does not exist here, cannot
+   * be read or is not a results file. Reads the whole file (once, before a run starts).
+   */
+  static resultsOf(file: string, runId: string): number {
+    let text: string;
+    try {
+      if (!statSync(file).isFile()) return 0;
+      text = readFileSync(file, 'utf8');
+    } catch {
+      return 0;
+    }
+    let count = 0;
+    for (const raw of text.split('\n')) if (raw.trim() !== '' && parseLine(raw)?.runId === runId) count++;
+    return count;
+  }
+
   private static create(file: string, absolute: string, lines: readonly ResultLine[], droppedPartial: boolean, scanned: number): ResultsFile {
     try {
       return new ResultsFile(absolute, lines, droppedPartial, scanned);

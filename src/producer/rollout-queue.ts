@@ -13,7 +13,7 @@ import { refuseRepeatedLeases, type RolloutDraft } from './rollout-draft.js';
 import { purgeOlderThan, purgeRun, RunActiveError, type PurgeOlderOutcome, type PurgeOutcome } from './purge-run.js';
 import { COORDINATOR_LEASE_MS, leaseHolder } from './coordinator-lease.js';
 import { PRUNE_EVERY_RUNS, pruneRunList } from './run-list-pruner.js';
-import { RunSession } from './run-session.js';
+import { RunSession, type SessionPlan } from './run-session.js';
 import { PlacementQueues, type PlacementStatus } from './placement-queues.js';
 import { RunStore } from './run-store.js';
 
@@ -39,6 +39,8 @@ export interface MapRolloutsOptions {
   readonly sourceFingerprint?: string;
   /** See {@link CoordinatorOptions.coordinatorNote}. */
   readonly coordinatorNote?: string;
+  /** See {@link CoordinatorOptions.checkPreviousNote}. */
+  readonly checkPreviousNote?: (previous: string | null) => void | Promise<void>;
 }
 
 /** Options of {@link RolloutQueue.attach}. */
@@ -52,6 +54,14 @@ export interface CoordinatorOptions {
    * `status(runId).run.coordinatorNote`. At most 4096 characters.
    */
   readonly coordinatorNote?: string;
+  /**
+   * Called once the session holds the coordinator lease of a run that is not completed, before
+   * it stores `coordinatorNote` or delivers anything, with the note the run's previous
+   * coordinator stored (null: none). Throwing gives the run up untouched: the lease is released
+   * and the iterator throws that error. The CLI refuses a results file other than the one a
+   * previous coordinator filled with the run's Results (one run's Results, one file).
+   */
+  readonly checkPreviousNote?: (previous: string | null) => void | Promise<void>;
 }
 
 /** What {@link RolloutQueue.status} reports. */
@@ -91,13 +101,15 @@ const MAX_NOTE_LENGTH = 4096;
  * The session plan's part for `options.coordinatorNote`.
  * @throws TypeError when it is not a string of 1 to {@link MAX_NOTE_LENGTH} characters.
  */
-function noteOf(options: { readonly coordinatorNote?: unknown }): { coordinatorNote?: string } {
-  const note = options.coordinatorNote;
-  if (note === undefined) return {};
+function noteOf(options: CoordinatorOptions): Pick<SessionPlan, 'coordinatorNote' | 'checkPreviousNote'> {
+  const { coordinatorNote: note, checkPreviousNote: check } = options as { coordinatorNote?: unknown; checkPreviousNote?: unknown };
+  if (check !== undefined && typeof check !== 'function') throw new TypeError('option checkPreviousNote must be a function; omit it to check nothing');
+  const checked = check !== undefined ? { checkPreviousNote: options.checkPreviousNote } : {};
+  if (note === undefined) return checked;
   if (typeof note !== 'string' || note.length === 0 || note.length > MAX_NOTE_LENGTH) {
     throw new TypeError(`option coordinatorNote must be a string of 1 to ${MAX_NOTE_LENGTH} characters; omit it to store none`);
   }
-  return { coordinatorNote: note };
+  return { coordinatorNote: note, ...checked };
 }
 
 /**

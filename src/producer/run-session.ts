@@ -71,6 +71,8 @@ export interface SessionPlan {
   readonly sourceFingerprint?: string;
   /** `CoordinatorOptions.coordinatorNote`, stored once this session holds the run. */
   readonly coordinatorNote?: string;
+  /** `CoordinatorOptions.checkPreviousNote`: may refuse the run (throwing) before anything is stored or delivered. */
+  readonly checkPreviousNote?: ((previous: string | null) => void | Promise<void>) | undefined;
   readonly stopOnCaller: boolean;
 }
 
@@ -264,6 +266,7 @@ export class RunSession {
     // that delivers. A completed run's note says where its Results went: it changes only once this
     // session delivers one (a re-run that grew the run), not for a session that finds nothing.
     this.completedAtOpen = head?.status === 'completed';
+    if (head && !this.completedAtOpen && this.plan.checkPreviousNote) await this.plan.checkPreviousNote(await store.readNote(this.runId));
     if (this.plan.coordinatorNote !== undefined) {
       if (this.completedAtOpen) this.noteOnFirstDelivery = this.plan.coordinatorNote;
       else await store.noteCoordinator(this.runId, this.plan.coordinatorNote);

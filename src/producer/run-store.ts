@@ -369,6 +369,11 @@ export class RunStore {
     await this.redis.hset(this.keys.run(runId), RUN_FIELDS.coordinatorNote, note);
   }
 
+  /** The note of the run's latest coordinator (`RUN_FIELDS.coordinatorNote`), or null. */
+  async readNote(runId: string): Promise<string | null> {
+    return this.redis.hget(this.keys.run(runId), RUN_FIELDS.coordinatorNote);
+  }
+
   /** True when the run's end is recorded (`endedAt`, set with its retention by `applyRetention`). */
   async hasEnded(runId: string): Promise<boolean> {
     return (await this.redis.hexists(this.keys.run(runId), RUN_FIELDS.endedAt)) === 1;

@@ -230,3 +230,45 @@ describe('a coordinator that waited while another finished the run', () => {
     expect(refused.stderr, status.stdout).toContain(`delivered, to ${out}`);
   });
 });
+
+// Fresh-user report: `run --out a3.jsonl` delivering, and the same run started again with
+// `--out b3.jsonl`, waiting. Once the first was killed (kill -9), the second took over, wrote
+// the rest into b3.jsonl and ended "57 of 120, incomplete" without naming a3.jsonl. One run's
+// Results, one file: both are refused, before waiting and after it, naming the file to use.
+describe('a second coordinator of a run with another results file', () => {
+  it('is refused at once when the run\'s file holds Results, and when it took over from a killed one', async () => {
+    const early = path.join(dir, 'split-gate-early');
+    const late = path.join(dir, 'split-gate-late');
+    const out = path.join(dir, 'split.jsonl');
+    const other = path.join(dir, 'split-other.jsonl');
+    const tasks = path.join(dir, 'split.tasks.jsonl');
+    const lines = [{ id: 't1', answer: 1, gate: early }, { id: 't2', answer: 2, gate: late }, { id: 't3', answer: 3, gate: late }];
+    await writeFile(tasks, `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`);
+    const first = startCli(runArgs(tasks, ['--run-id', 'split', '--out', out]), { env, cwd: dir });
+    await waitFor(() => existsSync(`${early}.t1.started`) && existsSync(`${late}.t2.started`), 60_000, 'the first coordinator\'s rollouts running');
+    // Its file is empty: the second one waits for the lease.
+    const second = startCli(runArgs(tasks, ['--run-id', 'split', '--out', other]), { env, cwd: dir });
+    await waitFor(() => second.stderr().includes('another coordinator holds this run; waiting'), 30_000, 'the second coordinator waiting for the lease');
+    await writeFile(early, '');
+    await waitFor(() => lineCount(out) === 1, 30_000, 'the first Result in the first file');
+    first.child.kill('SIGKILL');
+    const taken = await second.done;
+    expect(taken.code, taken.stderr).toBe(1);
+    expect(taken.stderr).toContain(`run split delivers its Results to ${out}, which holds 1 of them: collecting the rest into ${other} would split the run`);
+    expect(taken.stderr).toContain(`run the same command with --out ${out}`);
+    expect(existsSync(other)).toBe(false);
+    // With no coordinator left, another is refused before it waits; resume alike.
+    const third = await runCli(runArgs(tasks, ['--run-id', 'split', '--out', other]), { env, cwd: dir });
+    expect(third.code, third.stderr).toBe(1);
+    expect(third.stderr).toContain(`run split delivers its Results to ${out}, which holds 1 of them`);
+    const resumed = await runCli(['resume', 'split', '--queue', queue, '--out', other], { env, cwd: dir });
+    expect(resumed.code, resumed.stderr).toBe(1);
+    expect(resumed.stderr).toContain(`resume split --queue ${queue} --out ${out}`);
+    expect(existsSync(other)).toBe(false);
+    // As the message says: the same command into the run's own file finishes it there.
+    await writeFile(late, '');
+    const again = await runCli(runArgs(tasks, ['--run-id', 'split', '--out', out]), { env, cwd: dir });
+    expect(again.code, again.stderr).toBe(0);
+    expect(leasesIn(out)).toEqual(['split.t1', 'split.t2', 'split.t3']);
+  });
+});
