@@ -330,7 +330,7 @@ export const MSG = {
     `run the same \`${cliCommand()} run …\` command again with --run-id ${runId} --out ${out === undefined ? 'FILE' : shellWord(out)}: it enqueues the rest and collects every Result ` +
     `(resume only collects what was enqueued)${unknownFileNote(runId, out)}`,
   statusCoordinatorGone: (pid: number) =>
-    `  its coordinator (pid ${pid} on this host) is gone; its lease lapses within ${COORDINATOR_LEASE_MS / 1000} s (a resume waits for that):`,
+    `  its coordinator (pid ${pid} on this host) is gone; its lease lapses within ${COORDINATOR_LEASE_MS / 1000} s (the command below waits for that):`,
   /** A cancelled or stopped run no coordinator delivers, with Results of rollouts that were still running not delivered; `out` as in statusUndelivered. */
   statusEndedUndelivered: (runId: string, queue: string, status: string, count: number, out: string | undefined) =>
     `  ${count} Result(s) of rollouts that were still running when it was ${status} are not delivered yet (they wait in Redis, or come when those rollouts end); collect them with\n    ${resumeInto(runId, queue, out)}` +
