@@ -336,7 +336,7 @@ export const MSG = {
     `  ${count} Result(s) of rollouts that were still running when it was ${status} are not delivered yet (they wait in Redis, or come when those rollouts end); collect them with\n    ${resumeInto(runId, queue, out)}` +
     unknownFileNote(runId, out),
   statusRestored: (restoredAt: string) =>
-    `  Redis lost this run's record mid-run (restarted without persistence, or flushed); its coordinator made it again at ${restoredAt}: the counts below start there, the results file holds every Result (those of jobs Redis lost as JobMissing)`,
+    `  Redis lost this run's record mid-run (restarted without persistence, or flushed); its coordinator made it again at ${restoredAt} and added the lost jobs again: the counts below start there, the results file holds every Result`,
   statusStopReason: (reason: string) => `  stop reason     ${reason}`,
   statusRetention: (endedAt: string, expiresAt: string) => `  delivered       ${endedAt}; expires from Redis at ${expiresAt} (purge removes it now)`,
   runIdHoldsOtherTasks: (runId: string, queue: string, status: string, had: number, now: number) =>

@@ -119,6 +119,12 @@ export class DraftEnqueuer {
   private readonly evalHashes = new Map<string, string>();
   private readonly source: DraftSource;
   private opening: OpeningBatch | undefined;
+  /**
+   * Drafts of the leases this enqueuer added whose Result is not in yet (at most about
+   * `maxInFlight`): what {@link readd} adds again after Redis lost their jobs.
+   */
+  private readonly kept = new Map<string, Positioned<ValidDraft>>();
+  private readding: Promise<number> | undefined;
 
   constructor(private readonly deps: EnqueuerDeps) {
     this.source = new DraftSource(deps.drafts);
@@ -337,21 +343,64 @@ export class DraftEnqueuer {
   }
 
   private async addJobs(drafts: readonly Positioned<ValidDraft>[], stamped: ReadonlySet<string>, stampedAt: number): Promise<void> {
-    const { queue, store, tracker, runId } = this.deps;
+    const { tracker } = this.deps;
     try {
-      const data: RolloutSpecInput[] = [];
-      for (const { draft } of drafts) data.push(withoutDefaults(await this.deps.artifacts.jobData(draft.spec)));
-      const leases = drafts.map(({ draft, index }) => ({ ...leaseClock(draft), index }));
-      const unstamped = leases.filter(({ leaseId }) => !stamped.has(leaseId));
-      const lateAt = unstamped.length > 0 ? await this.recorded(() => store.stampEnqueued(runId, unstamped), drafts) : stampedAt;
-      const enqueuedAt = (leaseId: string): number => (stamped.has(leaseId) ? stampedAt : lateAt);
-      await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i] as RolloutSpecInput, opts: { jobId: draft.leaseId, attempts: 1, ...enqueuedAtOption(enqueuedAt(draft.leaseId)) } })));
-      // Every lease was stamped above (by the batch's check or stampEnqueued), before its job existed.
-      await this.recorded(() => store.recordLeases(runId, leases, true), drafts);
+      await this.addAndRecord(drafts, stamped, stampedAt);
       for (const { draft } of drafts) tracker.confirm(draft.leaseId);
     } catch (err) {
-      for (const { draft } of drafts) tracker.forget(draft.leaseId);
+      for (const { draft } of drafts) {
+        tracker.forget(draft.leaseId);
+        this.kept.delete(draft.leaseId);
+      }
       throw err;
     }
+  }
+
+  /**
+   * Stamps (those not in `stamped`), adds and records the jobs of `drafts`, keeping each draft
+   * until its Result is in ({@link finished}). Adding a job whose id exists is a no-op in BullMQ
+   * (`addJob` returns the existing id), which makes {@link readd} safe for jobs that survived.
+   */
+  private async addAndRecord(drafts: readonly Positioned<ValidDraft>[], stamped: ReadonlySet<string>, stampedAt: number): Promise<void> {
+    const { queue, store, runId } = this.deps;
+    const data: RolloutSpecInput[] = [];
+    for (const { draft } of drafts) data.push(withoutDefaults(await this.deps.artifacts.jobData(draft.spec)));
+    const leases = drafts.map(({ draft, index }) => ({ ...leaseClock(draft), index }));
+    const unstamped = leases.filter(({ leaseId }) => !stamped.has(leaseId));
+    const lateAt = unstamped.length > 0 ? await this.recorded(() => store.stampEnqueued(runId, unstamped), drafts) : stampedAt;
+    const enqueuedAt = (leaseId: string): number => (stamped.has(leaseId) ? stampedAt : lateAt);
+    // Kept before the add: a Result cannot come before its job exists, so `finished` always follows.
+    for (const positioned of drafts) this.kept.set(positioned.draft.leaseId, positioned);
+    await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i] as RolloutSpecInput, opts: { jobId: draft.leaseId, attempts: 1, ...enqueuedAtOption(enqueuedAt(draft.leaseId)) } })));
+    // Every lease was stamped above (by the batch's check or stampEnqueued), before its job existed.
+    await this.recorded(() => store.recordLeases(runId, leases, true), drafts);
+  }
+
+  /** True while this enqueuer keeps the draft of `leaseId` (it added it; its Result is not in). */
+  keeps(leaseId: string): boolean {
+    return this.kept.has(leaseId);
+  }
+
+  /** The Result of `leaseId` is in: its draft is no longer kept. */
+  finished(leaseId: string): void {
+    this.kept.delete(leaseId);
+  }
+
+  /**
+   * Adds again the job of every kept lease still awaited, after Redis lost the run's data
+   * (restarted without persistence): a lease whose job Redis lost runs again instead of ending
+   * JobMissing; a job that survived is left alone (see {@link addAndRecord}). Calls made while
+   * one runs share it.
+   * @returns how many leases were added again (surviving ones included).
+   */
+  readd(): Promise<number> {
+    this.readding ??= (async () => {
+      const drafts = [...this.kept.values()].filter(({ draft }) => this.deps.tracker.awaits(draft.leaseId));
+      if (drafts.length > 0 && !this.stopped) await this.addAndRecord(drafts, new Set(), 0);
+      return drafts.length;
+    })().finally(() => {
+      this.readding = undefined;
+    });
+    return this.readding;
   }
 }

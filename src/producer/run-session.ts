@@ -120,6 +120,8 @@ export class RunSession {
   private finalSpecCount: number | undefined;
   /** A {@link restoreRecord} in progress. */
   private restoring: Promise<void> | undefined;
+  /** This session made the run's record again: Redis lost the run's data while it ran. */
+  private recordRestored = false;
 
   constructor(private readonly deps: SessionDeps, private readonly plan: SessionPlan) {
     this.runId = plan.runId;
@@ -326,17 +328,18 @@ export class RunSession {
    * Makes the run's record again after a write found it gone: Redis lost it mid-run (restarted
    * without persistence, or flushed). Without a record, what the session went on writing (jobs,
    * lease sets, the delivered set) was never expired by any retention and `status` knew no run;
-   * with it, the run completes and expires as any other. Leases whose jobs Redis lost end as
-   * JobMissing (the reconciler finds them gone); counts restart (`RUN_FIELDS.restoredAt`).
+   * with it, the run completes and expires as any other. The jobs Redis lost are added again
+   * once it is made ({@link readdLostJobs}); counts restart (`RUN_FIELDS.restoredAt`).
    * Concurrent callers share one restore.
    */
   private restoreRecord(): Promise<void> {
     this.restoring ??= (async () => {
       const { store, logger } = this.deps;
       logger.warn({ runId: this.runId },
-        "the run's record is gone from Redis (restarted without persistence, or flushed): making it again; leases whose jobs were lost end as JobMissing, and the run's counts in status start again now");
+        "the run's record is gone from Redis (restarted without persistence, or flushed): making it again, and adding the jobs of unfinished leases again; the run's counts in status start again now");
       this.artifactStorer?.forget();
       const { sourceFingerprint, coordinatorNote } = this.plan;
+      this.recordRestored = true;
       await store.restoreRun(this.runId, {
         runAttemptId: this.runAttemptId ?? this.plan.runAttemptId,
         specCount: this.finalSpecCount ?? this.plan.specCount,
@@ -347,12 +350,32 @@ export class RunSession {
       });
     })().finally(() => {
       this.restoring = undefined;
+      // Not awaited here: adding jobs again writes the record (recorded), which may restore it again.
+      this.readdLostJobs();
     });
     return this.restoring;
   }
 
+  /**
+   * After Redis lost the run's data: the jobs of the leases this session added and still awaits
+   * are added again from the drafts it kept (`DraftEnqueuer.readd`), so they run instead of
+   * ending JobMissing (fresh-user report: 100 of 120 ended JobMissing while a coordinator killed
+   * and started again got 120 ok). Surviving jobs are left alone.
+   */
+  private readdLostJobs(): void {
+    const enqueuer = this.enqueuer;
+    if (!enqueuer || this.abandoned || this.earlier || this.ending.begun) return;
+    enqueuer.readd().then(
+      (count) => {
+        if (count > 0) this.deps.logger.warn({ runId: this.runId, leases: count }, 'added the jobs of the unfinished leases again (Redis lost the run\'s data; surviving jobs are left as they were)');
+      },
+      (err: Error) => this.deps.logger.warn({ runId: this.runId, err: err.message }, 'adding lost jobs again failed; those leases end as JobMissing'),
+    );
+  }
+
   private accept(result: Result): void {
     if (!this.tracker.finish(result)) return;
+    this.enqueuer?.finished(result.leaseId);
     this.deps.logger.debug({ runId: this.runId, leaseId: result.leaseId, kind: result.kind }, 'result ready');
     if (result.kind === 'caller' && this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
     const evalHash = this.enqueuer?.evaluationHashOf(result.leaseId);
@@ -381,13 +404,23 @@ export class RunSession {
       // A stopped or cancelled run's waiting jobs were removed on purpose: nothing will answer them.
       const ending = this.ending.begun || this.earlier || (head && head.status !== 'running' && head.status !== 'completed');
       if (ending) this.tracker.forget(leaseId);
+      // Redis lost the run's data (its record is gone, or was made again by this session): the
+      // job is added again from its kept draft rather than ended (readdLostJobs; the record is
+      // made again on the way, by noticeHead or by the add's own record write).
+      else if ((!head || this.recordRestored) && this.enqueuer?.keeps(leaseId)) this.readdLostJobs();
       else this.accept(resultForMissingJob(leaseId, this.runId, this.deps.keys.queue));
     }
   }
 
   /** A status change made by another process (the CLI's cancel, another coordinator's stop). */
   private noticeHead(head: RunHead | undefined): void {
-    if (!head || this.ending.begun || this.earlier || this.abandoned) return;
+    if (this.ending.begun || this.earlier || this.abandoned) return;
+    if (!head) {
+      // The record existed (this session made or found it): Redis lost it. Made again within a
+      // pass (reconcileMs), not at the next write: with every job lost, none may come.
+      if (this.runAttemptId !== undefined) void this.restoreRecord().catch((err: Error) => this.deps.logger.warn({ runId: this.runId, err: err.message }, 'making the lost run record again failed; retrying on the next pass'));
+      return;
+    }
     if (head.status === 'cancelled') this.ending.cancelledElsewhere(head.stopReason ?? 'cancelled by another process');
     else if (head.status === 'stopped') this.ending.stoppedElsewhere(head.stopReason ?? 'no reason recorded');
   }

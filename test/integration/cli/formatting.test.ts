@@ -74,7 +74,7 @@ describe('status output', () => {
     expect(formatStatus(view, place)).not.toContain('Redis lost');
     const text = formatStatus({ ...view, run: { ...run, restoredAt: '2026-12-04T14:00:00.000Z' } }, place);
     expect(text).toContain("Redis lost this run's record mid-run");
-    expect(text).toContain('made it again at 2026-12-04T14:00:00.000Z: the counts below start there');
+    expect(text).toContain('made it again at 2026-12-04T14:00:00.000Z and added the lost jobs again: the counts below start there');
   });
 
   it('as JSON keeps the run record whole', () => {

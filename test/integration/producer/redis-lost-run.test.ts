@@ -29,7 +29,7 @@ const echo = { $ref: 'rq-fixtures/failures:echo', config: {} };
 const constant = { $ref: 'rq-fixtures/failures:constant', config: { value: 1 } };
 
 describe('Redis restarted without persistence mid-run', () => {
-  it('every lease ends in one Result (JobMissing for the lost ones) and nothing of the lost run is left without a TTL', async () => {
+  it('every lease ends in one Result (the lost jobs added again from the kept drafts) and nothing of the lost run is left without a TTL', async () => {
     const queue = fx.queueName();
     const runId = fx.runId('lost');
     const rq = await fx.open(queue, { reconcileMs: 100 });
@@ -44,8 +44,9 @@ describe('Redis restarted without persistence mid-run', () => {
     });
     expect(error).toBeUndefined();
     expect(items.map((r) => r.leaseId).sort()).toEqual(drafts.map((d) => `${runId}.${d.task.id}`).sort());
-    for (const result of items.filter((r) => r.kind !== 'ok')) expect(result.error?.type).toBe('JobMissing');
+    expect(items.filter((r) => r.kind !== 'ok').map((r) => `${r.leaseId} ${r.error?.type}`)).toEqual([]);
     expect(fx.logs.join('\n')).toContain("the run's record is gone from Redis");
+    expect(fx.logs.join('\n')).toContain('added the jobs of the unfinished leases again');
 
     // The worker's running rollouts end (their answers refused: the jobs are gone) before it exits.
     worker.signal('SIGTERM');
@@ -72,6 +73,8 @@ describe('Redis restarted without persistence mid-run', () => {
     });
     expect(error).toBeUndefined();
     expect(items.map((r) => r.leaseId).sort()).toEqual(drafts.map((d) => `${runId}.${d.task.id}`).sort());
+    // The coordinator had every draft: the jobs Redis lost were added again and ran.
+    expect(items.filter((r) => r.kind !== 'ok').map((r) => `${r.leaseId} ${r.error?.type}`)).toEqual([]);
     worker.signal('SIGTERM');
     expect((await worker.exited()).code).toBe(0);
     await rq.close();
