@@ -14,12 +14,16 @@ export interface CliEnvironment {
 }
 
 /**
- * Reads the connection settings from the environment.
+ * Reads the connection settings from the environment. A `REDIS_URL` that is set but blank means
+ * the default, said on `stderr`: a shell expansion that came out empty would otherwise point a
+ * command at the local Redis without a word (fresh-user report).
  * @throws UsageError when `REDIS_URL` is not a redis:// or rediss:// URL, or the prefix holds
  *   characters that would split Redis keys.
  */
-export function cliEnvironment(env: NodeJS.ProcessEnv = process.env): CliEnvironment {
-  const redisUrl = env.REDIS_URL && env.REDIS_URL.trim() !== '' ? env.REDIS_URL.trim() : DEFAULT_REDIS_URL;
+export function cliEnvironment(env: NodeJS.ProcessEnv = process.env, stderr: Pick<NodeJS.WriteStream, 'write'> = process.stderr): CliEnvironment {
+  const blank = env.REDIS_URL !== undefined && env.REDIS_URL.trim() === '';
+  if (blank) stderr.write(`${MSG.redisUrlBlank(DEFAULT_REDIS_URL)}\n`);
+  const redisUrl = env.REDIS_URL && !blank ? env.REDIS_URL.trim() : DEFAULT_REDIS_URL;
   try {
     redisOptionsFromUrl(redisUrl);
   } catch (err) {

@@ -192,6 +192,12 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       file.discardIfUnused();
       throw new CliError(MSG.runDeliveredElsewhere(runId, run.delivered, run.coordinatorNote, file.path));
     }
+    if (outcome.kind === 'failed' && outcome.error instanceof CliError) {
+      // Refused by one of our own checks (checkPreviousNote) before anything was delivered: no
+      // summary of a run this coordinator never delivered, and no file made for it.
+      file.discardIfUnused();
+      throw outcome.error;
+    }
     const end = runEnd(outcome, file.count, total);
     stdout.write(`${formatSummary({
       runId,
@@ -218,11 +224,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       const rest = left ? `\n${MSG.cancelledUndelivered(runId, queue, left, file.path)}` : '';
       throw new CliError(`${MSG.runWasCancelled(runId, outcome.reason)}${rest}`);
     }
-    if (outcome.kind === 'failed') {
-      // Refused by one of our own checks (checkPreviousNote) before anything was delivered.
-      if (outcome.error instanceof CliError) file.discardIfUnused();
-      throw failure(outcome.error, options);
-    }
+    if (outcome.kind === 'failed') throw failure(outcome.error, options);
     if (end === 'completed') return EXIT.ok;
     stderr.write(`${MSG.runIncomplete(runId, file.count, total ?? 0, file.path)}\n`);
     return EXIT.failure;
@@ -243,7 +245,6 @@ async function attachTotal(q: RolloutQueue, options: ExecuteRunOptions): Promise
 
 /** The CLI error for a producer failure after the summary was printed. */
 function failure(error: Error, options: ExecuteRunOptions): CliError {
-  if (error instanceof CliError) return error;
   // The producer's attach ends with a plain Error when specs were never enqueued (see
   // RolloutQueue.attach); only re-running `run` with the specs can finish such a run.
   if (/never enqueued/.test(error.message)) return new CliError(MSG.resumeNeedsSpecs(options.runId, error.message));

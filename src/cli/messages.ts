@@ -220,6 +220,7 @@ export const MSG = {
     `Redis at ${address} requires a password (NOAUTH). Put it in REDIS_URL: redis://[user]:password@host:port.`,
   redisNoPasswordSet: (address: string) =>
     `Redis at ${address} has no password set, but REDIS_URL gives one. Remove it from REDIS_URL or set requirepass on the server.`,
+  redisUrlBlank: (fallback: string) => `warning: REDIS_URL is set but empty: using ${fallback}; unset it to mean that, or set the address you meant`,
   redisOther: (address: string, why: string) => `Redis at ${address} answered with an error: ${why}`,
   redisRefusesWrites: (address: string, code: string, why: string) =>
     `Redis at ${address} refuses writes (${code}): ${why}. ${code === 'OOM' || code === 'EXECABORT' ? `It is at maxmemory: free memory (${cliCommand()} cancel old runs, delete finished ones) or raise maxmemory (CONFIG SET maxmemory …).` : 'Point REDIS_URL at a writable primary.'}`,

@@ -256,6 +256,7 @@ describe('a second coordinator of a run with another results file', () => {
     expect(taken.code, taken.stderr).toBe(1);
     expect(taken.stderr).toContain(`run split delivers its Results to ${out}, which holds 1 of them: collecting the rest into ${other} would split the run`);
     expect(taken.stderr).toContain(`run the same command with --out ${out}`);
+    expect(taken.stdout).toBe(''); // no summary of a run it never delivered (fresh-user report: "0 of 3, failed")
     expect(existsSync(other)).toBe(false);
     // With no coordinator left, another is refused before it waits; resume alike.
     const third = await runCli(runArgs(tasks, ['--run-id', 'split', '--out', other]), { env, cwd: dir });
