@@ -72,6 +72,7 @@ export const HELP = {
   purge: {
     description: 'Remove a finished (completed, stopped or cancelled) run from Redis now: its jobs, records and artifact.',
     olderThan: 'instead of one run id: purge every finished run that ended at least this long ago, e.g. 7d, 12h',
+    discardUndelivered: 'also purge runs whose finished Results were never delivered (refused without it: resume collects them)',
   },
   status: {
     description: 'Show jobs by state, connected workers and, for a run, results by kind, counters and quarantined leases.',
@@ -279,9 +280,12 @@ export const MSG = {
   noWorker: (queue: string, prefix: string) =>
     `no worker is serving queue "${queue}" (prefix "${prefix}") yet; start one with: ${cliCommand()} worker --queue ${queue}`,
   purgeNeedsOne: `purge needs a run id or --older-than <duration> (not both): e.g. ${cliCommand()} purge RUN_ID, or ${cliCommand()} purge --older-than 7d`,
-  runPurged: (runId: string, leases: number) => `purged run ${runId}: ${leases} lease(s), their jobs, records and stored artifact removed from Redis`,
+  runPurged: (runId: string, leases: number, undelivered: number) =>
+    `purged run ${runId}: ${leases} lease(s), their jobs, records and stored artifact removed from Redis${undelivered > 0 ? ` (${undelivered} finished Result(s) never delivered were dropped, as --discard-undelivered asked)` : ''}`,
   purgedOlder: (count: number, age: string) => `purged ${count} run(s) that ended ${age} ago or earlier`,
   purgeSkipped: (runId: string, why: string) => `  skipped ${runId}: ${why}`,
+  purgeUndeliveredHint: (runId: string, queue: string) =>
+    `collect them with \`${resumeInto(runId, queue, undefined)}\` (the run's results file), or drop them with \`${cliCommand()} purge ${runId}${queueFlag(queue)} --discard-undelivered\``,
   notADuration: (value: string) =>
     `"${value}" is not a duration: write a whole number with a unit, ms, s, m, h or d (e.g. 500ms, 90s, 30m, 12h, 3d)`,
   noWorkerStill: (queue: string, prefix: string, seconds: number) =>

@@ -15,12 +15,33 @@ export class RunActiveError extends Error {
   }
 }
 
+/**
+ * `purge` refused: Results of the run finished on workers but were never delivered (its
+ * coordinator stopped before collecting them, e.g. a cancelled run nobody resumed). Nothing was
+ * removed; `discardUndelivered` purges anyway.
+ */
+export class UndeliveredResultsError extends Error {
+  constructor(readonly runId: string, readonly undelivered: number) {
+    super(`run "${runId}" has ${undelivered} Result(s) that finished but were never delivered: collect them first (attach, the CLI's resume), ` +
+      'or purge with discardUndelivered (the CLI\'s --discard-undelivered) to drop them; nothing was removed');
+    this.name = 'UndeliveredResultsError';
+  }
+}
+
+/** Options of {@link purgeRun} and {@link purgeOlderThan}. */
+export interface PurgeOptions {
+  /** Purge a run whose finished Results were never delivered (they are lost); default false: refused. */
+  readonly discardUndelivered?: boolean;
+}
+
 /** What {@link purgeRun} removed. */
 export interface PurgeOutcome {
   /** False when no run of that id exists on the queue (nothing was done). */
   readonly found: boolean;
   /** Leases whose job, lease hash and records were removed. */
   readonly leases: number;
+  /** Of those, finished Results that were never delivered (dropped with `discardUndelivered`). */
+  readonly undelivered: number;
 }
 
 /**
@@ -30,8 +51,11 @@ export interface PurgeOutcome {
  * queue's run list. Afterwards no key holds the run id.
  * @throws RunActiveError while the run is `running`, a coordinator holds its lease, or a job of
  *   it holds a worker's lock (a cancelled run's rollouts stop within seconds; purge again then).
+ * @throws UndeliveredResultsError when jobs of it finished whose Results were never delivered,
+ *   unless `options.discardUndelivered` (fresh-user report: purge after cancel dropped 44
+ *   Results nobody had collected without a word).
  */
-export async function purgeRun(redis: Redis, queue: RemovableQueue, keys: QueueKeys, runId: string): Promise<PurgeOutcome> {
+export async function purgeRun(redis: Redis, queue: RemovableQueue, keys: QueueKeys, runId: string, options: PurgeOptions = {}): Promise<PurgeOutcome> {
   const [status, coordinator, leases, delivered, artifacts] = (await redis
     .multi()
     .hget(keys.run(runId), RUN_FIELDS.status)
@@ -40,7 +64,7 @@ export async function purgeRun(redis: Redis, queue: RemovableQueue, keys: QueueK
     .smembers(keys.runDelivered(runId))
     .smembers(keys.runArtifacts(runId))
     .exec() ?? []).map(([, value]) => value) as [RunStatus | null, string | null, string[], string[], string[]];
-  if (status === null) return { found: false, leases: 0 };
+  if (status === null) return { found: false, leases: 0, undelivered: 0 };
   if (status === 'running') throw new RunActiveError(runId, 'is still running: cancel it first (`rollout-queue cancel`) or let it complete');
   if (coordinator !== null) throw new RunActiveError(runId, 'is being delivered by a coordinator right now: stop it, or wait until it exits');
   const all = [...new Set([...leases, ...delivered])];
@@ -50,6 +74,12 @@ export async function purgeRun(redis: Redis, queue: RemovableQueue, keys: QueueK
   const locks = all.length === 0 ? [] : ((await all.reduce((pipe, leaseId) => pipe.exists(bullJobLockKey(leaseBullKey(bull, leaseId))), redis.pipeline()).exec()) ?? []);
   const active = all.filter((_, i) => locks[i]?.[1] === 1);
   if (active.length > 0) throw new RunActiveError(runId, `has ${active.length} rollout(s) still active on workers (e.g. ${active[0]}); they stop within seconds of a cancel: purge again then`);
+  const deliveredSet = new Set(delivered);
+  const pending = leases.filter((leaseId) => !deliveredSet.has(leaseId));
+  // A job BullMQ finished (completed or failed) carries `finishedOn`; a removed waiting one has no job.
+  const finished = pending.length === 0 ? [] : ((await pending.reduce((pipe, leaseId) => pipe.hexists(leaseBullKey(bull, leaseId), 'finishedOn'), redis.pipeline()).exec()) ?? []);
+  const undelivered = finished.filter((reply) => reply?.[1] === 1).length;
+  if (undelivered > 0 && !options.discardUndelivered) throw new UndeliveredResultsError(runId, undelivered);
   for (let i = 0; i < all.length; i += PARALLEL) {
     const chunk = all.slice(i, i + PARALLEL);
     const codes = await Promise.all(chunk.map((leaseId) => queue.remove(leaseId)));
@@ -63,7 +93,7 @@ export async function purgeRun(redis: Redis, queue: RemovableQueue, keys: QueueK
     .del(...runOwnKeys(keys, runId), ...artifacts.map((sha) => keys.runArtifact(runId, sha)))
     .srem(keys.runs(), runId)
     .exec();
-  return { found: true, leases: all.length };
+  return { found: true, leases: all.length, undelivered };
 }
 
 /** What {@link purgeOlderThan} did, per run. */
@@ -75,10 +105,10 @@ export interface PurgeOlderOutcome {
 
 /**
  * Purges every run of the queue that ended (or, for a run that never recorded its end, was
- * created) at least `ageMs` ago, by the Redis clock; running and active runs are skipped and
- * listed. Run ids whose records already expired are dropped from the run list.
+ * created) at least `ageMs` ago, by the Redis clock; running and active runs, and runs with
+ * undelivered Results (unless `options.discardUndelivered`), are skipped and listed. Run ids whose records already expired are dropped from the run list.
  */
-export async function purgeOlderThan(redis: Redis, queue: RemovableQueue, keys: QueueKeys, ageMs: number): Promise<PurgeOlderOutcome> {
+export async function purgeOlderThan(redis: Redis, queue: RemovableQueue, keys: QueueKeys, ageMs: number, options: PurgeOptions = {}): Promise<PurgeOlderOutcome> {
   const now = await redisNowMs(redis);
   const purged: string[] = [];
   const skipped: { runId: string; reason: string }[] = [];
@@ -91,10 +121,10 @@ export async function purgeOlderThan(redis: Redis, queue: RemovableQueue, keys: 
     const since = endedAt ? Number(endedAt) : createdAt ? Date.parse(createdAt) : Number.NaN;
     if (!Number.isFinite(since) || now - since < ageMs) continue;
     try {
-      await purgeRun(redis, queue, keys, runId);
+      await purgeRun(redis, queue, keys, runId, options);
       purged.push(runId);
     } catch (err) {
-      if (!(err instanceof RunActiveError)) throw err;
+      if (!(err instanceof RunActiveError) && !(err instanceof UndeliveredResultsError)) throw err;
       skipped.push({ runId, reason: err.message });
     }
   }

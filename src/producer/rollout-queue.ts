@@ -10,7 +10,7 @@ import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { connectProducerRedis } from './connect-producer-redis.js';
 import { compileProducerOptions, type CompiledProducerOptions, type ProducerOptions } from './producer-options.js';
 import { refuseRepeatedLeases, type RolloutDraft } from './rollout-draft.js';
-import { purgeOlderThan, purgeRun, RunActiveError, type PurgeOlderOutcome, type PurgeOutcome } from './purge-run.js';
+import { purgeOlderThan, purgeRun, RunActiveError, type PurgeOlderOutcome, type PurgeOptions, type PurgeOutcome } from './purge-run.js';
 import { COORDINATOR_LEASE_MS, leaseHolder } from './coordinator-lease.js';
 import { PRUNE_EVERY_RUNS, pruneRunList } from './run-list-pruner.js';
 import { RunSession, type SessionPlan } from './run-session.js';
@@ -263,29 +263,31 @@ export class RolloutQueue {
    * Removes a finished run from Redis now (see `purgeRun`): its jobs, lease hashes, stored
    * artifacts and records. Returns how many leases it had.
    * @throws RunActiveError while the run is running, being delivered, or has active rollouts.
+   * @throws UndeliveredResultsError when Results of it finished but were never delivered, unless
+   *   `options.discardUndelivered`.
    * @throws Error when the queue is closed or no such run exists.
    */
-  async purge(runId: string): Promise<PurgeOutcome> {
+  async purge(runId: string, options: PurgeOptions = {}): Promise<PurgeOutcome> {
     this.assertOpen();
     this.checkRunId(runId);
     if (this.sessions.has(runId)) throw new RunActiveError(runId, 'has a live iterator in this process');
     await this.settled(runId);
-    const outcome = await purgeRun(this.redis, this.placements, this.keys, runId);
+    const outcome = await purgeRun(this.redis, this.placements, this.keys, runId, options);
     if (!outcome.found) throw new Error(`no run "${runId}" on queue "${this.options.queue}" (prefix "${this.options.prefix}"); nothing to purge (a run past its retention is gone already)`);
-    this.options.logger.info({ runId, leases: outcome.leases }, 'run purged');
+    this.options.logger.info({ runId, leases: outcome.leases, undelivered: outcome.undelivered }, 'run purged');
     return outcome;
   }
 
   /**
-   * Purges every run that ended at least `ageMs` ago (Redis clock); running or active runs are
-   * skipped and listed with why.
+   * Purges every run that ended at least `ageMs` ago (Redis clock); running or active runs, and
+   * runs with undelivered Results unless `options.discardUndelivered`, are skipped and listed with why.
    * @throws Error when the queue is closed.
    */
-  async purgeOlderThan(ageMs: number): Promise<PurgeOlderOutcome> {
+  async purgeOlderThan(ageMs: number, options: PurgeOptions = {}): Promise<PurgeOlderOutcome> {
     this.assertOpen();
     if (!Number.isSafeInteger(ageMs) || ageMs < 0) throw new Error(`purgeOlderThan: ageMs must be a whole number of ms >= 0, got ${ageMs}`);
     await this.settled();
-    return purgeOlderThan(this.redis, this.placements, this.keys, ageMs);
+    return purgeOlderThan(this.redis, this.placements, this.keys, ageMs, options);
   }
 
   /**

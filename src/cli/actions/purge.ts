@@ -2,6 +2,7 @@ import { cliEnvironment } from '../environment.js';
 import { CliError, EXIT, UsageError, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
 import { coordinatorLogger, openQueue } from '../plane.js';
+import { UndeliveredResultsError } from '../../producer/index.js';
 import { requireRedis } from '../redis-preflight.js';
 import type { PurgeCommandOptions } from '../commands/purge.js';
 
@@ -15,17 +16,19 @@ export async function purgeAction(runId: string | undefined, options: PurgeComma
   const env = cliEnvironment();
   await requireRedis(env);
   const queue = await openQueue(env, options.queue, coordinatorLogger('purge'));
+  const purgeOptions = { discardUndelivered: options.discardUndelivered === true };
   try {
     if (runId !== undefined) {
       try {
-        const outcome = await queue.purge(runId);
-        process.stdout.write(`${MSG.runPurged(runId, outcome.leases)}\n`);
+        const outcome = await queue.purge(runId, purgeOptions);
+        process.stdout.write(`${MSG.runPurged(runId, outcome.leases, outcome.undelivered)}\n`);
       } catch (err) {
-        throw new CliError((err as Error).message);
+        const hint = err instanceof UndeliveredResultsError ? `\n${MSG.purgeUndeliveredHint(runId, options.queue)}` : '';
+        throw new CliError(`${(err as Error).message}${hint}`);
       }
       return EXIT.ok;
     }
-    const outcome = await queue.purgeOlderThan(options.olderThan as number);
+    const outcome = await queue.purgeOlderThan(options.olderThan as number, purgeOptions);
     process.stdout.write(`${MSG.purgedOlder(outcome.purged.length, formatAge(options.olderThan as number))}\n`);
     for (const { runId: id, reason } of outcome.skipped) process.stdout.write(`${MSG.purgeSkipped(id, reason)}\n`);
     return EXIT.ok;

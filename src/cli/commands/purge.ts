@@ -9,6 +9,7 @@ export function purgeCommand() {
     .description(HELP.purge.description)
     .argument('[runId]', 'run id', runId)
     .addOption(new Option('--older-than <duration>', HELP.purge.olderThan).argParser(durationMs))
+    .addOption(new Option('--discard-undelivered', HELP.purge.discardUndelivered))
     .addOption(queueOption());
 }
 

@@ -1,10 +1,10 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
-import { REPO_ROOT, runCli, startCli, uniquePrefix, type CliProcess } from './cli-process.js';
+import { REPO_ROOT, runCli, startCli, uniquePrefix, waitFor, type CliProcess } from './cli-process.js';
 
 // Case BR-43 with its exact input (100 tasks, the reasoning-steps main.py, lastNumber): once a
 // run is completed and every Result is in the results file, its job hashes and records carry
@@ -74,5 +74,41 @@ describe('BR-43: a delivered run does not stay in Redis for good', () => {
     const again = await runCli(['purge', runId, '--queue', queue], { env });
     expect(again.code).toBe(1);
     expect(again.stderr).toContain(`no run "${runId}"`);
+  });
+});
+
+// Fresh-user report: `cancel` then `purge` of a run whose coordinator was gone dropped the
+// Results that had finished but were never delivered (44 of 60) without a word.
+describe('purge of a run with finished Results never delivered', () => {
+  it('is refused with how to collect or drop them; --discard-undelivered purges and says so', async () => {
+    const out = path.join(dir, 'undelivered.jsonl');
+    const tasks = path.join(dir, 'ten.jsonl');
+    await writeFile(tasks, `${(await readFile(path.join(CASE, 'tasks.jsonl'), 'utf8')).trim().split('\n').slice(0, 10).join('\n')}\n`);
+    const runId = 'undel1';
+    const run = startCli([
+      'run', '--queue', queue, '--tasks', tasks, '--artifact', path.join(CASE, 'main.py'),
+      '--run', 'rollout-queue/runners:codeRunner', '--run-config', '{"entrypoint":"main.py","command":["python3","main.py"],"timeoutMs":4000}',
+      '--reward', 'rollout-queue/rewards:lastNumber', '--reward-config', '{"goldKey":"gold"}', '--run-id', runId, '--out', out,
+    ], { env });
+    const lines = async (): Promise<number> => (await readFile(out, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
+    await waitFor(async () => (await lines()) >= 1, 60_000, 'the first Result in the file');
+    run.child.kill('SIGKILL');
+    await run.done;
+    const prefix = env.ROLLOUT_QUEUE_PREFIX as string;
+    const jobs = (await scan(`${prefix}:${queue}:${runId}.*`)).filter((key) => !key.endsWith(':logs') && !key.endsWith(':lock'));
+    await waitFor(async () => (await Promise.all(jobs.map((key) => client.hexists(key, 'finishedOn')))).every((n) => n === 1), 60_000, 'every job of the run to finish');
+    // The killed coordinator's lease lapses within 6 s (purge refuses a run being delivered).
+    await waitFor(async () => (await client.exists(`${prefix}:${queue}:~run:${runId}:coordinator`)) === 0, 30_000, 'the killed coordinator\'s lease to lapse');
+    expect((await runCli(['cancel', runId, '--queue', queue], { env })).code).toBe(0);
+    const undelivered = 10 - (await lines());
+    const refused = await runCli(['purge', runId, '--queue', queue], { env });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`run "${runId}" has ${undelivered} Result(s) that finished but were never delivered`);
+    expect(refused.stderr).toContain(`purge ${runId} --queue ${queue} --discard-undelivered`);
+    const purged = await runCli(['purge', runId, '--queue', queue, '--discard-undelivered'], { env });
+    expect(purged.code, purged.stderr).toBe(0);
+    expect(purged.stdout).toContain(`purged run ${runId}: 10 lease(s)`);
+    expect(purged.stdout).toContain(`(${undelivered} finished Result(s) never delivered were dropped, as --discard-undelivered asked)`);
+    expect(await scan(`*${runId}*`)).toEqual([]);
   });
 });

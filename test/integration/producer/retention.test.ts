@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/platform/logger.js';
-import { RolloutQueue, RunActiveError, type RolloutDraft } from '../../../src/producer/index.js';
+import { RolloutQueue, RunActiveError, UndeliveredResultsError, type RolloutDraft } from '../../../src/producer/index.js';
 import type { Result } from '../../../src/spec/index.js';
 import { fixture, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
+import { waitFor } from '../../helpers/wait-for.js';
 
 // Retention, purge and the once-per-run artifact, against one private Redis and a real worker process.
 let redis: TestRedis;
@@ -145,9 +146,26 @@ describe('purge', () => {
     }
     for await (const _ of iterator) void _;
     expect((await keysOf('purged')).length).toBeGreaterThan(0);
-    expect(await rq.purge('purged')).toEqual({ found: true, leases: 2 });
+    expect(await rq.purge('purged')).toEqual({ found: true, leases: 2, undelivered: 0 });
     expect(await keysOf('purged')).toEqual([]);
     await expect(rq.purge('purged')).rejects.toThrow(/no run "purged"/);
+  });
+
+  // Fresh-user report: a cancelled run whose coordinator had delivered 16 of 60 Results (all 60
+  // finished) was purged with only "60 lease(s) … removed": 44 Results nobody had collected, gone.
+  it('refuses a run whose finished Results were never delivered, unless discardUndelivered', async () => {
+    const drafts = ['u1', 'u2', 'u3', 'u4'].map((id) => draft(id));
+    for await (const _ of rq.mapRollouts(drafts, { runId: 'undelivered' })) break; // one taken, the coordinator gone
+    const finished = async (): Promise<number> => (await Promise.all(drafts.map((d) => raw.redis.hexists(`${TEST_PREFIX}:${raw.name}:undelivered.${d.task.id}`, 'finishedOn')))).filter((n) => n === 1).length;
+    await waitFor(async () => (await finished()) === 4, 'every job of the run to finish');
+    await rq.cancel('undelivered');
+    const refused = await rq.purge('undelivered').catch((err: Error) => err);
+    expect(refused).toBeInstanceOf(UndeliveredResultsError);
+    expect((refused as Error).message).toContain('run "undelivered" has 3 Result(s) that finished but were never delivered');
+    expect((await rq.purgeOlderThan(0)).skipped.map((s) => s.runId)).toContain('undelivered');
+    expect(await finished()).toBe(4); // nothing removed
+    expect(await rq.purge('undelivered', { discardUndelivered: true })).toEqual({ found: true, leases: 4, undelivered: 3 });
+    expect(await keysOf('undelivered')).toEqual([]);
   });
 
   it('purgeOlderThan removes finished runs that ended long enough ago and skips running ones', async () => {
