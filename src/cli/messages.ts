@@ -213,6 +213,8 @@ export const MSG = {
   // ── Redis ────────────────────────────────────────────────────────────────
   redisUnreachable: (address: string, why: string) =>
     `could not connect to Redis at ${address} (${why}). Start Redis (redis-server, or docker compose up redis) or point REDIS_URL at one.`,
+  redisTlsFailed: (address: string, why: string) =>
+    `could not open a TLS connection to Redis at ${address} (${why}): rediss:// needs a Redis with TLS on (its tls-port); for a plain Redis use redis://.`,
   redisHostUnknown: (address: string, host: string, code: string) =>
     `could not connect to Redis at ${address}: the host name "${host}" does not resolve (${code}). Check the host in REDIS_URL (redis://host:port), e.g. redis://127.0.0.1:6379.`,
   redisAuthFailed: (address: string) =>
@@ -389,7 +391,8 @@ export const MSG = {
     `--host ${host} lets other machines reach the dashboard, which shows every job: set ROLLOUT_QUEUE_DASHBOARD_TOKEN (bearer token) or ROLLOUT_QUEUE_DASHBOARD_USER and ROLLOUT_QUEUE_DASHBOARD_PASSWORD (basic auth), or use --host 127.0.0.1`,
   dashboardHalfLogin: (missing: string) => `dashboard basic auth needs both ROLLOUT_QUEUE_DASHBOARD_USER and ROLLOUT_QUEUE_DASHBOARD_PASSWORD; set ${missing} too (or ROLLOUT_QUEUE_DASHBOARD_TOKEN instead)`,
   demoDashboardClosed: (url: string) => `dashboard ${url} closed with the demo; run it with --keep to keep the dashboard, the workers and Redis up until Ctrl-C`,
-  demoDashboardKept: (url: string) => `run finished; the dashboard stays up at ${url} (--keep): press Ctrl-C to stop it, the workers and Redis`,
+  /** `ownRedis`: the demo started its Redis (not one REDIS_URL names), so Ctrl-C stops it too. */
+  demoDashboardKept: (url: string, ownRedis: boolean) => `run finished; the dashboard stays up at ${url} (--keep): press Ctrl-C to stop it${ownRedis ? ', the workers and Redis' : ' and the workers'}`,
 
   // ── gateway ──────────────────────────────────────────────────────────────
   gatewayAuthMissing: 'the gateway needs auth: pass --auth-token-env NAME (the variable holding the bearer token), or --no-auth on a loopback --host',
@@ -417,7 +420,7 @@ export const MSG = {
     `worker ${name} exited early (${how}); its log is ${log}${tail ? `:\n${tail}` : ''}`,
   demoWorkersNotReady: (ready: number, wanted: number, seconds: number, logDir: string) =>
     `only ${ready} of ${wanted} worker(s) connected within ${seconds} s; see the logs in ${logDir}`,
-  demoKeep: 'everything stays up (--keep): press Ctrl-C to stop the workers, the dashboard and Redis',
+  demoKeep: (ownRedis: boolean) => `everything stays up (--keep): press Ctrl-C to stop the workers${ownRedis ? ', the dashboard and Redis' : ' and the dashboard'}`,
   demoStopping: (ownRedis: boolean) => `stopping the workers, the dashboard${ownRedis ? ' and Redis' : ''}…`,
   localRedisFailed: (why: string) => `could not start redis-server: ${why}`,
 } as const;

@@ -43,10 +43,15 @@ export async function probeRedis(env: CliEnvironment): Promise<RedisProblem | un
   }
 }
 
-function classify(err: unknown, env: CliEnvironment, options: { readonly host?: string | undefined; readonly password?: string | undefined }): RedisProblem {
+function classify(err: unknown, env: CliEnvironment, options: { readonly host?: string | undefined; readonly password?: string | undefined; readonly tls?: unknown }): RedisProblem {
   const raw = err instanceof Error ? err.message : String(err);
   const text = options.password ? raw.split(options.password).join('***') : raw;
   const code = (err as { code?: unknown }).code;
+  // Something listens but no TLS handshake completes: a plain Redis answers a ClientHello with
+  // an error or not at all (fresh-user report: rediss:// to a plain Redis said "Start Redis").
+  if (options.tls && code !== 'ECONNREFUSED' && code !== 'ENOTFOUND' && code !== 'EAI_AGAIN' && /ETIMEDOUT|ECONNRESET|EPROTO|SSL|TLS|socket disconnected|timeout/i.test(`${String(code)} ${text}`)) {
+    return { kind: 'unreachable', message: MSG.redisTlsFailed(env.address, typeof code === 'string' ? code : text.split('\n')[0] ?? text) };
+  }
   // A name that does not resolve will not start resolving because Redis starts: "Start Redis" would mislead.
   if ((code === 'ENOTFOUND' || code === 'EAI_AGAIN') && options.host) return { kind: 'unreachable', message: MSG.redisHostUnknown(env.address, options.host, code) };
   if (/WRONGPASS|invalid (username-)?password/i.test(text)) return { kind: 'auth', message: MSG.redisAuthFailed(env.address) };

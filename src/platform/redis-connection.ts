@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
 
 /** Default Redis address when `REDIS_URL` is unset. */
@@ -176,7 +177,9 @@ function tlsOptions(servername: string, tls: RedisTlsFiles): NonNullable<RedisOp
     const certFile = tls.certFile ?? process.env.REDIS_TLS_CERT;
     const keyFile = tls.keyFile ?? process.env.REDIS_TLS_KEY;
     return {
-      servername,
+      // An IP address is no server name (RFC 6066 3): Node warns (DEP0123) and checks the
+      // certificate against the host itself without it.
+      ...(isIP(servername) === 0 ? { servername } : {}),
       ...(caFile ? { ca: readFileSync(caFile) } : {}),
       ...(certFile ? { cert: readFileSync(certFile) } : {}),
       ...(keyFile ? { key: readFileSync(keyFile) } : {}),

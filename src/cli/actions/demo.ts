@@ -77,7 +77,8 @@ export async function demoAction(options: DemoCommandOptions): Promise<ExitCode>
       resumeHint: false,
     });
     if (options.keep && !interrupt.signal.aborted) {
-      say(dashboard ? MSG.demoDashboardKept(dashboard.url) : MSG.demoKeep);
+      const ownRedis = redis.source !== 'REDIS_URL';
+      say(dashboard ? MSG.demoDashboardKept(dashboard.url, ownRedis) : MSG.demoKeep(ownRedis));
       await new Promise((resolve) => interrupt.signal.addEventListener('abort', resolve, { once: true }));
     }
     return code;

@@ -128,6 +128,16 @@ describe('a Redis that cannot be used gives one clear line, never the password',
     expect(outcome.stdout + outcome.stderr).not.toContain(PASSWORD);
   });
 
+  // Fresh-user report: rediss:// to a plain Redis said "Start Redis" (it runs) after Node's DEP0123 warning.
+  it('rediss:// to a Redis without TLS: says the TLS handshake failed and names redis://', async () => {
+    const outcome = await runCli(['status'], { env: { REDIS_URL: redis.url.replace(/^redis:/, 'rediss:') } });
+    expect(outcome.code).toBe(1);
+    expect(outcome.stderr).toContain('could not open a TLS connection to Redis at rediss://');
+    expect(outcome.stderr).toContain('for a plain Redis use redis://');
+    expect(outcome.stderr).not.toContain('Start Redis');
+    expect(outcome.stderr).not.toContain('DEP0123');
+  });
+
   it('wrong password: says the credentials were refused', async () => {
     const url = guarded.url.replace('redis://', 'redis://:wrong-password-also-secret@');
     const outcome = await runCli(['status'], { env: { REDIS_URL: url } });

@@ -87,6 +87,8 @@ describe('redisOptionsFromUrl', () => {
   it('turns on TLS for rediss://, with the host as servername', () => {
     const options = redisOptionsFromUrl('rediss://user:pw@secure.example.com:6380/1', {});
     expect(options.tls).toMatchObject({ servername: 'secure.example.com' });
+    // An IP address is no server name (RFC 6066; Node warns DEP0123 for one).
+    expect(redisOptionsFromUrl('rediss://127.0.0.1:6380', {}).tls).not.toHaveProperty('servername');
     expect(options).toMatchObject({ host: 'secure.example.com', port: 6380, db: 1 });
   });
 
