@@ -239,7 +239,12 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
 
 async function attachTotal(q: RolloutQueue, options: ExecuteRunOptions): Promise<number | null> {
   const status = await readStatus(q, options.runId);
-  if (!status.run) throw new CliError(MSG.runNotFound(options.runId, options.queue, options.env.prefix));
+  if (!status.run) {
+    // The results file says the run existed: Redis no longer has it (fresh-user report: after
+    // Redis lost its data, resume said only "check the id").
+    const held = ResultsFile.resultsOf(options.out, options.runId);
+    throw new CliError(held > 0 ? MSG.resumeRunGone(options.runId, options.queue, options.out, held) : MSG.runNotFound(options.runId, options.queue, options.env.prefix));
+  }
   return status.run.specCount;
 }
 

@@ -241,6 +241,9 @@ export const MSG = {
     `Collect into that file: ${command === 'run' ? `run the same command with --out ${shellWord(file)}` : `\`${resumeInto(runId, queue, file)}\``}. ` +
     'To collect into another file anyway, move that one away first (the Results in it are not delivered again).',
   runResuming: (runId: string, queue: string, address: string) => `re-attaching to run ${runId} on queue "${queue}" at ${address}`,
+  resumeRunGone: (runId: string, queue: string, out: string, held: number) =>
+    `no run "${runId}" on queue "${queue}" any more, though ${out} holds ${held} of its Results: Redis no longer has it (purged, past its retention, or lost when Redis restarted without persistence). ` +
+    `To finish it, run the same \`${cliCommand()} run …\` command again with --run-id ${runId} --out ${shellWord(out)}: it runs the tasks again and writes only the Results the file lacks.`,
   runNotFound: (runId: string, queue: string, prefix: string) =>
     `no run "${runId}" on queue "${queue}" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliCommand()} status lists the runs)`,
   runStopped: (leaseId: string, type: string, message: string) =>

@@ -273,3 +273,19 @@ describe('a second coordinator of a run with another results file', () => {
     expect(leasesIn(out)).toEqual(['split.t1', 'split.t2', 'split.t3']);
   });
 });
+
+// Fresh-user report: after Redis lost its data, `resume RUN --out FILE` said only "no run … check
+// the id", though FILE held Results of that run; re-running `run` is what finishes it.
+describe('resume of a run Redis no longer has, into a file holding its Results', () => {
+  it('says Redis lost it and gives the run command that finishes it', async () => {
+    const out = path.join(dir, 'gone.jsonl');
+    await writeFile(out, `${JSON.stringify({ leaseId: 'gone1.a', runId: 'gone1', taskId: 'a', kind: 'ok', reward: 1 })}\n`);
+    const outcome = await runCli(['resume', 'gone1', '--queue', queue, '--out', out], { env, cwd: dir });
+    expect(outcome.code).toBe(1);
+    expect(outcome.stderr).toContain(`no run "gone1" on queue "${queue}" any more, though ${out} holds 1 of its Results`);
+    expect(outcome.stderr).toContain(`run …\` command again with --run-id gone1 --out ${out}`);
+    const unknown = await runCli(['resume', 'gone2', '--queue', queue, '--out', path.join(dir, 'none.jsonl')], { env, cwd: dir });
+    expect(unknown.stderr).toContain('no run "gone2"');
+    expect(unknown.stderr).not.toContain('any more');
+  });
+});
