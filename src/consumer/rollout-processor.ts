@@ -38,6 +38,7 @@ export interface ProcessorEvents {
 
 interface ActiveRollout {
   readonly runId: string;
+  readonly runAttemptId: string;
   readonly abort: AttemptAbort;
 }
 
@@ -86,8 +87,11 @@ export class RolloutProcessor {
   readonly finishing = new Map<string, string>();
   /** How the running attempt of each lease started. */
   private readonly starts = new Map<string, AttemptStart>();
-  /** Runs seen cancelled (pub/sub or run record), newest last. */
-  private readonly cancelledRuns = new Set<string>();
+  /**
+   * Runs seen cancelled (pub/sub or run record), newest last: run id → the runAttemptId its
+   * record named then, or null when it had no record (then every attempt of the id is cancelled).
+   */
+  private readonly cancelledRuns = new Map<string, string | null>();
 
   constructor(
     private readonly options: CompiledWorkerOptions,
@@ -99,15 +103,27 @@ export class RolloutProcessor {
     private readonly clock: RedisClock,
   ) {}
 
-  /** Aborts one rollout (lock lost), every rollout of a run (cancelled) or all (shutdown). */
-  abort(filter: { leaseId?: string; runId?: string }, reason: AbortReason): number {
-    if (reason === 'cancelled' && filter.runId) this.rememberCancelled(filter.runId);
+  /**
+   * Aborts one rollout (lock lost), every rollout of a run (cancelled) or all (shutdown). A run's
+   * cancel is remembered for rollouts of it starting later, for the attempt `runAttemptId` only
+   * when given (null or omitted: every attempt of the run id).
+   */
+  abort(filter: { leaseId?: string; runId?: string; runAttemptId?: string | null }, reason: AbortReason): number {
+    const attempt = filter.runAttemptId ?? null;
+    if (reason === 'cancelled' && filter.runId) this.rememberCancelled(filter.runId, attempt);
     let count = 0;
     for (const [leaseId, rollout] of this.active) {
       if ((filter.leaseId && filter.leaseId !== leaseId) || (filter.runId && filter.runId !== rollout.runId)) continue;
+      if (filter.runId && attempt !== null && attempt !== rollout.runAttemptId) continue;
       if (rollout.abort.abort(reason)) count++;
     }
     return count;
+  }
+
+  /** This worker heard the cancel of the spec's run attempt (see {@link abort}). */
+  private heardCancelled(spec: RolloutSpec): boolean {
+    const attempt = this.cancelledRuns.get(spec.runId);
+    return attempt !== undefined && (attempt === null || attempt === spec.runAttemptId);
   }
 
   /** The BullMQ processor function: `(job, token) → Result`. */
@@ -134,7 +150,7 @@ export class RolloutProcessor {
     let spec = parsedSpec;
     // The run record says so, or this worker heard the cancel (pub/sub: a bare PUBLISH is the
     // whole contract, the record may never say `cancelled`).
-    if (runStatus === 'cancelled' || this.cancelledRuns.has(spec.runId)) return this.cancelledBeforeStart(job, spec, startedAt);
+    if (runStatus === 'cancelled' || this.heardCancelled(spec)) return this.cancelledBeforeStart(job, spec, startedAt);
     if (overLimit) {
       const { lastExit } = await this.ledger.read(spec.leaseId);
       return this.quarantine(job, spec, startedAt, lastExit);
@@ -166,8 +182,8 @@ export class RolloutProcessor {
     // A cancel heard since the start was noted (the ledger's round trip, the artifact's fetch)
     // found no active rollout of this lease to abort: honoured here, with no await between this
     // check and the lease becoming active, so no message falls in between.
-    if (this.cancelledRuns.has(spec.runId)) return this.cancelledBeforeStart(job, spec, startedAt);
-    const active = { runId: spec.runId, abort: new AttemptAbort() };
+    if (this.heardCancelled(spec)) return this.cancelledBeforeStart(job, spec, startedAt);
+    const active = { runId: spec.runId, runAttemptId: spec.runAttemptId, abort: new AttemptAbort() };
     this.active.set(spec.leaseId, active);
     this.events.onStart();
     try {
@@ -221,7 +237,7 @@ export class RolloutProcessor {
     if (enqueuedAt !== undefined && (job.attemptsStarted ?? 0) <= 1 && (job.stalledCounter ?? 0) === 0) {
       const start = { queuedMs: Math.max(0, this.clock.nowMs() - enqueuedAt), enqueuedAt };
       this.starts.set(spec.leaseId, start);
-      return { overLimit: false, runStatus: this.cancelledRuns.has(spec.runId) ? 'cancelled' : undefined, start };
+      return { overLimit: false, runStatus: this.heardCancelled(spec) ? 'cancelled' : undefined, start };
     }
     const { overLimit, runStatus, queuedMs } = await this.ledger.noteStart(spec.leaseId, spec.runId, job.stalledCounter ?? 0);
     const start = { queuedMs };
@@ -229,10 +245,10 @@ export class RolloutProcessor {
     return { overLimit, runStatus, start };
   }
 
-  private rememberCancelled(runId: string): void {
+  private rememberCancelled(runId: string, runAttemptId: string | null): void {
     this.cancelledRuns.delete(runId);
-    this.cancelledRuns.add(runId);
-    if (this.cancelledRuns.size > MAX_CANCELLED_RUNS) this.cancelledRuns.delete(this.cancelledRuns.values().next().value as string);
+    this.cancelledRuns.set(runId, runAttemptId);
+    if (this.cancelledRuns.size > MAX_CANCELLED_RUNS) this.cancelledRuns.delete(this.cancelledRuns.keys().next().value as string);
   }
 
   private async settle(job: Job, token: string | undefined, spec: RolloutSpec, startedAt: number, runMs: number, outcome: AttemptOutcome): Promise<Result> {

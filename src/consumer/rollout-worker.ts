@@ -6,7 +6,7 @@ import { queueKeys, RUN_FIELDS, type LeaseClass, type QueueKeys } from '../lease
 import { PlacementWatcher } from './placement-watcher.js';
 import { childLogger, createLogger, type Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
-import { createRedisClient, missingDatabase, redactRedisUrl, redisOptionsFromUrl, redisTopology } from '../platform/redis-connection.js';
+import { createRedisClient, missingDatabase, redactRedisUrl, redisDb, redisOptionsFromUrl, redisTopology } from '../platform/redis-connection.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { abortable } from '../platform/abortable.js';
 import { RedisClock } from '../platform/redis-clock.js';
@@ -268,13 +268,8 @@ export class RolloutWorker {
     for (const client of [this.redis, this.subscriber]) this.watchConnection(client, address);
     this.wire(this.worker);
     this.queue.on('error', (err) => this.onWorkerError(err));
-    await untilAborted(subscribeWhenReady(this.subscriber, this.keys.cancelChannel()));
-    this.subscriber.on('message', (_channel: string, runId: string) => {
-      const count = this.processor.abort({ runId }, 'cancelled');
-      // Remembered all the same: an attempt of the run starting here later ends as Cancelled.
-      if (count > 0) logger.info({ runId, count }, 'run cancelled; aborting its active rollouts');
-      else logger.debug({ runId }, 'run cancelled; no active rollout of it here');
-    });
+    await untilAborted(subscribeWhenReady(this.subscriber, this.keys.cancelChannel(redisDb(this.redis))));
+    this.subscriber.on('message', (_channel: string, runId: string) => void this.onCancel(runId));
     await untilAborted(this.publishInfo());
     if (options.metricsPort !== undefined) {
       this.metricsEndpoint = await serveMetrics(this.metrics.registry, { port: options.metricsPort, host: options.metricsHost, health: () => this.health() });
@@ -380,6 +375,20 @@ export class RolloutWorker {
   }
 
   /**
+   * A cancel message (PUBLISH runId, the whole contract): aborts the run's active rollouts here
+   * and is remembered, so an attempt of it starting later ends as Cancelled. It applies to the
+   * run's attempt its record names now (`runAttemptId`; every attempt when it has no record): a
+   * new run under the same id (after a purge) is not cancelled by an old message (fresh-user
+   * report: `run --run-id X` after `cancel X` and `purge X` ended Cancelled at once).
+   */
+  private async onCancel(runId: string): Promise<void> {
+    const runAttemptId = await this.redis.hget(this.keys.run(runId), RUN_FIELDS.runAttemptId).catch(() => null);
+    const count = this.processor.abort({ runId, runAttemptId }, 'cancelled');
+    if (count > 0) this.logger.info({ runId, count }, 'run cancelled; aborting its active rollouts');
+    else this.logger.debug({ runId }, 'run cancelled; no active rollout of it here');
+  }
+
+  /**
    * The durable path of cancellation: pub/sub (`keys.cancelChannel`) is fire-and-forget, so a
    * message this worker missed (its subscriber reconnecting, a publish racing the subscribe) must
    * not leave a cancelled run's rollouts running to their end. Each liveness sample reads the
@@ -389,10 +398,11 @@ export class RolloutWorker {
   private async abortCancelledRuns(): Promise<void> {
     const runIds = [...new Set([...this.processor.active.values()].map((rollout) => rollout.runId))];
     if (runIds.length === 0) return;
-    const replies = (await runIds.reduce((pipe, runId) => pipe.hget(this.keys.run(runId), RUN_FIELDS.status), this.redis.pipeline()).exec()) ?? [];
+    const replies = (await runIds.reduce((pipe, runId) => pipe.hmget(this.keys.run(runId), RUN_FIELDS.status, RUN_FIELDS.runAttemptId), this.redis.pipeline()).exec()) ?? [];
     runIds.forEach((runId, i) => {
-      if (replies[i]?.[1] !== 'cancelled') return;
-      const count = this.processor.abort({ runId }, 'cancelled');
+      const [status, runAttemptId] = (replies[i]?.[1] as (string | null)[] | undefined) ?? [];
+      if (status !== 'cancelled') return;
+      const count = this.processor.abort({ runId, runAttemptId: runAttemptId ?? null }, 'cancelled');
       if (count > 0) this.logger.info({ runId, count }, 'run cancelled (seen in its record); aborting its active rollouts');
     });
   }

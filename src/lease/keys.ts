@@ -58,8 +58,13 @@ export interface QueueKeys {
   runs(): string;
   /** HASH per-lease bookkeeping on the worker side: redispatched, stallsSeen, handbacks. */
   lease(leaseId: string): string;
-  /** Pub/sub channel announcing cancelled run ids to workers. */
-  cancelChannel(): string;
+  /**
+   * Pub/sub channel announcing cancelled run ids to workers of the queue in database `db`
+   * (default 0). Pub/sub ignores database numbers, so a channel of a database other than 0
+   * names it (`…~cancel:db3`): a cancel under `REDIS_URL=…/3` stopped the run of the same id on
+   * database 0 (fresh-user report). Database 0 keeps the bare name.
+   */
+  cancelChannel(db?: number): string;
   /** STRING JSON Result of a delivered dispatch run (queueDispatch), with PX TTL: a retried call gets it again. */
   dispatchAnswer(runId: string): string;
   /** HASH gateway state of a run of the runs API: state, error, ackedThrough, `l:<leaseId>` marks of listed Results. */
@@ -101,7 +106,7 @@ export function queueKeys(prefix: string = DEFAULT_PREFIX, queue: string = DEFAU
     runEnqueuedAt: (runId) => `${base}run:${runId}:enqueued-at`,
     runs: () => `${base}runs`,
     lease: (leaseId) => `${base}lease:${leaseId}`,
-    cancelChannel: () => `${base}cancel`,
+    cancelChannel: (db = 0) => (db === 0 ? `${base}cancel` : `${base}cancel:db${db}`),
     dispatchAnswer: (runId) => `${base}dispatch:${runId}:answer`,
     gatewayRun: (runId) => `${base}gw:${runId}`,
     gatewayResults: (runId) => `${base}gw:${runId}:results`,

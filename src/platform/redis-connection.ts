@@ -220,8 +220,13 @@ export function createRedisClient(url: string, extra: RedisOptions = {}): Redis 
  * @returns undefined when the database exists (or is 0), else a one-line message naming it,
  *   the range the server has (when CONFIG answers) and the fix.
  */
+/** The database number a client works in (its URL's `/db`; 0 for a Cluster, which has only that one). */
+export function redisDb(client: Redis): number {
+  return (client.options as { db?: number } | undefined)?.db ?? 0;
+}
+
 export async function missingDatabase(client: Redis, address: string): Promise<string | undefined> {
-  const db = (client.options as { db?: number } | undefined)?.db;
+  const db = redisDb(client);
   if (!db) return undefined;
   try {
     await client.select(db);

@@ -1,5 +1,6 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { ChainableCommander, Redis } from 'ioredis';
+import { redisDb } from '../platform/redis-connection.js';
 import { bullTelemetry, withSpan } from '../platform/telemetry.js';
 import { effectivePlacement, parsePlacementEntry, placementEntryJson, placementQueueName, type LeaseClass, type PlacedSpec, type QueueKeys } from '../lease/index.js';
 
@@ -62,7 +63,7 @@ export class PlacementQueues {
    * @returns CLIENT LIST fields per worker connection (`addr`, `age`, `db`, …; `rawname` the BullMQ client name).
    */
   async liveWorkers(queueName: string): Promise<Record<string, string>[]> {
-    const db = String((this.redis.options as { db?: number } | undefined)?.db ?? 0);
+    const db = String(redisDb(this.redis));
     const clients = (await this.queue(queueName).getWorkers()) as Record<string, string>[];
     return clients.filter((client) => client.db === undefined || client.db === db);
   }

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { redisDb } from '../platform/redis-connection.js';
 import { redisScript } from '../platform/redis-script.js';
 import type { LeaseTake } from './coordinator-lease.js';
 import { incrementRunCounter, RUN_FIELDS, runHasRecordLua, type QueueKeys, type RunStatus } from '../lease/index.js';
@@ -510,6 +511,6 @@ export class RunStore {
 
   /** Tells every worker to abort the run's active rollouts (contract: PUBLISH runId on the cancel channel). */
   async publishCancel(runId: string): Promise<number> {
-    return this.redis.publish(this.keys.cancelChannel(), runId);
+    return this.redis.publish(this.keys.cancelChannel(redisDb(this.redis)), runId);
   }
 }

@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The compiled package: a worker forks dist/consumer/child-main.js, which vitest's TS sources lack.
+import { Redis } from 'ioredis';
 import { RolloutWorker } from '../../../dist/consumer/index.js';
+import { RolloutQueue } from '../../../src/producer/index.js';
 import { createLogger } from '../../../src/platform/logger.js';
 import { until } from '../../helpers/attempt-traces.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
@@ -223,6 +225,54 @@ describe('failures of the rollout itself', () => {
       const { results } = await q.waitForAll([spec.leaseId]);
       expect(results.get(spec.leaseId)).toMatchObject({ kind: 'caller', error: { type: 'Cancelled', message: 'the run was cancelled before this rollout started' } });
     }, { LOG_LEVEL: 'debug' });
+  });
+
+  // Fresh-user report: after `cancel X` and `purge X`, a new `run --run-id X` on the same
+  // workers ended Cancelled at once (the worker remembered the run id, not its attempt).
+  it('a cancel heard for one attempt of a run id does not cancel a later attempt under the same id', async () => {
+    const q = new RawQueue(redis.url);
+    await withWorker(q, {}, async (worker) => {
+      await q.redis.hset(q.keys.run('reused'), 'status', 'cancelled', 'runAttemptId', 'old');
+      await q.redis.publish(q.keys.cancelChannel(), 'reused');
+      expect(await until(() => worker.output().includes('no active rollout of it here'), 30_000)).toBe(true);
+      // Purged, then run again: a new record, a new attempt.
+      await q.redis.del(q.keys.run('reused'));
+      await q.redis.hset(q.keys.run('reused'), 'status', 'running', 'runAttemptId', 'a1');
+      const fresh = makeSpec('reused', 'x');
+      const stale = makeSpec('reused', 'y', { runAttemptId: 'old' });
+      await q.add([fresh, stale]);
+      const { results } = await q.waitForAll([fresh.leaseId, stale.leaseId]);
+      expect(results.get(fresh.leaseId)?.kind).toBe('ok');
+      expect(results.get(stale.leaseId)).toMatchObject({ kind: 'caller', error: { type: 'Cancelled' } });
+    }, { LOG_LEVEL: 'debug' });
+  });
+
+  // Fresh-user report: `cancel` under REDIS_URL=…/3 stopped the run of the same id on database 0
+  // (pub/sub ignores database numbers).
+  it("a cancel published in another database does not reach this database's rollouts", async () => {
+    const q = new RawQueue(redis.url);
+    const other = new URL(redis.url);
+    other.pathname = '/3';
+    const rq = await RolloutQueue.create({ redisUrl: other.toString(), queue: q.name, prefix: TEST_PREFIX, logger: createLogger({}, { write: () => true }) });
+    try {
+      await withWorker(q, {}, async () => {
+        const spec = makeSpec('crossdb', 'long', { task: { id: 'long', delayMs: 1500 } });
+        await q.add([spec]);
+        await q.waitForState(spec.leaseId, 'active');
+        await rq.cancel('crossdb').catch(() => undefined); // no such run in database 3
+        const db3 = new Redis(other.toString());
+        try {
+          await db3.hset(q.keys.run('crossdb'), 'status', 'running', 'runAttemptId', 'a1');
+          expect((await rq.cancel('crossdb')).workersNotified).toBe(0);
+        } finally {
+          db3.disconnect();
+        }
+        const { results } = await q.waitForAll([spec.leaseId]);
+        expect(results.get(spec.leaseId)?.kind).toBe('ok');
+      });
+    } finally {
+      await rq.close();
+    }
   });
 
   it('nothing a finished rollout started outlives it (a detached grandchild is killed)', async () => {
