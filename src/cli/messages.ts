@@ -289,8 +289,9 @@ export const MSG = {
     `purged run ${runId}: ${leases} lease(s), their jobs, records and stored artifact removed from Redis${undelivered > 0 ? ` (${undelivered} finished Result(s) never delivered were dropped, as --discard-undelivered asked)` : ''}`,
   purgedOlder: (count: number, age: string) => `purged ${count} run(s) that ended ${age} ago or earlier`,
   purgeSkipped: (runId: string, why: string) => `  skipped ${runId}: ${why}`,
-  purgeUndeliveredHint: (runId: string, queue: string) =>
-    `collect them with \`${resumeInto(runId, queue, undefined)}\` (the run's results file), or drop them with \`${cliCommand()} purge ${runId}${queueFlag(queue)} --discard-undelivered\``,
+  /** `out`: the run's results file (its coordinator's note), undefined when none was recorded. */
+  purgeUndeliveredHint: (runId: string, queue: string, out: string | undefined) =>
+    `collect them with \`${resumeInto(runId, queue, out)}\`${out === undefined ? ' (the run\'s results file)' : ''}, or drop them with \`${cliCommand()} purge ${runId}${queueFlag(queue)} --discard-undelivered\``,
   notADuration: (value: string) =>
     `"${value}" is not a duration: write a whole number with a unit, ms, s, m, h or d (e.g. 500ms, 90s, 30m, 12h, 3d)`,
   noWorkerStill: (queue: string, prefix: string, seconds: number) =>

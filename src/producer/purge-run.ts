@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { bullJobLockKey, RUN_FIELDS, runOwnKeys, type QueueKeys, type RunStatus } from '../lease/index.js';
 import { leaseBullKey, type BullKeys } from './read-job-outcomes.js';
 import type { RemovableQueue } from './remove-waiting-jobs.js';
+import { COORDINATOR_LEASE_MS, leaseHolder } from './coordinator-lease.js';
 import { redisNowMs } from './run-retention.js';
 
 /** Concurrent BullMQ remove calls (each one Lua script; ioredis pipelines them). */
@@ -66,7 +67,11 @@ export async function purgeRun(redis: Redis, queue: RemovableQueue, keys: QueueK
     .exec() ?? []).map(([, value]) => value) as [RunStatus | null, string | null, string[], string[], string[]];
   if (status === null) return { found: false, leases: 0, undelivered: 0 };
   if (status === 'running') throw new RunActiveError(runId, 'is still running: cancel it first (`rollout-queue cancel`) or let it complete');
-  if (coordinator !== null) throw new RunActiveError(runId, 'is being delivered by a coordinator right now: stop it, or wait until it exits');
+  if (coordinator !== null) {
+    const { pid, host } = leaseHolder(coordinator);
+    const who = pid !== null ? ` (pid ${pid}${host ? ` on ${host}` : ''})` : '';
+    throw new RunActiveError(runId, `is being delivered by a coordinator right now${who}: stop it, or wait until it exits (one killed with SIGKILL holds the run until its lease lapses, within ${COORDINATOR_LEASE_MS / 1000} s)`);
+  }
   const all = [...new Set([...leases, ...delivered])];
   // Leases of placement queues (PlacementQueues): their jobs live in those queues.
   const bull = queue as RemovableQueue & BullKeys;

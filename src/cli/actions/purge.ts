@@ -23,7 +23,8 @@ export async function purgeAction(runId: string | undefined, options: PurgeComma
         const outcome = await queue.purge(runId, purgeOptions);
         process.stdout.write(`${MSG.runPurged(runId, outcome.leases, outcome.undelivered)}\n`);
       } catch (err) {
-        const hint = err instanceof UndeliveredResultsError ? `\n${MSG.purgeUndeliveredHint(runId, options.queue)}` : '';
+        const note = err instanceof UndeliveredResultsError ? (await queue.status(runId).catch(() => undefined))?.run?.coordinatorNote ?? undefined : undefined;
+        const hint = err instanceof UndeliveredResultsError ? `\n${MSG.purgeUndeliveredHint(runId, options.queue, note)}` : '';
         throw new CliError(`${(err as Error).message}${hint}`);
       }
       return EXIT.ok;

@@ -105,6 +105,7 @@ describe('purge of a run with finished Results never delivered', () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain(`run "${runId}" has ${undelivered} Result(s) that finished but were never delivered`);
     expect(refused.stderr).toContain(`purge ${runId} --queue ${queue} --discard-undelivered`);
+    expect(refused.stderr).toContain(`resume ${runId} --queue ${queue} --out ${out}`); // the run's own file
     const purged = await runCli(['purge', runId, '--queue', queue, '--discard-undelivered'], { env });
     expect(purged.code, purged.stderr).toBe(0);
     expect(purged.stdout).toContain(`purged run ${runId}: 10 lease(s)`);
