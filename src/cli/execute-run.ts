@@ -74,21 +74,22 @@ async function refuseOtherTasks(q: RolloutQueue, runId: string, queue: string, s
  * an empty file, a summary of "0 of N, incomplete", and stored that file as the run's results
  * file, so every later hint named it (fresh-user report). A file that holds something is left to
  * the normal path: it is the idempotent re-run into the run's own file, or that file moved.
+ * @returns whether Redis has the run.
  * @throws CliError (exit 1) naming where the Results went.
  */
-async function refuseDeliveredElsewhere(q: RolloutQueue, runId: string, out: string, splitCheck: (previous: string | null) => void): Promise<void> {
+async function refuseDeliveredElsewhere(q: RolloutQueue, runId: string, out: string, splitCheck: (previous: string | null) => void): Promise<boolean> {
   const { run, delivering } = await readStatus(q, runId);
   // While another coordinator delivers, this one waits and is refused as busy (naming it), or
   // takes over when it dies: then `checkPreviousNote` asks again.
   if (run && run.status !== 'completed' && delivering !== true) splitCheck(run.coordinatorNote);
-  if (!run || !deliveredInFull(run)) return;
+  if (!run || !deliveredInFull(run)) return run !== undefined;
   let size = 0;
   try {
     size = statSync(out).size;
   } catch {
     // No such file yet: it would be created empty.
   }
-  if (size > 0) return;
+  if (size > 0) return true;
   throw new CliError(MSG.runDeliveredElsewhere(runId, run.delivered, run.coordinatorNote, out));
 }
 
@@ -150,7 +151,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     if (source.kind === 'map') await refuseOtherTasks(q, runId, queue, source.drafts.length, source.fingerprint);
     const total = source.kind === 'map' ? source.drafts.length : await attachTotal(q, options);
     const checkPreviousNote = refuseSplitResults(runId, queue, options.out, source.kind === 'map' ? 'run' : 'resume');
-    await refuseDeliveredElsewhere(q, runId, options.out, checkPreviousNote);
+    const known = await refuseDeliveredElsewhere(q, runId, options.out, checkPreviousNote);
     if (options.warnNoWorker !== false) {
       const workers = await within(readStatus(q), WIND_DOWN_MS);
       if (workers && workers.workers.length === 0) stderr.write(`${MSG.noWorker(queue, env.prefix)}\n`);
@@ -160,6 +161,10 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     if (file.reopened.count > 0 || file.reopened.droppedPartial) {
       stderr.write(`${MSG.resultsReopened(file.path, file.reopened.count, file.reopened.droppedPartial)}\n`);
     }
+    // The file says the run existed, Redis does not: purged, past its retention, or lost. Its
+    // tasks all run again and the file keeps its old Results, whatever inputs made them (the file
+    // does not record them; fresh-user report: changed tasks after a purge, old Results kept, exit 0).
+    if (source.kind === 'map' && !known && file.reopened.count > 0) stderr.write(`${MSG.resultsOfGoneRun(file.path, runId, file.reopened.count)}\n`);
     stderr.write(`${source.kind === 'map' ? MSG.runStarting(runId, total ?? 0, queue, env.address) : MSG.runResuming(runId, queue, env.address)}\n`);
     const progress = createProgress({ total, initial: file.count, stream: stderr });
     // The run's results file, stored with the run once this coordinator holds it, for every later

@@ -207,6 +207,10 @@ export const MSG = {
     `--out ${file} cannot be opened for appending (${why}); pass a path in a directory you can write to, e.g. --out results.jsonl`,
   resultsWriteFailed: (file: string, why: string, runId: string, queue: string) =>
     `writing a result to ${file} failed (${why}); stopped, the result stays in Redis. Free space or fix the file, then collect the rest with: ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${file}`,
+  resultsOfGoneRun: (file: string, runId: string, count: number) =>
+    `warning: Redis has no run ${runId}, though ${file} holds ${count} of its Results (purged, past its retention, or lost in a Redis restart): ` +
+    `every task runs again, and the Results already in the file are kept as they are, made from whatever tasks and inputs the run had then. ` +
+    `If the tasks or inputs changed, stop (Ctrl-C) and use a new --run-id or another --out`,
   resultsReopened: (file: string, count: number, dropped: boolean) =>
     `${file} already holds ${count} result(s)${dropped ? ' (a partial last line was dropped)' : ''}; they are kept and not written again`,
 

@@ -289,3 +289,21 @@ describe('resume of a run Redis no longer has, into a file holding its Results',
     expect(unknown.stderr).not.toContain('any more');
   });
 });
+
+// Fresh-user report: after `purge`, the same --run-id with changed tasks ran everything again,
+// kept the old Results in the file and exited 0 without a word (the file does not record inputs).
+describe('run of a run id Redis no longer has, into a file holding its Results', () => {
+  it('warns that every task runs again and the old Results are kept as they are', async () => {
+    const out = path.join(dir, 'gone3.jsonl');
+    const tasks = await gatedTasks('gone3', path.join(dir, 'gate-gone3'), 0);
+    await writeFile(out, `${JSON.stringify({ leaseId: 'gone3.a', runId: 'gone3', taskId: 'a', kind: 'ok', reward: 0 })}\n`);
+    const first = await runCli(runArgs(tasks, ['--run-id', 'gone3', '--out', out]), { env, cwd: dir });
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stderr).toContain(`warning: Redis has no run gone3, though ${out} holds 1 of its Results`);
+    expect(leasesIn(out)).toEqual(['gone3.a']);
+    // Now Redis has it: the same command again is the quiet no-op.
+    const again = await runCli(runArgs(tasks, ['--run-id', 'gone3', '--out', out]), { env, cwd: dir });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).not.toContain('Redis has no run');
+  });
+});
