@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { queueKeys, readRunCost, readRunRecord, type QueueKeys, type RunRecord } from '../lease/index.js';
-import { redactRedisUrl } from '../platform/redis-connection.js';
+import { redactRedisUrl, redisTopology } from '../platform/redis-connection.js';
 import { bullTelemetry } from '../platform/telemetry.js';
 import { isRunId, MAX_ID_LENGTH, RunIdSchema, type CostSummary, type Result } from '../spec/index.js';
 import { cancelRun, type CancelOutcome } from './cancel-run.js';
@@ -137,7 +137,7 @@ export class RolloutQueue {
     private readonly queue: Queue,
   ) {
     this.keys = queueKeys(options.prefix, options.queue);
-    this.store = new RunStore(redis, this.keys);
+    this.store = new RunStore(redis, this.keys, redisTopology(options.redisUrl) === 'sentinel');
     this.placements = new PlacementQueues(queue, redis, this.keys, options.tracing);
   }
 

@@ -51,6 +51,9 @@ export interface QuarantineRecord {
   readonly stderrTail: string;
 }
 
+/** Longest wait, ms, for a replica to confirm an acknowledgement (Redis `WAIT 1 <ms>`; see RunStore's `replicated`). */
+export const REPLICA_WAIT_MS = 500;
+
 /**
  * What a write of a run's bookkeeping returns, having written nothing, when the run has no record
  * (`runHasRecordLua`): Redis lost it mid-run (restarted without persistence, or flushed). Its
@@ -278,9 +281,17 @@ export interface RunCreation {
  * Lua script or MULTI, so a coordinator killed at any point leaves a consistent record.
  */
 export class RunStore {
+  /**
+   * @param replicated acknowledgements wait (WAIT 1) until a replica has them: under Sentinel a
+   *   failover promotes a replica, and an acknowledgement it had not received yet was lost with
+   *   the old primary (a Sentinel test saw `delivered` 39 of 40 after a failover right after a
+   *   Result was taken). At most {@link REPLICA_WAIT_MS} per batch; a replica that is down only
+   *   delays it that long.
+   */
   constructor(
     private readonly redis: Redis,
     private readonly keys: QueueKeys,
+    private readonly replicated = false,
   ) {}
 
   /** The run's status and counts, or undefined when no such run exists on this queue. */
@@ -469,6 +480,7 @@ export class RunStore {
     const reply = await ACKNOWLEDGE.run(this.redis, [this.keys.runDelivered(runId), this.keys.run(runId), this.keys.runCoordinator(runId)], [token, complete ? RUN_FIELDS.status : '', ...pairs]);
     if (reply === -1) return 'fenced';
     if (reply === -2) return NO_RECORD;
+    if (this.replicated) await this.redis.wait(1, REPLICA_WAIT_MS);
     const [completed, ...flags] = reply as number[];
     return { kinds: flags.map((flag) => (flag === 1 ? 'new' : 'again')), completed: completed === 1 };
   }
