@@ -336,7 +336,7 @@ export class RunSession {
     this.restoring ??= (async () => {
       const { store, logger } = this.deps;
       logger.warn({ runId: this.runId },
-        "the run's record is gone from Redis (restarted without persistence, or flushed): making it again, and adding the jobs of unfinished leases again; the run's counts in status start again now");
+        "the run's record is gone from Redis (restarted without persistence, or flushed): making it again, and adding again the lost jobs whose drafts this coordinator holds; the run's counts in status start again now");
       this.artifactStorer?.forget();
       const { sourceFingerprint, coordinatorNote } = this.plan;
       this.recordRestored = true;

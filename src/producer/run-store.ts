@@ -340,37 +340,37 @@ export class RunStore {
    * the run in `keys.runs()`. Returns the stored `runAttemptId` (the existing one on resume).
    */
   async ensureRun(runId: string, { runAttemptId, specCount, sourceFingerprint }: RunCreation): Promise<string> {
-    const key = this.keys.run(runId);
     const f = RUN_FIELDS;
-    const tx = this.redis
-      .multi()
-      .hsetnx(key, f.createdAt, new Date().toISOString())
-      .hsetnx(key, f.status, 'running')
-      .hsetnx(key, f.runAttemptId, runAttemptId);
-    if (specCount !== undefined) tx.hsetnx(key, f.specCount, String(specCount));
-    if (sourceFingerprint !== undefined) tx.hsetnx(key, f.sourceFingerprint, sourceFingerprint);
-    tx.sadd(this.keys.runs(), runId).hget(key, f.runAttemptId);
-    const replies = (await tx.exec()) ?? [];
-    const stored = replies[replies.length - 1]?.[1];
-    return typeof stored === 'string' ? stored : runAttemptId;
+    const stored = await this.writeRecord(runId, { [f.status]: 'running', [f.runAttemptId]: runAttemptId, [f.specCount]: specCount?.toString(), [f.sourceFingerprint]: sourceFingerprint });
+    return stored ?? runAttemptId;
   }
 
   /**
    * Makes a run's record again after Redis lost it mid-run (see {@link NO_RECORD}), with what
-   * its coordinator knows: HSETNX of each field (a record made meanwhile keeps its own), and
-   * `restoredAt` (ISO 8601) saying the counts start there. Lists the run in `keys.runs()`.
+   * its coordinator knows, as {@link ensureRun} makes one (a record made meanwhile keeps its
+   * own fields), plus `restoredAt` (ISO 8601) saying the counts start there.
    */
   async restoreRun(runId: string, run: RunCreation & { readonly status: RunStatus; readonly stopReason?: string; readonly coordinatorNote?: string }): Promise<void> {
-    const key = this.keys.run(runId);
     const f = RUN_FIELDS;
-    const now = new Date().toISOString();
-    const fields: [string, string | undefined][] = [
-      [f.createdAt, now], [f.status, run.status], [f.runAttemptId, run.runAttemptId], [f.specCount, run.specCount?.toString()],
-      [f.sourceFingerprint, run.sourceFingerprint], [f.stopReason, run.stopReason], [f.coordinatorNote, run.coordinatorNote], [f.restoredAt, now],
-    ];
-    const tx = this.redis.multi();
-    for (const [field, value] of fields) if (value !== undefined) tx.hsetnx(key, field, value);
-    await tx.sadd(this.keys.runs(), runId).exec();
+    await this.writeRecord(runId, {
+      [f.status]: run.status, [f.runAttemptId]: run.runAttemptId, [f.specCount]: run.specCount?.toString(), [f.sourceFingerprint]: run.sourceFingerprint,
+      [f.stopReason]: run.stopReason, [f.coordinatorNote]: run.coordinatorNote, [f.restoredAt]: new Date().toISOString(),
+    });
+  }
+
+  /**
+   * One MULTI: HSETNX of `createdAt` (now) and of each field given (undefined ones skipped) on
+   * the run's record, SADD of the run to `keys.runs()`.
+   * @returns the record's `runAttemptId` afterwards (null when none).
+   */
+  private async writeRecord(runId: string, fields: Readonly<Record<string, string | undefined>>): Promise<string | null> {
+    const key = this.keys.run(runId);
+    const tx = this.redis.multi().hsetnx(key, RUN_FIELDS.createdAt, new Date().toISOString());
+    for (const [field, value] of Object.entries(fields)) if (value !== undefined) tx.hsetnx(key, field, value);
+    tx.sadd(this.keys.runs(), runId).hget(key, RUN_FIELDS.runAttemptId);
+    const replies = (await tx.exec()) ?? [];
+    const stored = replies[replies.length - 1]?.[1];
+    return typeof stored === 'string' ? stored : null;
   }
 
   /**
