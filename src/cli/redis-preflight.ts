@@ -3,12 +3,16 @@ import { Redis } from 'ioredis';
 import { checkEvictionPolicy, EvictionPolicyError } from '../platform/check-eviction-policy.js';
 import { createLogger } from '../platform/logger.js';
 import { missingDatabase, redisOptionsFromUrl } from '../platform/redis-connection.js';
-import { CliError } from './errors.js';
+import { CliError, UsageError } from './errors.js';
 import type { CliEnvironment } from './environment.js';
 import { MSG } from './messages.js';
 
-/** Why a Redis could not be used: `unreachable` may pass by itself, the others will not. */
-export type RedisProblem = { readonly kind: 'unreachable' | 'auth' | 'other'; readonly message: string };
+/**
+ * Why a Redis could not be used: `unreachable` may pass by itself, the others will not;
+ * `url` is a `REDIS_URL` naming what the server lacks (a database number past its range),
+ * a usage error (exit 2) as docs/cli.md lists a wrong `REDIS_URL`.
+ */
+export type RedisProblem = { readonly kind: 'unreachable' | 'auth' | 'url' | 'other'; readonly message: string };
 
 /** How long one connection attempt may take, ms. */
 const CONNECT_TIMEOUT_MS = 3000;
@@ -35,7 +39,7 @@ export async function probeRedis(env: CliEnvironment): Promise<RedisProblem | un
     await client.connect();
     await client.ping();
     const missing = await missingDatabase(client, env.address);
-    return missing === undefined ? undefined : { kind: 'other', message: missing };
+    return missing === undefined ? undefined : { kind: 'url', message: missing };
   } catch (err) {
     return classify(cause ?? err, env, options);
   } finally {
@@ -64,15 +68,21 @@ function classify(err: unknown, env: CliEnvironment, options: { readonly host?: 
   return { kind: 'other', message: MSG.redisOther(env.address, text.split('\n')[0] ?? text) };
 }
 
+/** The CLI error of a problem: a wrong `REDIS_URL` is a usage error (exit 2), the rest exit 1. */
+function problemError(problem: RedisProblem): CliError {
+  return problem.kind === 'url' ? new UsageError(problem.message) : new CliError(problem.message);
+}
+
 /**
- * Fails fast when Redis cannot be used, with a one-line message (exit code 1). Commands that
+ * Fails fast when Redis cannot be used, with a one-line message (exit code 1; 2 for a
+ * `REDIS_URL` naming a database the server lacks). Commands that
  * talk to Redis once (`run`, `status`, `cancel`, …) call this first, so a wrong address or
  * password is one clear line instead of a stream of reconnect errors.
- * @throws CliError naming the redacted address and the fix.
+ * @throws CliError naming the redacted address and the fix (UsageError for a missing database).
  */
 export async function requireRedis(env: CliEnvironment): Promise<void> {
   const problem = await probeRedis(env);
-  if (problem) throw new CliError(problem.message);
+  if (problem) throw problemError(problem);
 }
 
 /**
@@ -92,7 +102,7 @@ export async function waitForRedis(
   for (let attempt = 0; !signal?.aborted; attempt += 1) {
     const problem = await probeRedis(env);
     if (!problem) return true;
-    if (problem.kind !== 'unreachable') throw new CliError(problem.message);
+    if (problem.kind !== 'unreachable') throw problemError(problem);
     const retryMs = Math.min(1000 * 2 ** attempt, 30_000);
     onWait(problem.message, retryMs);
     // Aborted, the pause ends at once (the loop then returns false).

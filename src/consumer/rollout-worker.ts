@@ -43,6 +43,24 @@ const LIVENESS_SAMPLE_MS = 5_000;
 const WORKER_INFO_TTL_MS = 6 * LIVENESS_SAMPLE_MS;
 
 /** The child's environment: enough to run node and a code runner, nothing of the worker's secrets. */
+/** Clients whose errors the running worker reports itself (`watchConnection`). */
+const watched = new WeakSet<Redis>();
+
+/**
+ * Reports a client's errors from its creation until the started worker watches it: without a
+ * listener ioredis prints each one as "[ioredis] Unhandled error event" with its stack, once
+ * per reconnect attempt while Redis is unreachable at start, and once for the refused SELECT
+ * of a database the server lacks (which `missingDatabase` turns into the error `create` throws).
+ */
+function quietUntilWatched(client: Redis, logger: Logger, address: string): void {
+  let reported = false;
+  client.on('error', (err: Error) => {
+    if (watched.has(client) || reported || /DB index|invalid DB/i.test(err.message)) return;
+    reported = true;
+    logger.error({ redis: address, err: err.message }, `cannot reach Redis at ${address}; retrying with backoff`);
+  });
+}
+
 function childEnv(): NodeJS.ProcessEnv {
   const keep = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'NODE_ENV', 'LOG_LEVEL', 'TZ'];
   return Object.fromEntries(keep.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name]]));
@@ -134,6 +152,7 @@ export class RolloutWorker {
     const keys = queueKeys(options.prefix, options.queue);
     const logger = childLogger(input.logger ?? createLogger({ component: 'worker' }), { worker: options.name, queue: options.queue });
     const redis = createRedisClient(options.redisUrl, { connectionName: `${options.prefix}:rollout-queue:ledger` });
+    quietUntilWatched(redis, logger, redactRedisUrl(options.redisUrl));
     const untilAborted: UntilAborted = (work) => abortable(work, control.signal, (reason) => new WorkerStartAborted(reason));
     let clock: RedisClock;
     try {
@@ -147,6 +166,7 @@ export class RolloutWorker {
       throw err;
     }
     const subscriber = createRedisClient(options.redisUrl, { connectionName: `${options.prefix}:rollout-queue:cancel` });
+    quietUntilWatched(subscriber, logger, redactRedisUrl(options.redisUrl));
     // BullMQ builds its own clients from plain options; a Cluster must be handed over as a
     // client (BullMQ duplicates it for the blocking connection). ioredis' RedisOptions is what
     // BullMQ builds from; its own type is looser.
@@ -286,6 +306,7 @@ export class RolloutWorker {
   }
 
   private watchConnection(client: Redis, address: string): void {
+    watched.add(client);
     client.on('error', (err: Error) => {
       if (this.redisDown) return;
       this.redisDown = true;

@@ -210,6 +210,11 @@ export function createRedisClient(url: string, extra: RedisOptions = {}): Redis 
   return cluster as unknown as Redis;
 }
 
+/** The database number a client works in (its URL's `/db`; 0 for a Cluster, which has only that one). */
+export function redisDb(client: Redis): number {
+  return (client.options as { db?: number } | undefined)?.db ?? 0;
+}
+
 /**
  * Whether the database a connection's URL names (`/db`) exists. ioredis SELECTs it on connect
  * and, when Redis refuses it (`ERR DB index is out of range`: past the server's `databases`
@@ -220,11 +225,6 @@ export function createRedisClient(url: string, extra: RedisOptions = {}): Redis 
  * @returns undefined when the database exists (or is 0), else a one-line message naming it,
  *   the range the server has (when CONFIG answers) and the fix.
  */
-/** The database number a client works in (its URL's `/db`; 0 for a Cluster, which has only that one). */
-export function redisDb(client: Redis): number {
-  return (client.options as { db?: number } | undefined)?.db ?? 0;
-}
-
 export async function missingDatabase(client: Redis, address: string): Promise<string | undefined> {
   const db = redisDb(client);
   if (!db) return undefined;

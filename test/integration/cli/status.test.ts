@@ -148,12 +148,13 @@ describe('a Redis that cannot be used gives one clear line, never the password',
   });
 
   // Fresh-user report: REDIS_URL=…/99 ran everything in database 0 (ioredis logs the refused
-  // SELECT and goes on), and `status` under /3 listed database 0's workers.
-  it('a database the server does not have: names it and the range it has, for status and worker alike', async () => {
+  // SELECT and goes on), and `status` under /3 listed database 0's workers. A wrong REDIS_URL is
+  // a usage error (exit 2, docs/cli.md); it exited 1.
+  it('a database the server does not have: names it and the range it has, exit 2, for status and worker alike', async () => {
     const url = `${guarded.url.replace('redis://', `redis://:${PASSWORD}@`)}/99`;
     for (const args of [['status'], ['worker', '--concurrency', '1']]) {
       const outcome = await runCli(args, { env: { REDIS_URL: url } });
-      expect(outcome.code, args[0]).toBe(1);
+      expect(outcome.code, args[0]).toBe(2);
       expect(outcome.stderr).toContain(`Redis at redis://:***@${guarded.url.slice('redis://'.length)}/99 has no database 99 (it has 16: 0 to 15`);
       expect(outcome.stdout + outcome.stderr).not.toContain(PASSWORD);
     }

@@ -152,15 +152,22 @@ describe('mapRollouts', () => {
   });
 
   // Fresh-user report: REDIS_URL=…/99 ran in database 0 (ioredis only logs the refused SELECT).
-  it('refuses create() and RolloutWorker.create() for a database the server does not have, naming it', async () => {
+  // RolloutWorker.create then also printed ioredis' "Unhandled error event" with a stack first.
+  it('refuses create() and RolloutWorker.create() for a database the server does not have, naming it, and nothing else on stderr', async () => {
     const url = new URL(fx.url);
     url.pathname = '/99';
     const logger = createLogger({}, { write: () => true });
-    const errors = await Promise.all([
-      RolloutQueue.create({ redisUrl: url.toString(), logger }).catch((err: Error) => err),
-      RolloutWorker.create({ redisUrl: url.toString(), logger }).catch((err: Error) => err),
-    ]);
-    for (const error of errors) expect((error as Error).message).toMatch(/has no database 99 \(it has 16: 0 to 15/);
+    const printed = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      const errors = await Promise.all([
+        RolloutQueue.create({ redisUrl: url.toString(), logger }).catch((err: Error) => err),
+        RolloutWorker.create({ redisUrl: url.toString(), logger }).catch((err: Error) => err),
+      ]);
+      for (const error of errors) expect((error as Error).message).toMatch(/has no database 99 \(it has 16: 0 to 15/);
+      expect(printed.mock.calls.map((call) => call.join(' ')).join('\n')).not.toContain('Unhandled error event');
+    } finally {
+      printed.mockRestore();
+    }
   });
 
   it('allows one live iterator per run on a RolloutQueue', async () => {
