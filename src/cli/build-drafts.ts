@@ -106,6 +106,11 @@ export function checkBuiltinRun(run: Ref, rendered: Rendered, memoryMb: number):
   if (target.exportName !== 'codeRunner') return;
   // The same checks the worker's codeRunner makes: refused here, nothing is enqueued (exit 2)
   // rather than every lease ending `caller` on the worker.
+  // A directory artifact has no file name to default to: say which option to add and with what
+  // (fresh-user report: it said "config.entrypoint must be … got undefined" of an option never given).
+  if (run.config.entrypoint === undefined && typeof rendered !== 'string' && 'files' in rendered) {
+    throw new UsageError(MSG.entrypointMissing(Object.keys(rendered.files)));
+  }
   let compiled: ReturnType<typeof compileCodeRunnerOptions>;
   try {
     compiled = compileCodeRunnerOptions(run.config);

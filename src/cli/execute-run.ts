@@ -120,6 +120,11 @@ function deliveredInFull(run: { readonly status: string; readonly specCount: num
 /** Longest wait for closing the queue or reading counters after an interrupt, ms. */
 const WIND_DOWN_MS = 3000;
 
+/** Results of the run's still running rollouts that are not in `file` yet (undefined: not known within WIND_DOWN_MS). */
+async function runningLeft(q: RolloutQueue, runId: string, file: ResultsFile): Promise<number | undefined> {
+  return (await within(q.pendingResults(runId), WIND_DOWN_MS))?.filter((leaseId) => !file.has(leaseId)).length;
+}
+
 /** `promise`'s value, or undefined when it fails or takes longer than `ms`. */
 function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
   const late = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ms).unref());
@@ -214,7 +219,10 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     })}\n`);
     if (outcome.kind === 'stopped') {
       const error = outcome.result?.error;
-      stderr.write(`${outcome.leaseId && error ? MSG.runStopped(outcome.leaseId, error.type, error.message) : MSG.runStoppedEarlier(outcome.message)}\n`);
+      // As after a cancel: how many running rollouts' Results are still to collect, and the command (fresh-user report).
+      const left = await runningLeft(q, runId, file);
+      const rest = left ? `\n${MSG.runningUndelivered(runId, queue, left, file.path, 'stopped')}` : '';
+      stderr.write(`${outcome.leaseId && error ? MSG.runStopped(outcome.leaseId, error.type, error.message) : MSG.runStoppedEarlier(outcome.message)}${rest}\n`);
       return EXIT.stopped;
     }
     if (outcome.kind === 'interrupted') {
@@ -225,8 +233,8 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     }
     if (outcome.kind === 'cancelled') {
       // Rollouts that were running when it was cancelled still end in a Result, after this one stops delivering.
-      const left = (await within(q.pendingResults(runId), WIND_DOWN_MS))?.filter((leaseId) => !file?.has(leaseId)).length;
-      const rest = left ? `\n${MSG.cancelledUndelivered(runId, queue, left, file.path)}` : '';
+      const left = await runningLeft(q, runId, file);
+      const rest = left ? `\n${MSG.runningUndelivered(runId, queue, left, file.path, 'cancelled')}` : '';
       throw new CliError(`${MSG.runWasCancelled(runId, outcome.reason)}${rest}`);
     }
     if (outcome.kind === 'failed') throw failure(outcome.error, options);

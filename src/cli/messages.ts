@@ -101,7 +101,7 @@ export const HELP = {
     workers: 'worker processes to start',
     tasks: 'tasks to run from examples/arithmetic/tasks.jsonl',
     concurrency: 'rollouts at once per worker',
-    keep: 'keep Redis, workers and dashboard up after the run until Ctrl-C',
+    keep: "keep Redis, workers and dashboard up after the run until Ctrl-C (the dashboard's completed tab empties once the run completes: its Results are in the results file)",
     out: 'results file (default results-<runId>.jsonl)',
   },
 } as const;
@@ -152,6 +152,11 @@ export const MSG = {
   runConfigRefused: (why: string) => `--run-config: ${why}`,
   /** `why` names the spec field `sandbox.memoryMb`, which a user of `run` sets with --memory-mb. */
   outputOverMemory: (why: string) => `--run-config with --memory-mb (sandbox.memoryMb, default ${DEFAULT_MEMORY_MB}): ${why}`,
+  /** The example names the artifact's `main.*` file when it has one, else its first file. */
+  entrypointMissing: (files: readonly string[]) => {
+    const likely = files.find((f) => /^main\.[a-z]+$/.test(f)) ?? files[0] ?? 'main.js';
+    return `--run-config: codeRunner needs the file of the --artifact directory to run, in "entrypoint": pass --run-config '${JSON.stringify({ entrypoint: likely })}' (its files: ${files.slice(0, 10).map((f) => JSON.stringify(f)).join(', ') || 'none'}${files.length > 10 ? ', …' : ''})`;
+  },
   entrypointNotInArtifact: (entrypoint: string, files: readonly string[]) =>
     `--run-config: codeRunner's entrypoint ${JSON.stringify(entrypoint)} is not a file of --artifact (its files: ${files.slice(0, 10).map((f) => JSON.stringify(f)).join(', ') || 'none'}${files.length > 10 ? ', …' : ''}); name one of them in "entrypoint"`,
   badRefConfig: (option: string, path: string, why: string) => `${option}${path ? ` at ${path}` : ''}: ${why}`,
@@ -185,6 +190,37 @@ export const MSG = {
           : `task id "${key}" is the key of line ${first.line}, a task without an id (it is named by its line number)`
         : `this task has no id, so it is named by its line number "${key}", which line ${first.line} already uses as its task id`
     }; task ids name leases and must be unique within a run: give ${byId && first.byId ? 'one of them another id' : 'the task without an id an id of its own'}. Nothing was enqueued.`,
+  /**
+   * A task line lacks the gold answer a built-in reward reads (`reward`: its `$ref`). `keys`: the
+   * task's keys as listed; `suggestion`: one of them close to `goldKey`; `fixConfig`: the
+   * --reward-config JSON with `goldKey` set to the suggestion (or `KEY`); `lacking` of `total`
+   * tasks have no gold answer: when only some do, only adding the field fixes it.
+   */
+  taskNoGold: (
+    file: string,
+    line: number,
+    gold: { reward: string; goldKey: string; isNull: boolean; keys: string; suggestion: string | undefined; fixConfig: string; lacking: number; total: number },
+  ) => {
+    const { reward, goldKey, suggestion, lacking, total } = gold;
+    const key = JSON.stringify(goldKey);
+    const where = lacking === total ? 'every task' : lacking === 1 ? 'this task' : `the ${lacking} tasks that lack it`;
+    const fix =
+      suggestion !== undefined
+        ? `did you mean ${JSON.stringify(suggestion)}? pass --reward-config ${shellWord(gold.fixConfig)}, or add ${key} to ${where}`
+        : lacking === total
+          ? `add ${key} to every task, or pass --reward-config ${shellWord(gold.fixConfig)} with the key that holds the answer`
+          : `add ${key} to ${where}`;
+    const count = total === 1 ? '' : lacking === total ? `; all ${total} tasks lack it` : `; ${lacking} of ${total} tasks lack it`;
+    return (
+      `${file}:${line}: --reward ${reward} reads the gold answer at task.${goldKey}, and ${gold.isNull ? `this task's ${key} is null` : `this task has no ${key}`} ` +
+      `(task keys: ${gold.keys}${count}); ${fix}. Nothing was enqueued.`
+    );
+  },
+  /** A task line's gold answer is an object or array (`got`, e.g. `an array of 2`); `reward` as in taskNoGold. */
+  taskGoldNotScalar: (file: string, line: number, reward: string, goldKey: string, got: string) =>
+    `${file}:${line}: --reward ${reward} reads the gold answer at task.${goldKey}, which holds ${got}; it must be a string, number or boolean: put the answer there as text. Nothing was enqueued.`,
+  taskGoldNotNumber: (file: string, line: number, reward: string, goldKey: string, got: string) =>
+    `${file}:${line}: --reward ${reward} compares numbers, and task.${goldKey} is ${got}; put a number there (or a numeric string like "1,234"), or use --reward rollout-queue/rewards:exactMatch or :contains for text answers. Nothing was enqueued.`,
   artifactMissing: (file: string, why: string) => `cannot read --artifact ${file}: ${why}`,
   artifactBinary: (file: string) =>
     `--artifact: ${file} is not valid UTF-8 text; binary files are not supported in rendered.files. Put binary data where the worker can read it, or base64 it and decode it in the artifact`,
@@ -251,7 +287,7 @@ export const MSG = {
   runNotFound: (runId: string, queue: string, prefix: string) =>
     `no run "${runId}" on queue "${queue}" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliCommand()} status lists the runs)`,
   runStopped: (leaseId: string, type: string, message: string) =>
-    `run stopped on a caller result for lease ${leaseId}: ${type}: ${message}\nFix the caller contract (Ref, config, spec) and run again with a new --run-id; rollouts of this run that had not started were removed and get no Result (running ones finish; resume collects them).`,
+    `run stopped on a caller result for lease ${leaseId}: ${type}: ${message}\nFix the caller contract (Ref, config, spec) and run again with a new --run-id; rollouts of this run that had not started were removed and get no Result.`,
   runStoppedEarlier: (why: string) => `the run was stopped before: ${why}`,
   runIncomplete: (runId: string, count: number, total: number, file: string) =>
     `run ${runId} ended with ${count} of ${total} results in ${file}; nothing more will come. The rest were delivered earlier, ` +
@@ -268,9 +304,12 @@ export const MSG = {
     `or stop it (Ctrl-C where it runs) and collect the rest with\n  ${resumeInto(runId, queue, out)}` +
     (out === undefined ? `\nwhere FILE is the results file of that coordinator (its --out), so the run's Results stay in one file` : ''),
   runWasCancelled: (runId: string, why: string) => (why.includes(runId) ? why : `run ${runId} was cancelled: ${why}`),
-  /** After a cancelled run's own end: Results of rollouts that were still running are not in `out` yet. */
-  cancelledUndelivered: (runId: string, queue: string, count: number, out: string) =>
-    `${count} Result(s) of rollouts that were still running when the run was cancelled are not in ${out} yet (a rollout stopped by the cancel ends caller/Cancelled); collect them with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${shellWord(out)}`,
+  /**
+   * After a cancelled or stopped run's own end: Results of rollouts that were still running are
+   * not in `out` yet (a cancel stops them; a stop on a caller Result lets them finish).
+   */
+  runningUndelivered: (runId: string, queue: string, count: number, out: string, how: 'cancelled' | 'stopped') =>
+    `${count} Result(s) of rollouts that were still running when the run was ${how} are not in ${out} yet (${how === 'cancelled' ? 'a rollout stopped by the cancel ends caller/Cancelled' : 'they run to their end'}); collect them with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${shellWord(out)}`,
   cancelReason: `cancelled with \`${cliCommand()} cancel\``,
   runAlreadyEnded: (runId: string, status: string) =>
     `run ${runId} is already ${status}: nothing to cancel (${cliCommand()} purge ${runId} removes it from Redis)`,
@@ -293,6 +332,9 @@ export const MSG = {
     `purged run ${runId}: ${leases} lease(s), their jobs, records and stored artifact removed from Redis${undelivered > 0 ? ` (${undelivered} finished Result(s) never delivered were dropped, as --discard-undelivered asked)` : ''}`,
   purgedOlder: (count: number, age: string) => `purged ${count} run(s) that ended ${age} ago or earlier`,
   purgeSkipped: (runId: string, why: string) => `  skipped ${runId}: ${why}`,
+  purgeRunning: (runId: string, queue: string) =>
+    `run ${runId} is still running: cancel it first with \`${cliCommand()} cancel ${runId}${queueFlag(queue)}\`, or let it complete; purge removes only runs that are completed, stopped or cancelled and have nothing running; nothing was removed`,
+  purgeUndelivered: (runId: string, undelivered: number) => `run ${runId} has ${undelivered} Result(s) that finished but were never delivered; nothing was removed`,
   /** `out`: the run's results file (its coordinator's note), undefined when none was recorded. */
   purgeUndeliveredHint: (runId: string, queue: string, out: string | undefined) =>
     `collect them with \`${resumeInto(runId, queue, out)}\`${out === undefined ? ' (the run\'s results file)' : ''}, or drop them with \`${cliCommand()} purge ${runId}${queueFlag(queue)} --discard-undelivered\``,
@@ -400,7 +442,9 @@ export const MSG = {
   dashboardHalfLogin: (missing: string) => `dashboard basic auth needs both ROLLOUT_QUEUE_DASHBOARD_USER and ROLLOUT_QUEUE_DASHBOARD_PASSWORD; set ${missing} too (or ROLLOUT_QUEUE_DASHBOARD_TOKEN instead)`,
   demoDashboardClosed: (url: string) => `dashboard ${url} closed with the demo; run it with --keep to keep the dashboard, the workers and Redis up until Ctrl-C`,
   /** `ownRedis`: the demo started its Redis (not one REDIS_URL names), so Ctrl-C stops it too. */
-  demoDashboardKept: (url: string, ownRedis: boolean) => `run finished; the dashboard stays up at ${url} (--keep): press Ctrl-C to stop it${ownRedis ? ', the workers and Redis' : ' and the workers'}`,
+  // Retention takes a completed run's delivered jobs out of BullMQ's finished sets (docs/retention.md).
+  demoDashboardKept: (url: string, ownRedis: boolean) =>
+    `run finished; the dashboard stays up at ${url} (--keep), its queue's jobs and workers live; the completed tab lists only Results not yet delivered, so it is empty now that every Result is in the results file. Press Ctrl-C to stop it${ownRedis ? ', the workers and Redis' : ' and the workers'}`,
 
   // ── gateway ──────────────────────────────────────────────────────────────
   gatewayAuthMissing: 'the gateway needs auth: pass --auth-token-env NAME (the variable holding the bearer token), or --no-auth on a loopback --host',
@@ -430,5 +474,10 @@ export const MSG = {
     `only ${ready} of ${wanted} worker(s) connected within ${seconds} s; see the logs in ${logDir}`,
   demoKeep: (ownRedis: boolean) => `everything stays up (--keep): press Ctrl-C to stop the workers${ownRedis ? ', the dashboard and Redis' : ' and the dashboard'}`,
   demoStopping: (ownRedis: boolean) => `stopping the workers, the dashboard${ownRedis ? ' and Redis' : ''}…`,
+  demoInterrupted: (out: string, ownRedis: boolean) =>
+    `interrupted: the demo's run ends here and its other rollouts are not run (its workers${ownRedis ? ' and its Redis' : ''} stop with it); the Results so far are in ${out}`,
+  demoQueueRemoved: (queue: string, address: string) => `removed the demo's queue "${queue}" (its jobs and run records) from Redis at ${address}; its Results are in the results file`,
+  demoQueueNotRemoved: (keyPrefix: string, address: string, why: string) =>
+    `could not remove the demo's queue from Redis at ${address} (${why}); its keys are those named ${keyPrefix}:* (redis-cli --scan --pattern '${keyPrefix}:*' | xargs redis-cli unlink)`,
   localRedisFailed: (why: string) => `could not start redis-server: ${why}`,
 } as const;

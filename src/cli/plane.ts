@@ -11,13 +11,17 @@ import { CoordinatorMetrics, RolloutQueue, type PlacementStatus } from '../produ
 import type { CostSummary, Result } from '../spec/index.js';
 import type { CliEnvironment } from './environment.js';
 import { CliError } from './errors.js';
+import { textLogDestination } from './log-lines.js';
 import { MSG } from './messages.js';
 
 export { RolloutQueue, RolloutWorker, WorkerStartAborted };
 
-/** A coordinator-side logger: pino JSON on stderr (stdout is for the summary), level `LOG_LEVEL` or `warn`. */
+/**
+ * A coordinator-side logger on stderr (stdout is for the summary), level `LOG_LEVEL` or `warn`:
+ * lines of text among the command's own (`warn: … (runId=…)`), pino JSON with `LOG_FORMAT=json`.
+ */
 export function coordinatorLogger(component: string): Logger {
-  const logger = createLogger({ component }, pino.destination({ fd: 2, sync: true }));
+  const logger = createLogger({ component }, process.env.LOG_FORMAT === 'json' ? pino.destination({ fd: 2, sync: true }) : textLogDestination());
   logger.level = process.env.LOG_LEVEL ?? 'warn';
   return logger;
 }

@@ -8,9 +8,16 @@ import { redisNowMs } from './run-retention.js';
 /** Concurrent BullMQ remove calls (each one Lua script; ioredis pipelines them). */
 const PARALLEL = 64;
 
+/**
+ * Why a run is active: `running` (its status: cancel it or let it complete), `delivering` (a
+ * coordinator holds its lease), `rollouts` (rollouts of it hold workers' locks), `iterator` (a
+ * live iterator of it in this process).
+ */
+export type RunActivity = 'running' | 'delivering' | 'rollouts' | 'iterator';
+
 /** `purge` refused: the run is still running, being delivered, or has rollouts on workers. Nothing was removed. */
 export class RunActiveError extends Error {
-  constructor(readonly runId: string, why: string) {
+  constructor(readonly runId: string, why: string, readonly activity: RunActivity) {
     super(`run "${runId}" ${why}; purge removes only runs that are completed, stopped or cancelled and have nothing running; nothing was removed`);
     this.name = 'RunActiveError';
   }
@@ -66,11 +73,11 @@ export async function purgeRun(redis: Redis, queue: RemovableQueue, keys: QueueK
     .smembers(keys.runArtifacts(runId))
     .exec() ?? []).map(([, value]) => value) as [RunStatus | null, string | null, string[], string[], string[]];
   if (status === null) return { found: false, leases: 0, undelivered: 0 };
-  if (status === 'running') throw new RunActiveError(runId, 'is still running: cancel it first (`rollout-queue cancel`) or let it complete');
+  if (status === 'running') throw new RunActiveError(runId, 'is still running: cancel it first (RolloutQueue.cancel, the CLI\'s cancel) or let it complete', 'running');
   if (coordinator !== null) {
     const { pid, host } = leaseHolder(coordinator);
     const who = pid !== null ? ` (pid ${pid}${host ? ` on ${host}` : ''})` : '';
-    throw new RunActiveError(runId, `is being delivered by a coordinator right now${who}: stop it, or wait until it exits (one killed with SIGKILL holds the run until its lease lapses, within ${COORDINATOR_LEASE_MS / 1000} s)`);
+    throw new RunActiveError(runId, `is being delivered by a coordinator right now${who}: stop it, or wait until it exits (one killed with SIGKILL holds the run until its lease lapses, within ${COORDINATOR_LEASE_MS / 1000} s)`, 'delivering');
   }
   const all = [...new Set([...leases, ...delivered])];
   // Leases of placement queues (PlacementQueues): their jobs live in those queues.
@@ -78,7 +85,7 @@ export async function purgeRun(redis: Redis, queue: RemovableQueue, keys: QueueK
   await bull.resolve?.(all);
   const locks = all.length === 0 ? [] : ((await all.reduce((pipe, leaseId) => pipe.exists(bullJobLockKey(leaseBullKey(bull, leaseId))), redis.pipeline()).exec()) ?? []);
   const active = all.filter((_, i) => locks[i]?.[1] === 1);
-  if (active.length > 0) throw new RunActiveError(runId, `has ${active.length} rollout(s) still active on workers (e.g. ${active[0]}); they stop within seconds of a cancel: purge again then`);
+  if (active.length > 0) throw new RunActiveError(runId, `has ${active.length} rollout(s) still active on workers (e.g. ${active[0]}); they stop within seconds of a cancel: purge again then`, 'rollouts');
   const deliveredSet = new Set(delivered);
   const pending = leases.filter((leaseId) => !deliveredSet.has(leaseId));
   // A job BullMQ finished (completed or failed) carries `finishedOn`; a removed waiting one has no job.
@@ -90,7 +97,7 @@ export async function purgeRun(redis: Redis, queue: RemovableQueue, keys: QueueK
     const codes = await Promise.all(chunk.map((leaseId) => queue.remove(leaseId)));
     const locked = chunk.filter((_, j) => codes[j] === 0);
     // A worker took a job in the instant since the check: what is removed stays removed.
-    if (locked.length > 0) throw new RunActiveError(runId, `had ${locked.length} rollout(s) started while purging (e.g. ${locked[0]}); purge again when they ended`);
+    if (locked.length > 0) throw new RunActiveError(runId, `had ${locked.length} rollout(s) started while purging (e.g. ${locked[0]}); purge again when they ended`, 'rollouts');
     await chunk.reduce((pipe, leaseId) => pipe.del(keys.lease(leaseId)), redis.pipeline()).exec();
   }
   await redis
@@ -104,8 +111,8 @@ export async function purgeRun(redis: Redis, queue: RemovableQueue, keys: QueueK
 /** What {@link purgeOlderThan} did, per run. */
 export interface PurgeOlderOutcome {
   readonly purged: readonly string[];
-  /** Runs old enough but refused (still running or active), with why. */
-  readonly skipped: readonly { readonly runId: string; readonly reason: string }[];
+  /** Runs old enough but refused (still running or active, or undelivered Results), with why and the refusal itself. */
+  readonly skipped: readonly { readonly runId: string; readonly reason: string; readonly error: RunActiveError | UndeliveredResultsError }[];
 }
 
 /**
@@ -116,7 +123,7 @@ export interface PurgeOlderOutcome {
 export async function purgeOlderThan(redis: Redis, queue: RemovableQueue, keys: QueueKeys, ageMs: number, options: PurgeOptions = {}): Promise<PurgeOlderOutcome> {
   const now = await redisNowMs(redis);
   const purged: string[] = [];
-  const skipped: { runId: string; reason: string }[] = [];
+  const skipped: { runId: string; reason: string; error: RunActiveError | UndeliveredResultsError }[] = [];
   for (const runId of (await redis.smembers(keys.runs())).sort()) {
     const [status, endedAt, createdAt] = await redis.hmget(keys.run(runId), RUN_FIELDS.status, RUN_FIELDS.endedAt, RUN_FIELDS.createdAt);
     if (status === null || status === undefined) {
@@ -130,7 +137,7 @@ export async function purgeOlderThan(redis: Redis, queue: RemovableQueue, keys: 
       purged.push(runId);
     } catch (err) {
       if (!(err instanceof RunActiveError) && !(err instanceof UndeliveredResultsError)) throw err;
-      skipped.push({ runId, reason: err.message });
+      skipped.push({ runId, reason: err.message, error: err });
     }
   }
   return { purged, skipped };

@@ -270,7 +270,7 @@ export class RolloutQueue {
   async purge(runId: string, options: PurgeOptions = {}): Promise<PurgeOutcome> {
     this.assertOpen();
     this.checkRunId(runId);
-    if (this.sessions.has(runId)) throw new RunActiveError(runId, 'has a live iterator in this process');
+    if (this.sessions.has(runId)) throw new RunActiveError(runId, 'has a live iterator in this process', 'iterator');
     await this.settled(runId);
     const outcome = await purgeRun(this.redis, this.placements, this.keys, runId, options);
     if (!outcome.found) throw new Error(`no run "${runId}" on queue "${this.options.queue}" (prefix "${this.options.prefix}"); nothing to purge (a run past its retention is gone already)`);

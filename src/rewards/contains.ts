@@ -1,6 +1,7 @@
 import { CallerError } from '../spec/errors.js';
 import { answerText } from './answer-text.js';
 import { configRecord, optionalBoolean, optionalString } from './config-check.js';
+import { DEFAULT_GOLD_KEY } from './gold-key.js';
 import { readGold } from './gold.js';
 import type { BuiltinRewardFn } from './builtin-reward-fn.js';
 
@@ -24,7 +25,7 @@ const FACTORY = 'contains';
  */
 export function contains(options: ContainsOptions = {}): BuiltinRewardFn {
   const config = configRecord(FACTORY, options, ['goldKey', 'caseSensitive']);
-  const goldKey = optionalString(FACTORY, config, 'goldKey', 'answer', 'answer');
+  const goldKey = optionalString(FACTORY, config, 'goldKey', DEFAULT_GOLD_KEY, DEFAULT_GOLD_KEY);
   const caseSensitive = optionalBoolean(FACTORY, config, 'caseSensitive', false);
   return (task, output) => {
     const gold = String(readGold(FACTORY, task, goldKey));

@@ -1,5 +1,6 @@
 import { answerText } from './answer-text.js';
 import { configRecord, optionalBoolean, optionalString } from './config-check.js';
+import { DEFAULT_GOLD_KEY } from './gold-key.js';
 import { readGold } from './gold.js';
 import type { BuiltinRewardFn } from './builtin-reward-fn.js';
 
@@ -25,7 +26,7 @@ const FACTORY = 'exactMatch';
  */
 export function exactMatch(options: ExactMatchOptions = {}): BuiltinRewardFn {
   const config = configRecord(FACTORY, options, ['goldKey', 'trim', 'caseSensitive']);
-  const goldKey = optionalString(FACTORY, config, 'goldKey', 'answer', 'answer');
+  const goldKey = optionalString(FACTORY, config, 'goldKey', DEFAULT_GOLD_KEY, DEFAULT_GOLD_KEY);
   const trim = optionalBoolean(FACTORY, config, 'trim', true);
   const caseSensitive = optionalBoolean(FACTORY, config, 'caseSensitive', true);
   const canonical = (text: string): string => {

@@ -2,6 +2,7 @@ import { CallerError } from '../spec/errors.js';
 import { answerText } from './answer-text.js';
 import type { BuiltinRewardFn } from './builtin-reward-fn.js';
 import { configRecord, describeValue, optionalString } from './config-check.js';
+import { DEFAULT_GOLD_KEY } from './gold-key.js';
 import { readGold } from './gold.js';
 import { findLastNumber, parseNumber } from './numbers.js';
 
@@ -32,7 +33,7 @@ const FACTORY = 'lastNumber';
  */
 export function lastNumber(options: LastNumberOptions = {}): BuiltinRewardFn {
   const config = configRecord(FACTORY, options, ['goldKey', 'tolerance']);
-  const goldKey = optionalString(FACTORY, config, 'goldKey', 'answer', 'answer');
+  const goldKey = optionalString(FACTORY, config, 'goldKey', DEFAULT_GOLD_KEY, DEFAULT_GOLD_KEY);
   const tolerance = config.tolerance ?? 1e-9;
   if (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance < 0 || tolerance >= 1) {
     throw new CallerError(`${FACTORY}: config.tolerance must be a number from 0 (exact) up to but not including 1, got ${describeValue(tolerance)}; omit it for the default 1e-9`);

@@ -1,9 +1,10 @@
 import path from 'node:path';
 import { startDashboard, type Dashboard } from '../../dashboard/server.js';
 import { loadDemoDrafts } from '../demo-inputs.js';
+import { removeDemoQueue } from '../demo-queue-removal.js';
 import { provideDemoRedis, type DemoRedis } from '../demo-redis.js';
 import { spawnDemoWorkers, type DemoWorkers } from '../demo-workers.js';
-import { cliEnvironment } from '../environment.js';
+import { cliEnvironment, type CliEnvironment } from '../environment.js';
 import { CliError, EXIT, type ExitCode } from '../errors.js';
 import { executeRun } from '../execute-run.js';
 import { checkOutFile } from '../results-file.js';
@@ -21,7 +22,10 @@ const READY_TIMEOUT_MS = 30_000;
  * `rollout-queue demo`: the main job end to end on one machine. Redis (REDIS_URL, else a
  * private redis-server, else a testcontainers Redis), `--workers` real worker processes on a
  * fresh queue, the dashboard, then `examples/arithmetic` through the same code path as
- * `run`, with progress and summary. Stops everything afterwards unless `--keep`.
+ * `run`, with progress and summary. Stops everything afterwards unless `--keep` (then at
+ * Ctrl-C). On a `REDIS_URL` Redis it then removes its queue: nothing serves it once its workers
+ * stop, so an interrupted run of it could never finish (fresh-user report: Ctrl-C left a
+ * `running` run of 180 waiting jobs that `purge` refused), and a finished one is in the results file.
  */
 export async function demoAction(options: DemoCommandOptions): Promise<ExitCode> {
   const drafts = await loadDemoDrafts(options.tasks);
@@ -32,6 +36,11 @@ export async function demoAction(options: DemoCommandOptions): Promise<ExitCode>
   let redis: DemoRedis | undefined;
   let workers: DemoWorkers | undefined;
   let dashboard: Dashboard | undefined;
+  let env: CliEnvironment | undefined;
+  let queue: string | undefined;
+  let out: string | undefined;
+  /** The run ended (every Result, or a stop) before any Ctrl-C: one during `--keep` interrupts nothing. */
+  let runEnded = false;
   const dispose = onStopSignals(
     (signal) => interrupt.abort(signal),
     () => {
@@ -43,10 +52,10 @@ export async function demoAction(options: DemoCommandOptions): Promise<ExitCode>
   const say = (line: string): void => void process.stderr.write(`${line}\n`);
   try {
     redis = await provideDemoRedis();
-    const env = cliEnvironment({ ...process.env, REDIS_URL: redis.url });
+    env = cliEnvironment({ ...process.env, REDIS_URL: redis.url });
     say(MSG.demoRedis(redis.source, env.address));
     await requireRedis(env);
-    const queue = generateRunId().replace(/^run-/, 'demo-');
+    queue = generateRunId().replace(/^run-/, 'demo-');
     workers = spawnDemoWorkers({
       count: options.workers,
       queue,
@@ -67,15 +76,17 @@ export async function demoAction(options: DemoCommandOptions): Promise<ExitCode>
     }
     if (interrupt.signal.aborted) return EXIT.interrupted;
     const runId = generateRunId();
+    out = options.out ?? defaultOutFile(runId);
     const code = await executeRun({
       env,
       queue,
       runId,
-      out: options.out ?? defaultOutFile(runId),
+      out,
       source: { kind: 'map', drafts },
       interrupt: interrupt.signal,
       resumeHint: false,
     });
+    runEnded = code !== EXIT.interrupted;
     if (options.keep && !interrupt.signal.aborted) {
       const ownRedis = redis.source !== 'REDIS_URL';
       say(dashboard ? MSG.demoDashboardKept(dashboard.url, ownRedis) : MSG.demoKeep(ownRedis));
@@ -91,6 +102,15 @@ export async function demoAction(options: DemoCommandOptions): Promise<ExitCode>
     await workers?.stop();
     await dashboard?.close();
     if (dashboard && !options.keep) say(MSG.demoDashboardClosed(dashboard.url));
+    if (interrupt.signal.aborted && !runEnded && out !== undefined) say(MSG.demoInterrupted(out, ownRedis));
+    if (redis?.source === 'REDIS_URL' && env !== undefined && queue !== undefined) {
+      const { address, prefix } = env;
+      const name = queue;
+      await removeDemoQueue(redis.url, prefix, name).then(
+        () => say(MSG.demoQueueRemoved(name, address)),
+        (err: Error) => say(MSG.demoQueueNotRemoved(`${prefix}:${name}`, address, err.message)),
+      );
+    }
     await redis?.stop();
     dispose();
   }

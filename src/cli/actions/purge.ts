@@ -2,7 +2,7 @@ import { cliEnvironment } from '../environment.js';
 import { CliError, EXIT, UsageError, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
 import { coordinatorLogger, openQueue } from '../plane.js';
-import { UndeliveredResultsError } from '../../producer/index.js';
+import { RunActiveError, UndeliveredResultsError, type RolloutQueue } from '../../producer/index.js';
 import { requireRedis } from '../redis-preflight.js';
 import type { PurgeCommandOptions } from '../commands/purge.js';
 
@@ -23,19 +23,31 @@ export async function purgeAction(runId: string | undefined, options: PurgeComma
         const outcome = await queue.purge(runId, purgeOptions);
         process.stdout.write(`${MSG.runPurged(runId, outcome.leases, outcome.undelivered)}\n`);
       } catch (err) {
-        const note = err instanceof UndeliveredResultsError ? (await queue.status(runId).catch(() => undefined))?.run?.coordinatorNote ?? undefined : undefined;
-        const hint = err instanceof UndeliveredResultsError ? `\n${MSG.purgeUndeliveredHint(runId, options.queue, note)}` : '';
-        throw new CliError(`${(err as Error).message}${hint}`);
+        if (!(err instanceof RunActiveError) && !(err instanceof UndeliveredResultsError)) throw err;
+        throw new CliError(await refusal(queue, options.queue, err));
       }
       return EXIT.ok;
     }
     const outcome = await queue.purgeOlderThan(options.olderThan as number, purgeOptions);
     process.stdout.write(`${MSG.purgedOlder(outcome.purged.length, formatAge(options.olderThan as number))}\n`);
-    for (const { runId: id, reason } of outcome.skipped) process.stdout.write(`${MSG.purgeSkipped(id, reason)}\n`);
+    for (const { runId: id, error } of outcome.skipped) process.stdout.write(`${MSG.purgeSkipped(id, (await refusal(queue, options.queue, error)).replace(/\n/g, '\n    '))}\n`);
     return EXIT.ok;
   } finally {
     await queue.close();
   }
+}
+
+/**
+ * A purge refusal in the CLI's words: the commands that collect, drop or cancel, as the user
+ * pastes them (the library's message names its own API: fresh-user report, `purge --older-than`
+ * printed "collect them first (attach, the CLI's resume)"). Other refusals keep their message.
+ */
+async function refusal(queue: RolloutQueue, queueName: string, err: RunActiveError | UndeliveredResultsError): Promise<string> {
+  if (err instanceof UndeliveredResultsError) {
+    const note = (await queue.status(err.runId).catch(() => undefined))?.run?.coordinatorNote ?? undefined;
+    return `${MSG.purgeUndelivered(err.runId, err.undelivered)}\n${MSG.purgeUndeliveredHint(err.runId, queueName, note)}`;
+  }
+  return err.activity === 'running' ? MSG.purgeRunning(err.runId, queueName) : err.message;
 }
 
 function formatAge(ms: number): string {

@@ -1,6 +1,7 @@
 import { loadArtifact } from '../artifact.js';
 import { buildDrafts, buildRef, checkBuiltinRewardConfig, checkBuiltinRun, parseConfigOption, withDefaultEntrypoint } from '../build-drafts.js';
 import { checkDrafts, specsFingerprint } from '../check-drafts.js';
+import { checkBuiltinRewardGold } from '../check-gold.js';
 import { cliEnvironment } from '../environment.js';
 import type { ExitCode } from '../errors.js';
 import { executeInterruptibleRun, metricsOf } from '../execute-interruptible-run.js';
@@ -22,6 +23,7 @@ export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
   checkBuiltinRun(run, artifact.rendered, options.memoryMb ?? DEFAULT_MEMORY_MB);
   const reward = buildRef('--reward', options.reward, parseConfigOption('--reward-config', options.rewardConfig));
   checkBuiltinRewardConfig(reward);
+  checkBuiltinRewardGold(options.tasks, tasks, reward);
   const drafts = buildDrafts(tasks, {
     rendered: artifact.rendered,
     run,

@@ -1,6 +1,8 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { hostProcesses, type HostProcess } from '../../helpers/host-processes.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
@@ -24,6 +26,16 @@ afterAll(async () => {
 afterEach(async () => {
   expect(await killLeftovers()).toEqual([]);
 });
+
+/** Keys of this test's Redis matching `pattern`. */
+async function keysOf(pattern: string): Promise<string[]> {
+  const client = new Redis(redis.url);
+  try {
+    return await client.keys(pattern);
+  } finally {
+    client.disconnect();
+  }
+}
 
 /** Live processes a demo started: its workers (their argv names its queue) and its private redis-server (its title names its port). */
 function demoProcesses(queue: string, port: string): HostProcess[] {
@@ -56,11 +68,33 @@ describe('rollout-queue demo', () => {
     expect(kinds.has('model')).toBe(true);
     expect(new Set(lines.map((line) => line.worker))).toEqual(new Set(['demo-worker-1', 'demo-worker-2']));
 
-    // The demo stopped its workers: nobody is connected to its queue any more.
+    // Nothing of its queue is left in the user's Redis (fresh-user report: every demo left a queue).
     const queue = /on queue "(demo-[^"]+)"/.exec(outcome.stderr)?.[1] as string;
+    expect(outcome.stderr).toContain(`removed the demo's queue "${queue}"`);
+    expect(await keysOf(`${env.ROLLOUT_QUEUE_PREFIX}:${queue}:*`)).toEqual([]);
+    // The demo stopped its workers: nobody is connected to its queue any more.
     const status = await runCli(['status', '--queue', queue, '--json'], { env });
     expect(status.code, status.stderr).toBe(0);
     expect((JSON.parse(status.stdout) as { workers: unknown[] }).workers).toEqual([]);
+  });
+
+  // Fresh-user report: Ctrl-C of `demo --tasks 240` on REDIS_URL exited 130 with "55 of 240,
+  // interrupted" and nothing else, and left a `running` run of 180 waiting jobs on a queue no
+  // worker would ever serve, which `purge` refused (undelivered Results).
+  it('Ctrl-C: says the run ends there and where its Results are, and leaves nothing of its queue in Redis', async () => {
+    const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('demoint') };
+    const out = path.join(cwd, 'interrupted.jsonl');
+    const demo = startCli(['demo', '--tasks', '240', '--workers', '2', '--out', out], { env, cwd });
+    await waitFor(() => existsSync(out) && readFileSync(out, 'utf8').split('\n').length > 4, 60_000, 'a few Results in the file');
+    demo.child.kill('SIGINT');
+    const outcome = await demo.done;
+    expect(outcome.code, outcome.stderr).toBe(130);
+    const written = readResults(out).length;
+    expect(outcome.stdout).toMatch(new RegExp(`Run \\S+: ${written} of 240 result\\(s\\), interrupted`));
+    expect(outcome.stderr).toContain(`interrupted: the demo's run ends here and its other rollouts are not run (its workers stop with it); the Results so far are in ${out}`);
+    const queue = /on queue "(demo-[^"]+)"/.exec(outcome.stderr)?.[1] as string;
+    expect(outcome.stderr).toContain(`removed the demo's queue "${queue}"`);
+    expect(await keysOf(`${env.ROLLOUT_QUEUE_PREFIX}:${queue}:*`)).toEqual([]);
   });
 
   it('refuses a directory as --out before it starts Redis, workers or the dashboard', async () => {

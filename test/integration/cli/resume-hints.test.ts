@@ -217,6 +217,9 @@ describe('a coordinator that waited while another finished the run', () => {
     await waitFor(() => lineCount(out) >= 1 && existsSync(`${gate}.g1.started`) && existsSync(`${gate}.g2.started`), 60_000, 'the first result and both gated rollouts running');
     const second = startCli(runArgs(tasks, ['--run-id', 'hint6', '--out', other]), { env, cwd: dir });
     await waitFor(() => second.stderr().includes('another coordinator holds this run; waiting'), 30_000, 'the second coordinator waiting for the lease');
+    // A line of text among the command's own (fresh-user report: it was pino's JSON line).
+    expect(second.stderr()).toMatch(/^warn: another coordinator holds this run; waiting for its lease to expire .*\(runId=hint6, /m);
+    expect(second.stderr()).not.toContain('{"level"');
     await writeFile(gate, '');
     const [end, waited] = await Promise.all([first.done, second.done]);
     expect(end.code, end.stderr).toBe(0);
@@ -305,5 +308,41 @@ describe('run of a run id Redis no longer has, into a file holding its Results',
     const again = await runCli(runArgs(tasks, ['--run-id', 'gone3', '--out', out]), { env, cwd: dir });
     expect(again.code, again.stderr).toBe(0);
     expect(again.stderr).not.toContain('Redis has no run');
+  });
+});
+
+// Fresh-user report: a run stopped on a caller Result said only "(running ones finish; resume
+// collects them)", where a cancelled run says how many Results are still to come and the command.
+describe('a run stopped on a caller Result while other rollouts run', () => {
+  it('says how many Results of running rollouts are not in the file yet and the resume that collects them', async () => {
+    const gate = path.join(dir, 'gate-stop1');
+    const out = path.join(dir, 'stop1.jsonl');
+    const tasks = path.join(dir, 'stop1.tasks.jsonl');
+    // `a` ends caller (a reward of 5 is outside rewardRange [0, 1]) once its own gate opens, which
+    // the test opens when g1 and g2 run; they run until theirs opens.
+    const gateA = path.join(dir, 'gate-stop1a');
+    const lines = [{ id: 'a', reward: 5, gate: gateA }, { id: 'g1', reward: 1, gate }, { id: 'g2', reward: 1, gate }];
+    await writeFile(tasks, `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`);
+    const callerQueue = 'hints-caller';
+    const own = startCli(['worker', '--queue', callerQueue, '--concurrency', '4', '--name', 'hint-caller-w', '--allow', 'rq-fixtures/*'], { env });
+    try {
+      const args = ['run', '--tasks', tasks, '--artifact', artifact, '--run', 'rollout-queue/runners:codeRunner', '--reward', 'rq-fixtures/failures:fromTask', '--queue', callerQueue, '--run-id', 'stop1', '--out', out];
+      const run = startCli(args, { env, cwd: dir });
+      await waitFor(() => existsSync(`${gate}.g1.started`) && existsSync(`${gate}.g2.started`), 60_000, 'both gated rollouts running');
+      await writeFile(gateA, '');
+      const stopped = await run.done;
+      expect(stopped.code, stopped.stderr).toBe(3);
+      expect(stopped.stderr).toContain('run stopped on a caller result for lease stop1.a: RewardOutOfRange');
+      expect(stopped.stderr).toContain(`2 Result(s) of rollouts that were still running when the run was stopped are not in ${out} yet (they run to their end); collect them with`);
+      expect(stopped.stderr).not.toContain('running ones finish');
+      const resume = hintedResume(stopped.stderr);
+      await writeFile(gate, '');
+      const collected = await runCli(resume, { env, cwd: dir });
+      expect(leasesIn(out)).toEqual(['stop1.a', 'stop1.g1', 'stop1.g2']);
+      expect(collected.stderr).not.toContain('Error:');
+    } finally {
+      own.child.kill('SIGTERM');
+      await own.done;
+    }
   });
 });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
-import { REPO_ROOT, runCli, startCli, uniquePrefix, waitFor, type CliProcess } from './cli-process.js';
+import { REPO_ROOT, cliHint, runCli, startCli, uniquePrefix, waitFor, type CliProcess } from './cli-process.js';
 
 // Case BR-43 with its exact input (100 tasks, the reasoning-steps main.py, lastNumber): once a
 // run is completed and every Result is in the results file, its job hashes and records carry
@@ -99,13 +99,25 @@ describe('purge of a run with finished Results never delivered', () => {
     await waitFor(async () => (await Promise.all(jobs.map((key) => client.hexists(key, 'finishedOn')))).every((n) => n === 1), 60_000, 'every job of the run to finish');
     // The killed coordinator's lease lapses within 6 s (purge refuses a run being delivered).
     await waitFor(async () => (await client.exists(`${prefix}:${queue}:~run:${runId}:coordinator`)) === 0, 30_000, 'the killed coordinator\'s lease to lapse');
+    // Still running (its coordinator died): the hint is the command to paste (fresh-user report:
+    // it said `rollout-queue cancel` where every other hint says `node bin/rollout-queue.js`).
+    const running = await runCli(['purge', runId, '--queue', queue], { env });
+    expect(running.code).toBe(1);
+    expect(running.stderr).toContain(`run ${runId} is still running: cancel it first with \`${cliHint()} cancel ${runId} --queue ${queue}\``);
     expect((await runCli(['cancel', runId, '--queue', queue], { env })).code).toBe(0);
     const undelivered = 10 - (await lines());
     const refused = await runCli(['purge', runId, '--queue', queue], { env });
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain(`run "${runId}" has ${undelivered} Result(s) that finished but were never delivered`);
+    expect(refused.stderr).toContain(`run ${runId} has ${undelivered} Result(s) that finished but were never delivered; nothing was removed`);
     expect(refused.stderr).toContain(`purge ${runId} --queue ${queue} --discard-undelivered`);
     expect(refused.stderr).toContain(`resume ${runId} --queue ${queue} --out ${out}`); // the run's own file
+    // --older-than lists it as skipped in the same words (fresh-user report: it printed the
+    // library's "collect them first (attach, the CLI's resume)", no command to paste).
+    const older = await runCli(['purge', '--older-than', '0s', '--queue', queue], { env });
+    expect(older.code, older.stderr).toBe(0);
+    expect(older.stdout).toContain(`  skipped ${runId}: run ${runId} has ${undelivered} Result(s) that finished but were never delivered; nothing was removed`);
+    expect(older.stdout).toContain(`resume ${runId} --queue ${queue} --out ${out}`);
+    expect(older.stdout).not.toContain('attach');
     const purged = await runCli(['purge', runId, '--queue', queue, '--discard-undelivered'], { env });
     expect(purged.code, purged.stderr).toBe(0);
     expect(purged.stdout).toContain(`purged run ${runId}: 10 lease(s)`);

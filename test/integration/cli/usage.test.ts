@@ -66,7 +66,9 @@ describe('usage errors exit 2 naming the option', () => {
     // Regression (fresh-user report): every lease ended infrastructure after 2 re-dispatches, exit 0.
     ['a codeRunner entrypoint that is not a file of a directory artifact', runArgs({ '--artifact': artifactDir, '--run-config': '{"entrypoint":["python3","nomain.py"]}' }), '"nomain.py" is not a file of --artifact (its files: "main.py")'],
     // Fresh-user report: a directory artifact without "entrypoint" was enqueued and every lease ended caller (exit 3).
-    ['a codeRunner --run-config without entrypoint for a directory artifact', runArgs({ '--artifact': artifactDir, '--run-config': '{"timeoutMs":5000}' }), '--run-config: codeRunner: config.entrypoint'],
+    ['a codeRunner --run-config without entrypoint for a directory artifact', runArgs({ '--artifact': artifactDir, '--run-config': '{"timeoutMs":5000}' }), `--run-config: codeRunner needs the file of the --artifact directory to run, in "entrypoint": pass --run-config '{"entrypoint":"main.py"}' (its files: "main.py")`],
+    // Fresh-user report: with no --run-config at all it blamed "--run-config: … got undefined", an option never given.
+    ['no --run-config for a directory artifact', runArgs({ '--artifact': artifactDir }), `pass --run-config '{"entrypoint":"main.py"}'`],
     ['a codeRunner --run-config with a misspelt key', runArgs({ '--artifact': artifactDir, '--run-config': '{"entrypoint":"main.py","timeoutms":5000}' }), 'timeoutms'],
     ['a codeRunner --run-config with a misspelt key, single-file artifact', runArgs({ '--run-config': '{"timeoutms":5000}' }), '--run-config: codeRunner'],
     // Fresh-user report: these passed the up-front checks and ended every lease caller after enqueueing (exit 3).
