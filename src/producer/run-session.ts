@@ -153,13 +153,18 @@ export class RunSession {
       await this.start();
       for (;;) {
         if (this.closedError) throw this.closedError();
-        const { stop, abort } = this.ending;
+        // The run's endings are read from `this.ending` at each use, never kept across an await:
+        // a caller Result accepted during the acknowledgement below begins the stop, and one read
+        // before it was yielded as an ordinary Result (fresh-user report: the loop then ended
+        // normally, the run stopped in Redis, a draft without a Result).
+        const stopNow = (): boolean => {
+          const { stop } = this.ending;
+          return stop !== undefined && stop.result === null && !(stop.drain && this.tracker.unfinishedCount > 0);
+        };
         // Everything taken is acknowledged before the iteration ends or waits, so a Result
         // the consumer has is never left unacknowledged while nothing else happens.
-        // Read again after each await: leases finish meanwhile.
-        const stopNow = (): boolean => stop !== undefined && stop.result === null && !(stop.drain && this.tracker.unfinishedCount > 0);
-        if (taken.length >= max || this.tracker.readyCount === 0 || abort || this.failure || stopNow()) await this.acknowledge(taken.splice(0));
-        if (abort) throw await this.ended(abort);
+        if (taken.length >= max || this.tracker.readyCount === 0 || this.ending.abort || this.failure || stopNow()) await this.acknowledge(taken.splice(0));
+        if (this.ending.abort) throw await this.ended(this.ending.abort);
         if (this.failure) throw this.failure;
         // The fence: deliver only while holding the coordinator lease, and never a lease another
         // coordinator delivered while ours was lost. Nothing awaits between it and the yield.
@@ -170,13 +175,14 @@ export class RunSession {
           yield result;
           held = undefined;
           taken.push(result);
+          const { stop } = this.ending;
           if (stop && stop.result === result) {
             await this.acknowledge(taken.splice(0));
             throw await this.ended(stop);
           }
           continue;
         }
-        if (stop && stopNow()) throw await this.ended(stop);
+        if (this.ending.stop && stopNow()) throw await this.ended(this.ending.stop);
         if (this.enqueueDone && this.tracker.unfinishedCount === 0) return await this.finish();
         await this.tracker.changed();
       }

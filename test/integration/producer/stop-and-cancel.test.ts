@@ -1,7 +1,9 @@
 import { Redis } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { queueKeys } from '../../../src/lease/index.js';
 import { AbortError, RunStoppedError } from '../../../src/producer/index.js';
+import { DeliveryFence } from '../../../src/producer/delivery-fence.js';
+import { RunEnding } from '../../../src/producer/run-ending.js';
 import type { Result } from '../../../src/spec/index.js';
 import { TEST_PREFIX, collect, useProducerFixture } from '../../helpers/producer-fixture.js';
 import { draft, drafts } from '../../helpers/rollout-drafts.js';
@@ -61,6 +63,41 @@ describe('stop on a caller Result', () => {
     expect(byTask.field).not.toContain('12345');
     expect(byTask.env).toMatch(/spec field "sandbox\.env\[0\]".*NAMES/);
     expect(byTask.env).not.toContain('lower-case-value');
+  });
+
+  // Fresh-user report: the loop sometimes ended normally after the caller Result (t-2 caller,
+  // then t-1 and t-3 ok, "loop ended normally after 4 results for 5 drafts"), the run stopped in
+  // Redis and one draft without a Result. The iterator had read the run's stop before awaiting an
+  // acknowledgement; the caller Result that arrived meanwhile was yielded as an ordinary one.
+  // Here the first acknowledgement waits until the caller Result has stopped the run.
+  it('throws RunStoppedError right after a caller Result that arrived while an acknowledgement was in flight', async () => {
+    const queue = fx.queueName();
+    const rq = await fx.open(queue);
+    await fx.worker(queue, { concurrency: 4 });
+    const runId = fx.runId();
+    let stopped!: () => void;
+    const stopCalled = new Promise<void>((resolve) => (stopped = resolve));
+    const stopAt = vi.spyOn(RunEnding.prototype, 'stopAt');
+    stopAt.mockImplementation(function (this: RunEnding, result: Result) {
+      stopAt.mockRestore();
+      RunEnding.prototype.stopAt.call(this, result);
+      stopped();
+    });
+    const acknowledge = vi.spyOn(DeliveryFence.prototype, 'acknowledge');
+    acknowledge.mockImplementationOnce(async function (this: DeliveryFence, ...args: Parameters<DeliveryFence['acknowledge']>) {
+      await stopCalled;
+      acknowledge.mockRestore();
+      return DeliveryFence.prototype.acknowledge.apply(this, args);
+    });
+    try {
+      const list = [draft({ id: 't0' }), draft({ id: 't1', kind: 'caller', delayMs: 300 }), draft({ id: 't2', delayMs: 1500 })];
+      const { items, error } = await collect(rq.mapRollouts(list, { runId }));
+      expect(items.map((r) => r.taskId)).toEqual(['t0', 't1']);
+      expect(error).toBeInstanceOf(RunStoppedError);
+      expect((error as RunStoppedError).leaseId).toBe(`${runId}.t1`);
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 
   it('stops at a caller Result from a worker: waiting jobs removed, nothing more enqueued', async () => {
