@@ -120,7 +120,10 @@ function resumeInto(runId: string, queue: string, out: string | undefined): stri
 
 /** What FILE of {@link resumeInto} is when the run's coordinator named no results file (a run of the library). */
 function unknownFileNote(runId: string, out: string | undefined): string {
-  return out === undefined ? `\n  where FILE is the results file its run command wrote (--out; results-${runId}.jsonl in its directory without one), so its Results stay in one file` : '';
+  return out === undefined
+    ? `\n  where FILE is the results file its run command wrote (--out; results-${runId}.jsonl in its directory without one), so its Results stay in one file;` +
+        ` a run of the library recorded no file: its program collects the rest with queue.attach("${runId}")`
+    : '';
 }
 
 /** ` --queue <q>` when `queue` is not the default one, else empty (for commands users copy). */

@@ -14,6 +14,7 @@ import { purgeOlderThan, purgeRun, RunActiveError, type PurgeOlderOutcome, type 
 import { COORDINATOR_LEASE_MS, leaseHolder } from './coordinator-lease.js';
 import { PRUNE_EVERY_RUNS, pruneRunList } from './run-list-pruner.js';
 import { RunSession, type SessionPlan } from './run-session.js';
+import { ResultDeliveredError } from './run-stopped-error.js';
 import { PlacementQueues, type PlacementStatus } from './placement-queues.js';
 import { RunStore } from './run-store.js';
 
@@ -234,14 +235,15 @@ export class RolloutQueue {
    * ({@link settled}; `close()` waits for them). A process killed before the acknowledgement
    * gets the Result again from a new session of the run (at least once, as `mapRollouts`'
    * batched acknowledgements), counted once.
-   * @throws Error when the queue is closed, or when the lease was already delivered (a reused runId).
+   * @throws Error when the queue is closed.
+   * @throws ResultDeliveredError when the run's Result was delivered before (a reused runId).
    */
   async rollout(draft: RolloutDraft, options: { readonly runId?: string; readonly signal?: AbortSignal } = {}): Promise<Result> {
     this.assertOpen();
     const runId = this.checkRunId(options.runId ?? `single-${randomUUID()}`);
     const results = this.session({ runId, drafts: [draft], signal: options.signal, runAttemptId: randomUUID(), specCount: 1, stopOnCaller: false });
     for await (const result of results) return result;
-    throw new Error(`run "${runId}" has no undelivered Result: its lease was delivered before; use a new runId`);
+    throw new ResultDeliveredError(runId);
   }
 
   /**

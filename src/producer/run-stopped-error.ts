@@ -36,3 +36,20 @@ export class RunStoppedError extends Error {
     );
   }
 }
+
+/**
+ * Thrown by `rollout(draft, { runId })` when that run's one Result was delivered before, to an
+ * earlier call with the same `runId` (its acknowledgement is in Redis): a run delivers each
+ * Result once, and the run is not run again while Redis keeps it (`retainMs`). A process
+ * killed before the acknowledgement gets the Result again instead; one killed after it does
+ * not. Use a new `runId` to run the draft again.
+ */
+export class ResultDeliveredError extends Error {
+  readonly runId: string;
+
+  constructor(runId: string) {
+    super(`run "${runId}" delivered its Result before, to an earlier rollout() or mapRollouts() of this runId (a run delivers each Result once); use a new runId to run the draft again`);
+    this.name = 'ResultDeliveredError';
+    this.runId = runId;
+  }
+}

@@ -1,3 +1,4 @@
+import { CallerError } from './errors.js';
 import type { CostReceipt } from './result.js';
 
 /** Most characters of a receipt's `id` and `label` (as `CostReceiptSchema` says). */
@@ -34,11 +35,13 @@ function problemOf(value: unknown): string | undefined {
  * so it survives a crash right after), and loading zod and the schemas would cost every child
  * ~100 ms of CPU at start and ~7 MB of heap that each of its garbage collections walks.
  * @returns a copy holding only the receipt's fields.
- * @throws TypeError naming the first problem.
+ * @throws CallerError naming the first problem: a malformed receipt is a bug of the code that
+ *   records it (the run, the Dispatch), the same on every rollout, so its Result is `caller`
+ *   (fresh-user report: as a TypeError it ended `model`, and the gateway kept that answer).
  */
 export function checkCostReceipt(value: unknown): CostReceipt {
   const problem = problemOf(value);
-  if (problem !== undefined) throw new TypeError(`invalid cost receipt: ${problem}`);
+  if (problem !== undefined) throw new CallerError(`invalid cost receipt: ${problem}`);
   const { id, usd, label, units } = value as CostReceipt;
   return { id, usd, ...(label !== undefined ? { label } : {}), ...(units !== undefined ? { units: { ...units } } : {}) };
 }

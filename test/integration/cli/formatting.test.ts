@@ -50,6 +50,8 @@ describe('status output', () => {
     // Fresh-user report: it named results-r1.jsonl whatever --out the run wrote, splitting its Results across two files.
     expect(text).toContain('rollout-queue resume r1 --queue kq --out FILE');
     expect(text).toContain('where FILE is the results file its run command wrote');
+    // Fresh-user report: for a run of the library (no results file) it gave only CLI advice.
+    expect(text).toContain('a run of the library recorded no file: its program collects the rest with queue.attach("r1")');
     const recorded = formatStatus({ ...view, delivering: false, resultsFile: '/data/my results.jsonl' }, { ...place, queue: 'kq' });
     expect(recorded).toContain("rollout-queue resume r1 --queue kq --out '/data/my results.jsonl'");
     expect(recorded).not.toContain('FILE');

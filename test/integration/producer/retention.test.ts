@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/platform/logger.js';
-import { RolloutQueue, RunActiveError, UndeliveredResultsError, type RolloutDraft } from '../../../src/producer/index.js';
+import { ResultDeliveredError, RolloutQueue, RunActiveError, UndeliveredResultsError, type RolloutDraft } from '../../../src/producer/index.js';
 import type { Result } from '../../../src/spec/index.js';
 import { fixture, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
@@ -80,8 +80,12 @@ describe('retention of a delivered run', () => {
     expect(await lasting('single-kept')).toEqual([]);
     expect(await raw.redis.exists(raw.keys.runCoordinator('single-kept'))).toBe(0);
     expect(await raw.redis.zscore(raw.queue.toKey('completed'), 'single-kept.one')).toBeNull();
-    // The lease was released: another session of the run starts at once (it finds nothing undelivered).
-    await expect(rq.rollout(draft('one', { rendered: artifact }), { runId: 'single-kept' })).rejects.toThrow(/delivered before/);
+    // The lease was released: another session of the run starts at once (it finds nothing
+    // undelivered) and says so with a typed error (fresh-user report: a plain Error, after the
+    // caller's process was SIGKILLed right after rollout() returned).
+    const again = await rq.rollout(draft('one', { rendered: artifact }), { runId: 'single-kept' }).catch((err: unknown) => err);
+    expect(again).toBeInstanceOf(ResultDeliveredError);
+    expect(again).toMatchObject({ name: 'ResultDeliveredError', runId: 'single-kept', message: expect.stringContaining('use a new runId') });
   });
 
   it('a run finished by a second session (it did not make the run): every key expires, the first session\'s leases included', async () => {

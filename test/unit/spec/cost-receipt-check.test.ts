@@ -2,7 +2,8 @@
 // CostReceiptSchema accepts, and give the same receipt.
 import { describe, expect, it } from 'vitest';
 import { checkCostReceipt } from '../../../src/spec/cost-receipt-check.js';
-import { CostReceiptSchema } from '../../../src/spec/index.js';
+import { CallerError, CostReceiptSchema } from '../../../src/spec/index.js';
+import { classifyError } from '../../../src/consumer/classify.js';
 
 class Instance {
   id = 'a';
@@ -51,8 +52,19 @@ describe('checkCostReceipt', () => {
     if (parsed.success) {
       expect(JSON.parse(JSON.stringify(checkCostReceipt(value)))).toEqual(JSON.parse(JSON.stringify(parsed.data)));
     } else {
-      expect(() => checkCostReceipt(value)).toThrow(TypeError);
+      expect(() => checkCostReceipt(value)).toThrow(CallerError);
     }
+  });
+
+  // Fresh-user report: a Dispatch's runPaidCall returning { usd, model, units } ended `model`.
+  it('a malformed receipt is a caller error (the recording code is wrong on every rollout), not model', () => {
+    let thrown: unknown;
+    try {
+      checkCostReceipt({ id: 'call-1', usd: undefined, model: 'small' });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(classifyError(thrown)).toMatchObject({ kind: 'caller', error: { message: expect.stringContaining('invalid cost receipt') } });
   });
 
   it('copies units, so a later change by rollout code does not reach the sent receipt', () => {
