@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -84,7 +85,11 @@ describe('rollout-queue worker', () => {
     const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('wk') };
     const dir = await mkdtemp(path.join(os.tmpdir(), 'rq-slow-'));
     await writeFile(path.join(dir, 'tasks.jsonl'), '{"id":"slow","answer":1}\n');
-    await writeFile(path.join(dir, 'sleep.js'), 'setTimeout(() => console.log(1), 60000);\n');
+    // The artifact says when it runs (a file): the wait reads it, where polling `status` started a
+    // node process after another and slowed the very start it waited for (CI under load: the
+    // rollout was not seen active within 30 s).
+    const started = path.join(dir, 'started');
+    await writeFile(path.join(dir, 'sleep.js'), `require('node:fs').writeFileSync(${JSON.stringify(started)}, '');\nsetTimeout(() => console.log(1), 60000);\n`);
     const worker = startCli(['worker', '--queue', 'wq2', '--name', 'twice', '--shutdown-grace-ms', '120000'], { env });
     const coordinator = startCli([
       'run', '--tasks', path.join(dir, 'tasks.jsonl'), '--artifact', path.join(dir, 'sleep.js'),
@@ -93,7 +98,8 @@ describe('rollout-queue worker', () => {
       '--queue', 'wq2', '--run-id', 'slowrun', '--out', path.join(dir, 'out.jsonl'),
     ], { env, cwd: dir });
     try {
-      await waitFor(async () => (await jobCounts(env, 'wq2')).active === 1, 30_000, 'the rollout to be active');
+      await waitFor(() => existsSync(started), 30_000, 'the rollout to be running');
+      expect((await jobCounts(env, 'wq2')).active).toBe(1);
       worker.child.kill('SIGTERM');
       await new Promise((resolve) => setTimeout(resolve, 1500));
       expect(worker.child.exitCode, 'the first signal waits for the active rollout').toBeNull();
@@ -106,8 +112,10 @@ describe('rollout-queue worker', () => {
       expect(counts.active).toBe(0);
       expect(counts.waiting, 'the rollout was handed back to the queue').toBe(1);
     } finally {
+      // A failed wait must not leave the worker running into the next test.
+      worker.child.kill('SIGKILL');
       coordinator.child.kill('SIGKILL');
-      await coordinator.done;
+      await Promise.all([worker.done, coordinator.done]);
       await rm(dir, { recursive: true, force: true });
     }
   });

@@ -5,6 +5,7 @@ import { CoordinatorLease } from '../../../src/producer/coordinator-lease.js';
 import { PlacementQueues } from '../../../src/producer/placement-queues.js';
 import { applyRetention } from '../../../src/producer/run-retention.js';
 import { RunStore } from '../../../src/producer/run-store.js';
+import { ResultDeliveredError } from '../../../src/producer/run-stopped-error.js';
 import { TEST_PREFIX, useProducerFixture } from '../../helpers/producer-fixture.js';
 import { draft } from '../../helpers/rollout-drafts.js';
 
@@ -122,7 +123,7 @@ describe('wrap-up of a delivered run', () => {
     const result = await rq.rollout(draft({ id: 'a' }), { runId });
     // status() reads after it: no stale `running`.
     expect((await rq.status(runId)).run).toMatchObject({ status: 'completed', delivered: 1 });
-    await expect(rq.rollout(draft({ id: 'a' }), { runId })).rejects.toThrow(/no undelivered Result/);
+    await expect(rq.rollout(draft({ id: 'a' }), { runId })).rejects.toBeInstanceOf(ResultDeliveredError);
     // The second session found the lease free at its first attempt (it waited for the wrap-up, not the lease).
     expect(acquire).toHaveBeenCalledTimes(2);
     expect(fx.logs.some((line) => line.includes('another coordinator holds this run'))).toBe(false);
