@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -279,10 +279,16 @@ async function sleepersSettle(linger: string, count: number): Promise<number[]> 
   return sleepers(linger);
 }
 
-/** Resolves once `file` exists (the artifact wrote it), polled every 10 ms for at most 10 s. */
-async function fileWritten(file: string): Promise<void> {
-  for (const until = Date.now() + 10_000; Date.now() < until; await new Promise((r) => setTimeout(r, 10))) {
+/**
+ * Resolves once `file` exists (the artifact wrote it), polled every 10 ms for at most 10 s; with
+ * `writer`, the process that runs the artifact, it waits as long as that process lives instead
+ * (the test's own timeout bounds it) and fails at once, naming its exit, when it dies first.
+ */
+async function fileWritten(file: string, writer?: ChildProcess): Promise<void> {
+  for (const until = Date.now() + 10_000; writer !== undefined || Date.now() < until; await new Promise((r) => setTimeout(r, 10))) {
     if (existsSync(file)) return;
+    if (writer && writer.exitCode !== null) throw new Error(`${file} was not written: its writer exited with code ${writer.exitCode}`);
+    if (writer && writer.signalCode !== null) throw new Error(`${file} was not written: its writer was killed by ${writer.signalCode}`);
   }
   throw new Error(`${file} was not written within 10 s`);
 }
@@ -341,13 +347,15 @@ describe.skipIf(!strongest || !native.serve)('rq-launch --serve (one launch serv
   it('a SIGKILLed rollout process takes its server and every attempt with it', async () => {
     const pidfile = path.join(scratch, 'orphan.pid');
     const linger = String(800 + (process.pid % 100));
-    const runner = pathToFileURL(path.resolve('src/runners/index.ts')).href;
+    // The built runner (`npm test` builds first): under the TypeScript loader the stand-in spent
+    // seconds of CPU transpiling before its attempt started, past 10 s on a loaded CI machine.
+    const runner = pathToFileURL(path.resolve('dist/runners/index.js')).href;
     // A stand-in for a rollout child: runs a codeRunner attempt that sleeps, and is SIGKILLed.
     const script = `const { codeRunner } = await import(${JSON.stringify(runner)});
       const artifact = ${JSON.stringify(`require('fs').writeFileSync(${JSON.stringify(pidfile)}, '1'); require('child_process').spawn('sleep', [${JSON.stringify(linger)}], { stdio: 'inherit' });`)};
       await codeRunner({ entrypoint: 'main.js', timeoutMs: 60000 })(artifact, {}, { leaseId: 'serve-orphan', runAttemptId: 'r', attempt: 1, signal: new AbortController().signal, secrets: {}, memoryMb: 256 });`;
-    const rollout = spawn(process.execPath, ['--import', pathToFileURL(path.resolve('test/helpers/ts-loader.mjs')).href, '--input-type=module', '-e', script], { stdio: 'inherit' });
-    await fileWritten(pidfile);
+    const rollout = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'inherit' });
+    await fileWritten(pidfile, rollout);
     expect(await sleepersSettle(linger, 1)).toHaveLength(1);
     const gone = new Promise((resolve) => rollout.once('exit', resolve));
     rollout.kill('SIGKILL');
