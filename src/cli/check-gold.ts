@@ -10,7 +10,8 @@ import type { TaskLine } from './tasks-file.js';
 /**
  * Refuses, before anything is enqueued, a tasks file whose tasks lack the gold answer a
  * built-in reward (`rollout-queue/rewards:lastNumber`, `exactMatch`, `contains`) reads at
- * `config.goldKey` (default `answer`), or hold an object or array there. On the worker each such
+ * `config.goldKey` (default `answer`), or hold an object or array there, or (for `lastNumber`,
+ * which compares numbers) text or a boolean no number can be read from. On the worker each such
  * task ends `caller` and stops the run, after everything was enqueued (fresh-user report: a
  * misspelt `"goldKey":"answr"` stopped a 240-task run at its first Result). The check is the
  * worker's own (`goldProblem`, which `readGold` throws from). A reward of any other module
@@ -20,7 +21,7 @@ import type { TaskLine } from './tasks-file.js';
  * @param reward the `--reward` Ref, its config already accepted by `checkBuiltinRewardConfig`.
  * @throws UsageError naming `file:line` of the first task with a problem, the key, the task's
  *   keys, a close key as "did you mean" with the `--reward-config` that uses it, and how many
- *   tasks lack the answer.
+ *   tasks lack the answer; or naming the line and the value that is no usable answer.
  */
 export function checkBuiltinRewardGold(file: string, tasks: readonly TaskLine[], reward: Ref): void {
   const target = parseRefTarget(reward.$ref);
