@@ -5,17 +5,20 @@
  * loses no state: the worker's main process sees the exit and re-dispatches the lease.
  */
 import { Allowlist, resolveRefJson } from '../ref/index.js';
-import { destroyLiveSandboxes, destroyLiveSandboxesSync, killSubtree, liveSandboxCount, useContainment } from '../sandbox/index.js';
+import { destroyLiveSandboxes, destroyLiveSandboxesSync, killSubtree, liveSandboxCount, useContainment, watchSpawns } from '../sandbox/index.js';
 import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
 import { checkCostReceipt } from '../spec/cost-receipt-check.js';
 import { findJsonDataIssue } from '../spec/json-data.js';
 import { redactSecrets, redactSecretsDeep, type SecretValues } from '../spec/redact-secrets.js';
-import { residentBytes } from './child-rss.js';
+import { rolloutResidentBytes } from './child-rss.js';
 import { classifyError } from './classify.js';
 import { RolloutAbort, RolloutAborted } from './rollout-abort.js';
 import { StageTimer } from './stage-timer.js';
 import type { ChildMessage, DoneMessage, ParentMessage, RunMessage } from './child-protocol.js';
 import { STAGE_BOARD_FD, writeRewardStage } from './stage-board.js';
+
+// Before any rollout code is loaded: its spawns are then seen without a syscall (spawn-watch.ts).
+watchSpawns();
 
 /** The worker's allowlist, compiled once (the worker compiled it at its start, so it compiles here too). */
 let allow = Allowlist.compile([]);
@@ -63,6 +66,43 @@ function timeoutError(spec: RunMessage['spec'], stage: Stage, limit: 'runMs' | '
   };
 }
 
+/** The last Ref resolved for one role (run or reward): its JSON text and its function. */
+interface LastRef {
+  text: string | undefined;
+  fn: unknown;
+}
+const lastRun: LastRef = { text: undefined, fn: undefined };
+const lastReward: LastRef = { text: undefined, fn: undefined };
+
+/**
+ * The function of `ref`, as `resolveRefJson` gives it for its JSON text (the worker sent exactly
+ * that Ref). A run's rollouts almost always carry the same two Refs: the text equal to the last
+ * one resolved for the role gets its function back without the resolver's cache (its keys are
+ * new strings to hash on every rollout) or an await. Only a resolved function is remembered.
+ */
+function resolved(ref: unknown, last: LastRef): unknown {
+  const text = JSON.stringify(ref);
+  if (text === last.text) return last.fn;
+  return resolveRefJson(text, { allow }).then((fn) => {
+    last.text = text;
+    last.fn = fn;
+    return fn;
+  });
+}
+
+/**
+ * What a stage returned, settled: a promise (or thenable) is raced against the rollout's abort
+ * (`RolloutAbort.race`); a plain value is the stage's value as it is (nothing could abort the
+ * stage while it ran synchronously), unless the rollout was aborted before it began.
+ */
+function settled(abort: RolloutAbort, value: unknown): unknown {
+  if (value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function') {
+    return abort.race(Promise.resolve(value));
+  }
+  if (abort.reason) throw abort.reason;
+  return value;
+}
+
 async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
   const { spec } = message;
   const abort = new RolloutAbort();
@@ -71,6 +111,7 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
   runLimit.arm(spec.timeouts.runMs, () => abort.abort(new RolloutAborted('run-timeout')));
   // The message was parsed from the IPC channel for this rollout alone: its objects are frozen in
   // place rather than copied.
+  let log: RolloutLogger | undefined;
   const ctx: RolloutContext = {
     leaseId: spec.leaseId,
     runId: spec.runId,
@@ -85,7 +126,10 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
     traceparent: spec.traceparent,
     timeouts: Object.freeze(spec.timeouts),
     memoryMb: spec.sandbox.memoryMb,
-    log: logger(message.secrets),
+    // Made when rollout code first logs: most rollouts never do.
+    get log() {
+      return (log ??= logger(message.secrets));
+    },
     recordCost(receipt: CostReceipt): Promise<void> {
       const seq = ++costSeq;
       const stored = new Promise<void>((resolve) => costWaiters.set(seq, resolve));
@@ -97,7 +141,7 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
     type: 'done',
     ...partial,
     recycle: recycle || boardLost,
-    rssBytes: residentBytes(),
+    rssBytes: rolloutResidentBytes(),
   });
   let stage: Stage = 'resolve';
   let output: unknown;
@@ -105,14 +149,14 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
     try {
       // The spec came over the JSON IPC channel: its JSON text is exactly the Ref the worker
       // sent, and a text resolved before skips the checks (see resolveRefJson).
-      const run = (await resolveRefJson(JSON.stringify(spec.run), { allow })) as RunFn;
-      const reward = (await resolveRefJson(JSON.stringify(spec.reward), { allow })) as RewardFn;
+      const run = (await resolved(spec.run, lastRun)) as RunFn;
+      const reward = (await resolved(spec.reward, lastReward)) as RewardFn;
       stage = 'run';
       // Called here, not from a `.then` callback: a synchronous throw lands in the catch below all
       // the same, and with the stage started from `Promise.resolve().then(...)` the child's heap
       // grew by ~2 MB at every young-generation collection (survivors promoted, freed only by full
       // GCs; measured on Node 20), which cost every rollout CPU.
-      output = await abort.race(Promise.resolve(run(spec.rendered, spec.task, ctx)));
+      output = await settled(abort, run(spec.rendered, spec.task, ctx));
       stage = 'reward';
       // On the board before the reward starts: a reward that blocks this event loop can only
       // be stopped (and named) from outside, by the worker reading it.
@@ -124,7 +168,7 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
       }
       const leftMs = startedAt + spec.timeouts.runMs - rewardAt;
       if (spec.timeouts.rewardMs < leftMs) rewardLimit.arm(spec.timeouts.rewardMs, () => abort.abort(new RolloutAborted('reward-timeout')));
-      const value = await abort.race(Promise.resolve(reward(spec.task, output, ctx)));
+      const value = await settled(abort, reward(spec.task, output, ctx));
       const [lo, hi] = spec.rewardRange;
       if (typeof value !== 'number' || !Number.isFinite(value) || value < lo || value > hi) {
         return done({
@@ -183,14 +227,24 @@ function toJsonData(output: unknown): unknown {
 }
 
 /**
- * Nothing a rollout started outlives it, whatever its code did: sandboxes still alive (an
- * aborted codeRunner whose own cleanup has not run yet) are destroyed and waited for (so their
- * launchers are reaped here, never orphaned to the worker), and what the run code spawned itself
- * is killed by a walk of this process' own subtree.
+ * Runs one rollout and answers the worker with its `done` once nothing the rollout started
+ * outlives it, whatever its code did: sandboxes still alive (an aborted codeRunner whose own
+ * cleanup has not run yet) are destroyed and waited for (so their launchers are reaped here,
+ * never orphaned to the worker), and what the run code spawned itself is killed by a walk of
+ * this process' own subtree.
  */
-async function containAfterRollout(): Promise<void> {
+async function answerRun(message: RunMessage, seq: number): Promise<void> {
+  let done: DoneMessage;
+  try {
+    done = await runOne(message, seq);
+  } catch (err) {
+    const classified = classifyError(err);
+    done = { type: 'done', kind: classified.kind, output: null, reward: null, error: classified.error, recycle: true, rssBytes: rolloutResidentBytes() };
+  }
+  // Without a live sandbox (almost every rollout) nothing here awaits.
   if (liveSandboxCount() > 0) await destroyLiveSandboxes();
   killSubtree('self', { includeRoot: false });
+  send(done);
 }
 
 process.on('message', (raw: ParentMessage) => {
@@ -207,15 +261,7 @@ process.on('message', (raw: ParentMessage) => {
       send({ type: 'ready' });
       break;
     case 'run':
-      void runOne(raw, ++rolloutSeq)
-        .catch((err: unknown): DoneMessage => {
-          const classified = classifyError(err);
-          return { type: 'done', kind: classified.kind, output: null, reward: null, error: classified.error, recycle: true, rssBytes: residentBytes() };
-        })
-        .then(async (done) => {
-          await containAfterRollout();
-          send(done);
-        });
+      void answerRun(raw, ++rolloutSeq);
       break;
     case 'cancel':
       current?.abort(new RolloutAborted(raw.reason));

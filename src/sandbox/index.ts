@@ -18,5 +18,6 @@ export {
 } from './containment.js';
 export { destroyLiveSandboxes, destroyLiveSandboxesSync, liveSandboxCount, Sandbox, type AttemptProcess, type SandboxRequest, type SandboxUsage } from './sandbox.js';
 export { killPids, killSubtree, subtreeOf } from './subtree.js';
+export { watchSpawns } from './spawn-watch.js';
 export { sweepDeadSandboxes, type SweepReport } from './sweep.js';
 export { workRoot, WORK_ROOT_NAME } from './work-root.js';

@@ -1,5 +1,6 @@
 import { closeSync, fstatSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { pidCursor } from './pid-cursor.js';
+import { markLooked, spawnedSinceLook, watchingSpawns } from './spawn-watch.js';
 
 /**
  * Reading this process' own direct children after every rollout must be cheap: opening,
@@ -28,6 +29,9 @@ import { pidCursor } from './pid-cursor.js';
  *   own descendants, and there were none). The cursor is read before the walk, so a child made
  *   while it runs moves the cursor past the value kept. Measured: the whole walk is ~0.1 ms of a
  *   rollout child's CPU per rollout (11 threads: 23 reads and an fstat); this is one read.
+ * - Not even that read is made in a process that watches its own spawns (spawn-watch.ts, a
+ *   rollout child): after a walk that found no children, while it has created no process since.
+ *   Such a process never reads the cursor (nor spawns the `node --version` that checks it).
  * - What a kept fd yields is checked strictly (`children` is `pid ` repeated): rollout code
  *   shares this process and could close one of our fds by mistake, and the number be
  *   reused for a file of its own. Anything else drops the entry and the path is read.
@@ -172,6 +176,8 @@ function pushPids(text: string, into: number[]): void {
 
 /** The pid cursor read before the last walk, when that walk found no children; else undefined. */
 let quietAt: number | undefined;
+/** The last walk found no children (those kept on purpose aside). */
+let quiet = false;
 
 /** Children this process keeps on purpose (its launch server): never listed, so never killed as leftovers. */
 const spared = new Set<number>();
@@ -193,11 +199,16 @@ export function releaseChild(pid: number): void {
  * (checked by the caller).
  */
 export function ownChildren(): number[] {
-  const cursor = pidCursor();
+  if (quiet && !spawnedSinceLook()) return [];
+  // Before the cursor and the walk: a process created after this point is looked for next time.
+  markLooked();
+  // A process that watches its spawns needs no cursor, nor the spawn that checks it once.
+  const cursor = watchingSpawns() ? undefined : pidCursor();
   if (cursor !== undefined && cursor === quietAt) return [];
   const walked = walkThreads();
   const found = spared.size === 0 ? walked : walked.filter((pid) => !spared.has(pid));
-  quietAt = found.length === 0 ? cursor : undefined;
+  quiet = found.length === 0;
+  quietAt = quiet ? cursor : undefined;
   return found;
 }
 

@@ -60,6 +60,30 @@ describe('warm rollout children', () => {
     }
   });
 
+  it('retires a child whose RSS passed maxChildRssMb on the rollout that grew it, however soon after the last read, and keeps one that did not', async () => {
+    const q = new RawQueue(redis.url);
+    const worker = await RolloutWorker.create({ ...q.workerOptions(), concurrency: 1, maxChildRssMb: 160, logger: quiet });
+    try {
+      const pidOf = async (key: string, mb: number): Promise<number> => {
+        const spec = makeSpec('rss', key, { run: fixture('holdsMemory', { mb }) });
+        await q.add([spec]);
+        const { results } = await q.waitForAll([spec.leaseId]);
+        const result = results.get(spec.leaseId);
+        expect(result?.kind).toBe('ok');
+        return (result?.output as { pid: number }).pid;
+      };
+      // Back to back, well within the child's RSS read interval: the growth itself makes it read.
+      const small = await pidOf('small', 1);
+      expect(await pidOf('small-again', 1)).toBe(small);
+      const grown = await pidOf('grown', 256);
+      expect(grown).toBe(small);
+      expect(await pidOf('after', 0)).not.toBe(grown);
+    } finally {
+      await worker.close({ graceMs: 0 });
+      await q.close();
+    }
+  });
+
   it('with maxRolloutsPerChild 1 retires each child after its rollout and replaces it in the background', async () => {
     const q = new RawQueue(redis.url);
     const worker = await RolloutWorker.create({ ...q.workerOptions(), concurrency: 2, maxRolloutsPerChild: 1, logger: quiet });
