@@ -70,7 +70,10 @@ export const WorkerOptionsSchema = z
      * CPU per child. Set a count only for code that leaks outside the heap.
      */
     maxRolloutsPerChild: z.union([z.number().int().min(1), z.literal(Infinity)]).default(Infinity),
-    /** Retire a child whose RSS after a rollout exceeds this, MiB. Default 2048. */
+    /**
+     * Retire a child whose RSS after a rollout exceeds this, MiB. Default 2048. The child reads its
+     * RSS at most every 100 ms, and at once when V8's memory grew 16 MiB since (see child-rss.ts).
+     */
     maxChildRssMb: z.number().int().min(16).default(2048),
     /** How long a new child may take to report ready, ms. Default 10 000. */
     childStartTimeoutMs: z.number().int().min(100).default(10_000),
@@ -179,7 +182,10 @@ export interface WorkerOptions {
   readonly killGraceMs?: number;
   /** Retire a child after this many rollouts. Default Infinity (children are recycled on memory, `maxChildRssMb`). */
   readonly maxRolloutsPerChild?: number;
-  /** Retire a child whose RSS after a rollout exceeds this, MiB. Default 2048. */
+  /**
+   * Retire a child whose RSS after a rollout exceeds this, MiB. Default 2048. The child reads its
+   * RSS at most every 100 ms, and at once when V8's memory grew 16 MiB since (see child-rss.ts).
+   */
   readonly maxChildRssMb?: number;
   /** How long a new child may take to report ready, ms. Default 10 000. */
   readonly childStartTimeoutMs?: number;
