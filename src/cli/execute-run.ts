@@ -143,7 +143,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
   const logger = options.logger ?? coordinatorLogger('coordinator');
-  const q = await openQueue(env, queue, logger, source.kind === 'map' ? source.maxInFlight : undefined, options.retainMs, options.costCeilingUsd);
+  const q = await openQueue(env, queue, logger, { maxInFlight: source.kind === 'map' ? source.maxInFlight : undefined, retainMs: options.retainMs, costCeilingUsd: options.costCeilingUsd });
   let file: ResultsFile | undefined;
   let outcome: CollectOutcome | undefined;
   let stopWatching = (): void => undefined;

@@ -367,6 +367,8 @@ export const MSG = {
 
   // ── status / cancel ──────────────────────────────────────────────────────
   statusQueue: (queue: string, prefix: string, address: string) => `Queue "${queue}" (prefix "${prefix}") at ${address}`,
+  statusQueueUnused: (queue: string, prefix: string, others: readonly string[]) =>
+    `  nothing has used queue "${queue}" under prefix "${prefix}" yet (no job, run or worker): ${others.length > 0 ? `queues used there: ${others.join(', ')}; pass --queue NAME` : 'no queue there was used yet'}`,
   statusJobs: 'Jobs by state:',
   statusWorkers: (count: number) => `Workers connected: ${count}`,
   /** `queue`: the queue shown; the command names it unless it is the default (fresh-user report: followed as printed, a worker served `rollouts`). */

@@ -44,18 +44,25 @@ export async function serveCoordinatorMetrics(q: RolloutQueue, runId: string, ad
 
 /**
  * Opens the coordinator side of one queue.
- * @param maxInFlight undefined: the producer's default.
- * @param retainMs retention of a delivered run, ms; undefined: the producer's default.
- * @param costCeilingUsd producer option costCeilingUsd, USD; undefined: none.
+ * @param options.maxInFlight undefined: the producer's default.
+ * @param options.retainMs retention of a delivered run, ms; undefined: the producer's default.
+ * @param options.costCeilingUsd producer option costCeilingUsd, USD; undefined: none.
+ * @param options.writeQueueMeta producer option writeQueueMeta: false for commands that only read or end runs.
  */
-export async function openQueue(env: CliEnvironment, queue: string, logger: Logger, maxInFlight?: number, retainMs?: number, costCeilingUsd?: number): Promise<RolloutQueue> {
+export async function openQueue(
+  env: CliEnvironment,
+  queue: string,
+  logger: Logger,
+  options: { maxInFlight?: number | undefined; retainMs?: number | undefined; costCeilingUsd?: number | undefined; writeQueueMeta?: boolean } = {},
+): Promise<RolloutQueue> {
   return RolloutQueue.create({
     redisUrl: env.redisUrl,
     queue,
     prefix: env.prefix,
-    ...(maxInFlight !== undefined ? { maxInFlight } : {}),
-    ...(retainMs !== undefined ? { retainMs } : {}),
-    ...(costCeilingUsd !== undefined ? { costCeilingUsd } : {}),
+    ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}),
+    ...(options.retainMs !== undefined ? { retainMs: options.retainMs } : {}),
+    ...(options.costCeilingUsd !== undefined ? { costCeilingUsd: options.costCeilingUsd } : {}),
+    ...(options.writeQueueMeta !== undefined ? { writeQueueMeta: options.writeQueueMeta } : {}),
     logger,
   });
 }

@@ -10,6 +10,8 @@ export interface StatusPlace {
   readonly address: string;
   /** Run ids known on the queue (newest last). */
   readonly runs: readonly string[];
+  /** Set when nothing ever used this queue (no job, worker, run or BullMQ meta): the queues that were used. */
+  readonly otherQueues?: readonly string[];
 }
 
 const KINDS: readonly ResultKind[] = ['ok', 'model', 'infrastructure', 'caller'];
@@ -30,6 +32,7 @@ export function statusJson(view: StatusView, place: StatusPlace): Record<string,
     placements: view.placements ?? [],
     ...(view.cost ? { cost: view.cost } : {}),
     runs: place.runs,
+    ...(place.otherQueues ? { queueUsed: false, otherQueues: place.otherQueues } : {}),
     run: view.run ?? null,
     ...(view.delivering !== undefined ? { delivering: view.delivering } : {}),
     ...(view.coordinator ? { coordinator: view.coordinator } : {}),
@@ -44,7 +47,9 @@ export function statusJson(view: StatusView, place: StatusPlace): Record<string,
  * results by kind, counters and quarantined leases (exit code, signal, stderr tail).
  */
 export function formatStatus(view: StatusView, place: StatusPlace): string {
-  const lines = [MSG.statusQueue(place.queue, place.prefix, place.address), MSG.statusJobs];
+  const lines = [MSG.statusQueue(place.queue, place.prefix, place.address)];
+  if (place.otherQueues) lines.push(MSG.statusQueueUnused(place.queue, place.prefix, place.otherQueues));
+  lines.push(MSG.statusJobs);
   const states = Object.entries(view.counts);
   for (const [state, count] of states) lines.push(row(state, count));
   if (states.length === 0) lines.push(row('(none)', 0));

@@ -3,9 +3,19 @@ import { DEFAULT_QUEUE, queueMetaPattern, queueNameOfMetaKey } from '../lease/in
 
 /**
  * Names of the queues under `prefix`: the default queue plus every queue that has a BullMQ
- * `meta` key, found with SCAN (never KEYS, which blocks Redis) on every primary. Sorted, default first.
+ * `meta` key (see {@link queuesWithMeta}). Sorted, default first.
  */
 export async function discoverQueues(redis: Redis, prefix: string): Promise<string[]> {
+  const found = new Set(await queuesWithMeta(redis, prefix));
+  found.delete(DEFAULT_QUEUE);
+  return [DEFAULT_QUEUE, ...found];
+}
+
+/**
+ * Names of the queues under `prefix` that have a BullMQ `meta` key (a coordinator opened them),
+ * found with SCAN (never KEYS, which blocks Redis) on every primary. Sorted.
+ */
+export async function queuesWithMeta(redis: Redis, prefix: string): Promise<string[]> {
   const found = new Set<string>();
   // SCAN walks one node's keys; on Redis Cluster every primary holds a share of them.
   const client = redis as unknown;
@@ -21,6 +31,5 @@ export async function discoverQueues(redis: Redis, prefix: string): Promise<stri
       }
     } while (cursor !== '0');
   }
-  found.delete(DEFAULT_QUEUE);
-  return [DEFAULT_QUEUE, ...[...found].sort()];
+  return [...found].sort();
 }

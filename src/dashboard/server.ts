@@ -77,7 +77,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   connection.on('error', () => {});
   const names = options.queues && options.queues.length > 0 ? [...options.queues] : await discoverQueues(connection, prefix);
   for (const name of names) queueKeys(prefix, name);
-  const queues = names.map((name) => new Queue(name, { connection, prefix }));
+  const queues = names.map((name) => new Queue(name, { connection, prefix, skipMetasUpdate: true }));
   for (const queue of queues) queue.on('error', () => {});
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath('/');

@@ -130,6 +130,11 @@ export function bullJobLockKey(jobKey: string): string {
 /** BullMQ keeps one `<prefix>:<queue>:meta` HASH per queue (BullMQ `src/classes/queue-keys.ts`). */
 const BULL_META_SUFFIX = ':meta';
 
+/** BullMQ's `meta` key of `queue` under `prefix`. */
+export function bullMetaKey(prefix: string, queue: string): string {
+  return `${prefix}:${queue}${BULL_META_SUFFIX}`;
+}
+
 /** SCAN pattern matching every BullMQ queue's `meta` key under `prefix`. */
 export function queueMetaPattern(prefix: string): string {
   return `${prefix}:*${BULL_META_SUFFIX}`;

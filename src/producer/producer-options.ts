@@ -92,6 +92,13 @@ export const ProducerOptionsSchema = z
      */
     queueEvents: z.boolean().default(true),
     /**
+     * Write BullMQ's `meta` key of the queue when opening it (BullMQ's `Queue` does unless
+     * `skipMetasUpdate`), which is how `dashboard` finds queues. `false` for a producer that only
+     * reads or ends runs (the CLI's `status`, `cancel`, `purge`): opening a misspelt queue name
+     * must not make a queue the dashboard then lists. Default true.
+     */
+    writeQueueMeta: z.boolean().default(true),
+    /**
      * How long a run stays in Redis once every Result is delivered, ms: then its job hashes,
      * lease hashes, stored artifact and run records expire (PEXPIRE set when the run completes;
      * docs/retention.md). `purge` removes a run at once. Default 259 200 000 (3 days), bounds
@@ -199,6 +206,13 @@ export interface ProducerOptions {
    */
   readonly queueEvents?: boolean;
   /**
+   * Write BullMQ's `meta` key of the queue when opening it (BullMQ's `Queue` does unless
+   * `skipMetasUpdate`), which is how `dashboard` finds queues. `false` for a producer that only
+   * reads or ends runs (the CLI's `status`, `cancel`, `purge`): opening a misspelt queue name
+   * must not make a queue the dashboard then lists. Default true.
+   */
+  readonly writeQueueMeta?: boolean;
+  /**
    * How long a run stays in Redis once every Result is delivered, ms: then its job hashes,
    * lease hashes, stored artifact and run records expire (PEXPIRE set when the run completes;
    * docs/retention.md). `purge` removes a run at once. Default 259 200 000 (3 days), bounds
@@ -247,6 +261,7 @@ export interface CompiledProducerOptions {
   readonly maxTaskBytes: number;
   readonly connectTimeoutMs: number;
   readonly queueEvents: boolean;
+  readonly writeQueueMeta: boolean;
   readonly retainMs: number;
   readonly placementFor: PlacementFor | undefined;
   readonly costCeilingUsd: number | undefined;
@@ -285,6 +300,7 @@ export function compileProducerOptions(input: ProducerOptions = {}, env: NodeJS.
     maxTaskBytes: value.maxTaskBytes,
     connectTimeoutMs: value.connectTimeoutMs,
     queueEvents: value.queueEvents,
+    writeQueueMeta: value.writeQueueMeta,
     retainMs: value.retainMs,
     placementFor: value.placementFor,
     costCeilingUsd: value.costCeilingUsd,

@@ -153,7 +153,12 @@ export class RolloutQueue {
     const logger = options.logger;
     const address = redactRedisUrl(options.redisUrl);
     const redis = await connectProducerRedis(options.redisUrl, options.connectTimeoutMs, logger);
-    const queue = new Queue(options.queue, { prefix: options.prefix, connection: redis, ...(options.tracing ? { telemetry: bullTelemetry(true) } : {}) });
+    const queue = new Queue(options.queue, {
+      prefix: options.prefix,
+      connection: redis,
+      skipMetasUpdate: !options.writeQueueMeta,
+      ...(options.tracing ? { telemetry: bullTelemetry(true) } : {}),
+    });
     queue.on('error', (err: Error) => logger.warn({ err: err.message }, 'BullMQ queue error'));
     const rq = new RolloutQueue(options, redis, queue);
     try {

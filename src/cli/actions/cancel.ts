@@ -9,7 +9,7 @@ import type { CancelCommandOptions } from '../commands/cancel.js';
 export async function cancelAction(runId: string, options: CancelCommandOptions): Promise<ExitCode> {
   const env = cliEnvironment();
   await requireRedis(env);
-  const queue = await openQueue(env, options.queue, coordinatorLogger('cancel'));
+  const queue = await openQueue(env, options.queue, coordinatorLogger('cancel'), { writeQueueMeta: false });
   try {
     const status = await readStatus(queue, runId);
     if (!status.run) throw new CliError(MSG.runNotFound(runId, options.queue, env.prefix));

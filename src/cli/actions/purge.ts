@@ -15,7 +15,7 @@ export async function purgeAction(runId: string | undefined, options: PurgeComma
   if ((runId === undefined) === (options.olderThan === undefined)) throw new UsageError(MSG.purgeNeedsOne);
   const env = cliEnvironment();
   await requireRedis(env);
-  const queue = await openQueue(env, options.queue, coordinatorLogger('purge'));
+  const queue = await openQueue(env, options.queue, coordinatorLogger('purge'), { writeQueueMeta: false });
   const purgeOptions = { discardUndelivered: options.discardUndelivered === true };
   try {
     if (runId !== undefined) {

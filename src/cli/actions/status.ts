@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { queueKeys, RUN_FIELDS } from '../../lease/index.js';
+import { queuesWithMeta } from '../../dashboard/discover-queues.js';
+import { bullMetaKey, queueKeys, RUN_FIELDS } from '../../lease/index.js';
 import { createRedisClient } from '../../platform/redis-connection.js';
 import { cliEnvironment, type CliEnvironment } from '../environment.js';
 import { CliError, EXIT, type ExitCode } from '../errors.js';
@@ -17,11 +18,12 @@ import type { StatusCommandOptions } from '../commands/status.js';
 export async function statusAction(runId: string | undefined, options: StatusCommandOptions): Promise<ExitCode> {
   const env = cliEnvironment();
   await requireRedis(env);
-  const queue = await openQueue(env, options.queue, coordinatorLogger('status'));
+  const queue = await openQueue(env, options.queue, coordinatorLogger('status'), { writeQueueMeta: false });
   try {
     const read = await readStatus(queue, runId);
     if (runId && !read.run) throw new CliError(MSG.runNotFound(runId, options.queue, env.prefix));
-    const { runs, containment } = await queueExtras(env, options.queue, read.workers.map((w) => w.name));
+    const idle = read.workers.length === 0 && Object.values(read.counts).every((count) => count === 0);
+    const { runs, containment, otherQueues } = await queueExtras(env, options.queue, read.workers.map((w) => w.name), idle);
     const run = read.run;
     // The results file its last CLI coordinator writes, for the resume hints (run --out, resume --out).
     const resultsFile = run?.coordinatorNote ?? undefined;
@@ -36,7 +38,7 @@ export async function statusAction(runId: string | undefined, options: StatusCom
       ...(undelivered !== undefined ? { undelivered } : {}),
       ...(coordinatorGone !== undefined ? { coordinatorGone } : {}),
     };
-    const place = { queue: options.queue, prefix: env.prefix, address: env.address, runs };
+    const place = { queue: options.queue, prefix: env.prefix, address: env.address, runs, ...(otherQueues ? { otherQueues } : {}) };
     process.stdout.write(`${options.json ? JSON.stringify(statusJson(view, place), null, 2) : formatStatus(view, place)}\n`);
     return EXIT.ok;
   } finally {
@@ -69,8 +71,10 @@ function goneHolder(holder: StatusView['coordinator']): number | undefined {
 /**
  * Run ids recorded on the queue (the `runs` set of the key layout), oldest first, and each
  * connected worker's containment level from the info key it refreshes (`keys.workerInfo`).
+ * For an `idle` queue (no job, no worker) without runs or BullMQ `meta` key, nothing ever used
+ * it (a misspelt --queue, most often): `otherQueues` names the queues that were used.
  */
-async function queueExtras(env: CliEnvironment, queue: string, workers: readonly string[]): Promise<{ runs: string[]; containment: Map<string, string> }> {
+async function queueExtras(env: CliEnvironment, queue: string, workers: readonly string[], idle: boolean): Promise<{ runs: string[]; containment: Map<string, string>; otherQueues?: string[] }> {
   const redis = createRedisClient(env.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
   redis.on('error', () => {});
   try {
@@ -94,7 +98,8 @@ async function queueExtras(env: CliEnvironment, queue: string, workers: readonly
         // A foreign value: shown as unknown.
       }
     });
-    return { runs, containment };
+    const unused = idle && runs.length === 0 && (await redis.exists(bullMetaKey(env.prefix, queue))) === 0;
+    return { runs, containment, ...(unused ? { otherQueues: await queuesWithMeta(redis, env.prefix) } : {}) };
   } finally {
     redis.disconnect();
   }

@@ -55,6 +55,28 @@ describe('status on an empty queue', () => {
     expect(status.runs).toEqual([]);
   });
 
+  // Found while testing the demo's clean-up: `status --queue typo` wrote BullMQ's meta key of
+  // "typo" (a queue the dashboard then listed) and showed an empty queue like any other.
+  it('of a queue nothing used, says so and names the used ones, and writes no key (nor does cancel)', async () => {
+    const prefix = uniquePrefix('st');
+    const probe = new Redis(redis.url);
+    try {
+      await probe.hset(`${prefix}:arith:meta`, 'version', 'bullmq:6.7.0');
+      const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix };
+      const outcome = await runCli(['status', '--queue', 'arithh'], { env });
+      expect(outcome.code, outcome.stderr).toBe(0);
+      expect(outcome.stdout).toContain(`nothing has used queue "arithh" under prefix "${prefix}" yet (no job, run or worker): queues used there: arith; pass --queue NAME`);
+      const json = JSON.parse((await runCli(['status', '--json', '--queue', 'arithh'], { env })).stdout) as { queueUsed?: boolean; otherQueues?: string[] };
+      expect(json).toMatchObject({ queueUsed: false, otherQueues: ['arith'] });
+      expect((await runCli(['cancel', 'r-1', '--queue', 'arithh'], { env })).code).toBe(1);
+      expect(await probe.keys(`${prefix}:arithh*`)).toEqual([]);
+      const used = await runCli(['status', '--queue', 'arith'], { env });
+      expect(used.stdout).not.toContain('nothing has used queue');
+    } finally {
+      probe.disconnect();
+    }
+  });
+
   // Fresh-user report: under REDIS_URL=…/3, status listed the workers of the same queue in
   // database 0 (CLIENT LIST shows every database's clients; BullMQ does not filter).
   it("lists only the workers connected to REDIS_URL's database", async () => {
