@@ -101,6 +101,7 @@ export const HELP = {
     workers: 'worker processes to start',
     tasks: 'tasks to run from examples/arithmetic/tasks.jsonl',
     concurrency: 'rollouts at once per worker',
+    port: "the dashboard's port on 127.0.0.1 (0: a free one)",
     keep: "keep Redis, workers and dashboard up after the run until Ctrl-C (the dashboard's completed tab empties once the run completes: its Results are in the results file)",
     out: 'results file (default results-<runId>.jsonl)',
   },
@@ -437,6 +438,7 @@ export const MSG = {
   // ── dashboard ────────────────────────────────────────────────────────────
   dashboardUrl: (url: string) => `dashboard: ${url}`,
   dashboardFailed: (why: string) => `dashboard: ${why}`,
+  dashboardPortInUse: (port: number) => `--port ${port} is already in use by another process; stop it or pass another port (0 picks a free one)`,
   dashboardQueues: (queues: readonly string[], readOnly: boolean) =>
     `showing queue(s) ${queues.join(', ')}${readOnly ? ' (read-only; --writable enables retry/remove/clean)' : ' (WRITABLE)'}`,
   dashboardStop: 'press Ctrl-C to stop',

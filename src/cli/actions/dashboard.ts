@@ -41,6 +41,7 @@ export async function dashboardAction(options: DashboardCommandOptions): Promise
     });
   } catch (err) {
     if (err instanceof DashboardAuthRequiredError) throw new UsageError(MSG.dashboardNeedsLogin(options.host));
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(MSG.dashboardPortInUse(options.port));
     throw new CliError(MSG.dashboardFailed((err as Error).message));
   }
   process.stdout.write(`${MSG.dashboardUrl(dashboard.url)}\n${MSG.dashboardQueues(dashboard.queues, !options.writable)}\n${auth ? `${MSG.dashboardLogin(auth.token ? 'token' : 'basic')}\n` : ''}${MSG.dashboardStop}\n`);

@@ -65,7 +65,9 @@ export async function demoAction(options: DemoCommandOptions): Promise<ExitCode>
       logDir: path.resolve('.rollout-queue', queue),
     });
     say(MSG.demoWorkers(options.workers, queue, workers.logDir));
-    dashboard = await startDashboard({ redisUrl: redis.url, prefix: env.prefix, queues: [queue], port: 0 });
+    dashboard = await startDashboard({ redisUrl: redis.url, prefix: env.prefix, queues: [queue], port: options.port }).catch((err: NodeJS.ErrnoException) => {
+      throw new CliError(err.code === 'EADDRINUSE' ? MSG.dashboardPortInUse(options.port) : MSG.dashboardFailed(err.message));
+    });
     say(MSG.dashboardUrl(dashboard.url));
     const probe = await openQueue(env, queue, coordinatorLogger('demo'));
     try {

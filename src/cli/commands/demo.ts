@@ -1,14 +1,15 @@
 import { Command, Option } from '@commander-js/extra-typings';
 import { HELP } from '../messages.js';
-import { positiveInteger } from '../option-parsers.js';
+import { portOf, positiveInteger } from '../option-parsers.js';
 
-/** `rollout-queue demo [--workers 2] [--tasks N] [--concurrency 2] [--keep] [--out FILE]`. */
+/** `rollout-queue demo [--workers 2] [--tasks N] [--concurrency 2] [--port 0] [--keep] [--out FILE]`. */
 export function demoCommand() {
   return new Command('demo')
     .description(HELP.demo.description)
     .addOption(new Option('--workers <n>', HELP.demo.workers).default(2).argParser(positiveInteger))
     .addOption(new Option('--tasks <n>', HELP.demo.tasks).default(240).argParser(positiveInteger))
     .addOption(new Option('--concurrency <n>', HELP.demo.concurrency).default(2).argParser(positiveInteger))
+    .addOption(new Option('--port <port>', HELP.demo.port).default(0).argParser(portOf('--port', 3000)))
     .option('--keep', HELP.demo.keep)
     .option('--out <file>', HELP.demo.out);
 }

@@ -1,3 +1,4 @@
+import { createServer } from 'node:net';
 import { Queue, Worker, type ConnectionOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -169,6 +170,19 @@ describe('rollout-queue dashboard', () => {
       expect(await stats.text()).not.toMatch(/redis_version|tcp_port|\d+\.\d+\.\d+/);
     } finally {
       await stop(cli);
+    }
+  });
+
+  it('--port already taken: one line naming it and the fix, exit 1', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (taken.address() as { port: number }).port;
+      const outcome = await runCli(['dashboard', '--port', String(port)], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix } });
+      expect(outcome.code).toBe(1);
+      expect(outcome.stderr).toContain(`--port ${port} is already in use by another process; stop it or pass another port (0 picks a free one)`);
+    } finally {
+      taken.close();
     }
   });
 

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { hostProcesses, type HostProcess } from '../../helpers/host-processes.js';
-import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { freePort, startRedis, type TestRedis } from '../../helpers/redis.js';
+import { createServer } from 'node:net';
 import { killLeftovers, runCli, startCli, uniquePrefix, waitFor } from './cli-process.js';
 import { readResults, resultProblems } from './results-file.js';
 
@@ -45,7 +46,8 @@ function demoProcesses(queue: string, port: string): HostProcess[] {
 describe('rollout-queue demo', () => {
   it('runs 24 arithmetic tasks over two worker processes and leaves a correct results file', async () => {
     const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('demo') };
-    const outcome = await runCli(['demo', '--tasks', '24', '--workers', '2'], { env, cwd });
+    const port = await freePort();
+    const outcome = await runCli(['demo', '--tasks', '24', '--workers', '2', '--port', String(port)], { env, cwd });
     expect(outcome.code, outcome.stdout + outcome.stderr).toBe(0);
 
     const runId = /^Run (\S+): 24 of 24 result\(s\), completed$/m.exec(outcome.stdout)?.[1];
@@ -53,7 +55,7 @@ describe('rollout-queue demo', () => {
     expect(outcome.stdout).toMatch(/ok\s+\d+\s+mean reward [\d.]+ over ok \(reward 1: \d+, reward 0: \d+\)/);
     expect(outcome.stdout).toMatch(/model\s+[1-9]/);
     expect(outcome.stdout).toMatch(/results per worker\s+demo-worker-1: [1-9]\d*, demo-worker-2: [1-9]\d*/);
-    expect(outcome.stderr).toMatch(/dashboard: http:\/\/127\.0\.0\.1:\d+\//);
+    expect(outcome.stderr).toContain(`dashboard: http://127.0.0.1:${port}/`);
 
     const file = /results file\s+(\S+)/.exec(outcome.stdout)?.[1] as string;
     expect(path.dirname(file)).toBe(cwd);
@@ -95,6 +97,22 @@ describe('rollout-queue demo', () => {
     const queue = /on queue "(demo-[^"]+)"/.exec(outcome.stderr)?.[1] as string;
     expect(outcome.stderr).toContain(`removed the demo's queue "${queue}"`);
     expect(await keysOf(`${env.ROLLOUT_QUEUE_PREFIX}:${queue}:*`)).toEqual([]);
+  });
+
+  // Fresh-user report: the demo's dashboard came up on a random port with no way to choose it.
+  it('--port already taken: one line naming it, exit 1, nothing of the demo left running', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (taken.address() as { port: number }).port;
+      const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('demo') };
+      const outcome = await runCli(['demo', '--tasks', '2', '--port', String(port)], { env, cwd });
+      expect(outcome.code, outcome.stdout + outcome.stderr).toBe(1);
+      expect(outcome.stderr).toContain(`--port ${port} is already in use by another process; stop it or pass another port (0 picks a free one)`);
+      expect(outcome.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      taken.close();
+    }
   });
 
   it('refuses a directory as --out before it starts Redis, workers or the dashboard', async () => {
