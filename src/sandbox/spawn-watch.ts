@@ -77,8 +77,9 @@ export function watchSpawns(): boolean {
     wrap(spawnSync, 'spawn', noteSpawn);
     wrap(process as unknown as Binding, 'dlopen', goBlind);
     const threads = createRequire(import.meta.url)('node:worker_threads') as { Worker: new (...args: never[]) => object };
-    const { Worker } = threads;
-    threads.Worker = class extends Worker {
+    const Original = threads.Worker;
+    // Named as the original: rollout code may read `constructor.name`.
+    threads.Worker = class Worker extends Original {
       constructor(...args: never[]) {
         goBlind();
         super(...args);

@@ -82,10 +82,11 @@ describe('spawn watch (a rollout child proves it has no children without reading
       const pid = await new Promise((resolve) => worker.once('message', resolve));
       steps.flagged = spawnedSinceLook();
       steps.found = ownChildren().includes(pid);
+      steps.name = worker.constructor.name;
       process.kill(pid, 'SIGKILL');
       await worker.terminate();
     `);
-    expect(steps).toEqual({ flagged: true, found: true });
+    expect(steps).toEqual({ flagged: true, found: true, name: 'Worker' });
   });
 
   it('native code (process.dlopen) makes the watch blind for good', async () => {
