@@ -143,7 +143,13 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
   const logger = options.logger ?? coordinatorLogger('coordinator');
-  const q = await openQueue(env, queue, logger, { maxInFlight: source.kind === 'map' ? source.maxInFlight : undefined, retainMs: options.retainMs, costCeilingUsd: options.costCeilingUsd });
+  // `resume` (attach) enqueues nothing: a misspelt --queue must not become a queue (fresh-user report).
+  const q = await openQueue(env, queue, logger, {
+    maxInFlight: source.kind === 'map' ? source.maxInFlight : undefined,
+    retainMs: options.retainMs,
+    costCeilingUsd: options.costCeilingUsd,
+    writeQueueMeta: source.kind === 'map',
+  });
   let file: ResultsFile | undefined;
   let outcome: CollectOutcome | undefined;
   let stopWatching = (): void => undefined;

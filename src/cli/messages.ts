@@ -480,10 +480,11 @@ export const MSG = {
   demoWorkersNotReady: (ready: number, wanted: number, seconds: number, logDir: string) =>
     `only ${ready} of ${wanted} worker(s) connected within ${seconds} s; see the logs in ${logDir}`,
   demoKeep: (ownRedis: boolean) => `everything stays up (--keep): press Ctrl-C to stop the workers${ownRedis ? ', the dashboard and Redis' : ' and the dashboard'}`,
-  demoStopping: (ownRedis: boolean) => `stopping the workers, the dashboard${ownRedis ? ' and Redis' : ''}…`,
+  demoStopping: (parts: readonly string[]) => `stopping ${parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts.at(-1)}` : parts[0]}…`,
   demoInterrupted: (out: string, ownRedis: boolean) =>
     `interrupted: the demo's run ends here and its other rollouts are not run (its workers${ownRedis ? ' and its Redis' : ''} stop with it); the Results so far are in ${out}`,
-  demoQueueRemoved: (queue: string, address: string) => `removed the demo's queue "${queue}" (its jobs and run records) from Redis at ${address}; its Results are in the results file`,
+  demoQueueRemoved: (queue: string, address: string, ran: boolean) =>
+    `removed the demo's queue "${queue}" (its jobs and run records) from Redis at ${address}${ran ? '; its Results are in the results file' : ''}`,
   demoQueueNotRemoved: (keyPrefix: string, address: string, why: string) =>
     `could not remove the demo's queue from Redis at ${address} (${why}); its keys are those named ${keyPrefix}:* (redis-cli --scan --pattern '${keyPrefix}:*' | xargs redis-cli unlink)`,
   localRedisFailed: (why: string) => `could not start redis-server: ${why}`,

@@ -54,7 +54,8 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
   for (const [state, count] of states) lines.push(row(state, count));
   if (states.length === 0) lines.push(row('(none)', 0));
   lines.push(MSG.statusWorkers(view.workers.length));
-  if (view.workers.length === 0) lines.push(MSG.statusNoWorkers(place.queue));
+  // Not for a queue nothing used while others were: the hint would start a worker on a misspelt name.
+  if (view.workers.length === 0 && !(place.otherQueues && place.otherQueues.length > 0)) lines.push(MSG.statusNoWorkers(place.queue));
   for (const worker of view.workers) {
     const details = Object.entries(worker.details).map(([key, value]) => `${key}=${value}`);
     lines.push(`  ${worker.name}${details.length > 0 ? `  ${details.join(' ')}` : ''}`);

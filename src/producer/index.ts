@@ -16,7 +16,7 @@ export { DispatchError } from './dispatch-errors.js';
 export { dispatchRunId } from './dispatch-run-id.js';
 export { QueueDispatchOptionsSchema, DEFAULT_KEEP_ANSWER_MS, type QueueDispatchOptions } from './dispatch-options.js';
 export { connectProducerRedis } from './connect-producer-redis.js';
-export { RunActiveError, UndeliveredResultsError, type PurgeOptions } from './purge-run.js';
+export { RunActiveError, RunNotFoundError, UndeliveredResultsError, type PurgeOptions } from './purge-run.js';
 export type { PurgeOutcome, PurgeOlderOutcome } from './purge-run.js';
 export { DEFAULT_RETAIN_MS } from './run-retention.js';
 export { STORE_ARTIFACT_MIN_BYTES } from './artifact-storer.js';

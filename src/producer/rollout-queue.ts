@@ -10,7 +10,7 @@ import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { connectProducerRedis } from './connect-producer-redis.js';
 import { compileProducerOptions, type CompiledProducerOptions, type ProducerOptions } from './producer-options.js';
 import { refuseRepeatedLeases, type RolloutDraft } from './rollout-draft.js';
-import { purgeOlderThan, purgeRun, RunActiveError, type PurgeOlderOutcome, type PurgeOptions, type PurgeOutcome } from './purge-run.js';
+import { purgeOlderThan, purgeRun, RunActiveError, RunNotFoundError, type PurgeOlderOutcome, type PurgeOptions, type PurgeOutcome } from './purge-run.js';
 import { COORDINATOR_LEASE_MS, leaseHolder } from './coordinator-lease.js';
 import { PRUNE_EVERY_RUNS, pruneRunList } from './run-list-pruner.js';
 import { RunSession, type SessionPlan } from './run-session.js';
@@ -272,7 +272,8 @@ export class RolloutQueue {
    * @throws RunActiveError while the run is running, being delivered, or has active rollouts.
    * @throws UndeliveredResultsError when Results of it finished but were never delivered, unless
    *   `options.discardUndelivered`.
-   * @throws Error when the queue is closed or no such run exists.
+   * @throws RunNotFoundError when no run of that id is on the queue (never made, or past its retention).
+   * @throws Error when the queue is closed.
    */
   async purge(runId: string, options: PurgeOptions = {}): Promise<PurgeOutcome> {
     this.assertOpen();
@@ -280,7 +281,7 @@ export class RolloutQueue {
     if (this.sessions.has(runId)) throw new RunActiveError(runId, 'has a live iterator in this process', 'iterator');
     await this.settled(runId);
     const outcome = await purgeRun(this.redis, this.placements, this.keys, runId, options);
-    if (!outcome.found) throw new Error(`no run "${runId}" on queue "${this.options.queue}" (prefix "${this.options.prefix}"); nothing to purge (a run past its retention is gone already)`);
+    if (!outcome.found) throw new RunNotFoundError(runId, this.options.queue, this.options.prefix);
     this.options.logger.info({ runId, leases: outcome.leases, undelivered: outcome.undelivered }, 'run purged');
     return outcome;
   }

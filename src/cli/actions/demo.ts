@@ -56,6 +56,11 @@ export async function demoAction(options: DemoCommandOptions): Promise<ExitCode>
     say(MSG.demoRedis(redis.source, env.address));
     await requireRedis(env);
     queue = generateRunId().replace(/^run-/, 'demo-');
+    // The dashboard before the workers: a taken --port is refused before anything else starts
+    // (fresh-user report: two workers started, then the error came last).
+    dashboard = await startDashboard({ redisUrl: redis.url, prefix: env.prefix, queues: [queue], port: options.port }).catch((err: NodeJS.ErrnoException) => {
+      throw new CliError(err.code === 'EADDRINUSE' ? MSG.dashboardPortInUse(options.port) : MSG.dashboardFailed(err.message));
+    });
     workers = spawnDemoWorkers({
       count: options.workers,
       queue,
@@ -65,9 +70,6 @@ export async function demoAction(options: DemoCommandOptions): Promise<ExitCode>
       logDir: path.resolve('.rollout-queue', queue),
     });
     say(MSG.demoWorkers(options.workers, queue, workers.logDir));
-    dashboard = await startDashboard({ redisUrl: redis.url, prefix: env.prefix, queues: [queue], port: options.port }).catch((err: NodeJS.ErrnoException) => {
-      throw new CliError(err.code === 'EADDRINUSE' ? MSG.dashboardPortInUse(options.port) : MSG.dashboardFailed(err.message));
-    });
     say(MSG.dashboardUrl(dashboard.url));
     const probe = await openQueue(env, queue, coordinatorLogger('demo'));
     try {
@@ -100,16 +102,19 @@ export async function demoAction(options: DemoCommandOptions): Promise<ExitCode>
     throw err;
   } finally {
     const ownRedis = redis !== undefined && redis.source !== 'REDIS_URL';
-    if (workers || dashboard || ownRedis) say(MSG.demoStopping(ownRedis));
+    const started = [workers && 'the workers', dashboard && 'the dashboard', ownRedis && 'Redis'].filter((part): part is string => typeof part === 'string');
+    if (started.length > 0) say(MSG.demoStopping(started));
     await workers?.stop();
     await dashboard?.close();
     if (dashboard && !options.keep) say(MSG.demoDashboardClosed(dashboard.url));
     if (interrupt.signal.aborted && !runEnded && out !== undefined) say(MSG.demoInterrupted(out, ownRedis));
-    if (redis?.source === 'REDIS_URL' && env !== undefined && queue !== undefined) {
+    // Only once workers started: before that nothing of the queue is in Redis (the dashboard writes nothing).
+    if (redis?.source === 'REDIS_URL' && env !== undefined && queue !== undefined && workers) {
       const { address, prefix } = env;
       const name = queue;
+      const ran = out !== undefined;
       await removeDemoQueue(redis.url, prefix, name).then(
-        () => say(MSG.demoQueueRemoved(name, address)),
+        () => say(MSG.demoQueueRemoved(name, address, ran)),
         (err: Error) => say(MSG.demoQueueNotRemoved(`${prefix}:${name}`, address, err.message)),
       );
     }

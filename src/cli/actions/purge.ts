@@ -2,7 +2,7 @@ import { cliEnvironment } from '../environment.js';
 import { CliError, EXIT, UsageError, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
 import { coordinatorLogger, openQueue } from '../plane.js';
-import { RunActiveError, UndeliveredResultsError, type RolloutQueue } from '../../producer/index.js';
+import { RunActiveError, RunNotFoundError, UndeliveredResultsError, type RolloutQueue } from '../../producer/index.js';
 import { requireRedis } from '../redis-preflight.js';
 import type { PurgeCommandOptions } from '../commands/purge.js';
 
@@ -23,6 +23,7 @@ export async function purgeAction(runId: string | undefined, options: PurgeComma
         const outcome = await queue.purge(runId, purgeOptions);
         process.stdout.write(`${MSG.runPurged(runId, outcome.leases, outcome.undelivered)}\n`);
       } catch (err) {
+        if (err instanceof RunNotFoundError) throw new CliError(MSG.runNotFound(runId, options.queue, env.prefix));
         if (!(err instanceof RunActiveError) && !(err instanceof UndeliveredResultsError)) throw err;
         throw new CliError(await refusal(queue, options.queue, err));
       }

@@ -110,6 +110,11 @@ describe('rollout-queue demo', () => {
       expect(outcome.code, outcome.stdout + outcome.stderr).toBe(1);
       expect(outcome.stderr).toContain(`--port ${port} is already in use by another process; stop it or pass another port (0 picks a free one)`);
       expect(outcome.stderr).not.toMatch(/\n\s+at /);
+      // Fresh-user report: two workers started (and left a log directory), then "stopping the
+      // workers, the dashboard…" and "its Results are in the results file" came before the error.
+      expect(outcome.stderr).not.toContain('workers:');
+      expect(outcome.stderr).not.toContain('stopping');
+      expect(outcome.stderr).not.toContain('results file');
     } finally {
       taken.close();
     }

@@ -71,9 +71,10 @@ describe('BR-43: a delivered run does not stay in Redis for good', () => {
     expect(purge.code, purge.stderr).toBe(0);
     expect(purge.stdout).toContain(`purged run ${runId}: 100 lease(s)`);
     expect(await scan(`*${runId}*`)).toEqual([]);
+    // Fresh-user report: purge of an unknown run printed "error: Error: no run …" and a stack trace.
     const again = await runCli(['purge', runId, '--queue', queue], { env });
     expect(again.code).toBe(1);
-    expect(again.stderr).toContain(`no run "${runId}"`);
+    expect(again.stderr.trim().split('\n')).toEqual([`error: no run "${runId}" on queue "${queue}" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliHint()} status lists the runs)`]);
   });
 });
 

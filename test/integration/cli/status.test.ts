@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import os from 'node:os';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { queueKeys, RUN_FIELDS } from '../../../src/lease/index.js';
@@ -57,7 +58,7 @@ describe('status on an empty queue', () => {
 
   // Found while testing the demo's clean-up: `status --queue typo` wrote BullMQ's meta key of
   // "typo" (a queue the dashboard then listed) and showed an empty queue like any other.
-  it('of a queue nothing used, says so and names the used ones, and writes no key (nor does cancel)', async () => {
+  it('of a queue nothing used, says so and names the used ones, and writes no key (nor do cancel, resume and purge)', async () => {
     const prefix = uniquePrefix('st');
     const probe = new Redis(redis.url);
     try {
@@ -68,7 +69,12 @@ describe('status on an empty queue', () => {
       expect(outcome.stdout).toContain(`nothing has used queue "arithh" under prefix "${prefix}" yet (no job, run or worker): queues used there: arith; pass --queue NAME`);
       const json = JSON.parse((await runCli(['status', '--json', '--queue', 'arithh'], { env })).stdout) as { queueUsed?: boolean; otherQueues?: string[] };
       expect(json).toMatchObject({ queueUsed: false, otherQueues: ['arith'] });
+      // Fresh-user report: with the used queues named, the no-worker hint said to start a worker on the typo.
+      expect(outcome.stdout).not.toContain('worker --queue arithh');
       expect((await runCli(['cancel', 'r-1', '--queue', 'arithh'], { env })).code).toBe(1);
+      // Fresh-user report: `resume` of a misspelt queue wrote its meta key, and status then took it for a used queue.
+      expect((await runCli(['resume', 'r-1', '--queue', 'arithh', '--out', path.join(os.tmpdir(), `rq-resume-${prefix}.jsonl`)], { env })).code).toBe(1);
+      expect((await runCli(['purge', 'r-1', '--queue', 'arithh'], { env })).code).toBe(1);
       expect(await probe.keys(`${prefix}:arithh*`)).toEqual([]);
       const used = await runCli(['status', '--queue', 'arith'], { env });
       expect(used.stdout).not.toContain('nothing has used queue');
