@@ -289,7 +289,7 @@ export class RolloutChild {
           void (limits.onCost?.(msg.receipt) ?? Promise.resolve()).then(answer, answer);
         } else if (msg.type === 'log') this.onLog(msg);
         else if (msg.type === 'done') {
-          // The child contained the attempt before answering (child-main containAfterRollout).
+          // The child contained the attempt before answering (child-main answerRun).
           this.rollouts++;
           this.rssBytes = msg.rssBytes;
           const { reason } = limits.abort;
