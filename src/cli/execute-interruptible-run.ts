@@ -2,6 +2,7 @@ import type { CliEnvironment } from './environment.js';
 import { EXIT, type ExitCode } from './errors.js';
 import { executeRun, type CoordinatorMetricsAddress, type RunSource } from './execute-run.js';
 import { MSG } from './messages.js';
+import { checkMetricsPort } from './plane.js';
 import { requireRedis } from './redis-preflight.js';
 import { checkOutFile } from './results-file.js';
 import { defaultOutFile } from './run-id.js';
@@ -43,6 +44,7 @@ export async function executeInterruptibleRun(options: InterruptibleRunOptions):
   const { env, runId } = options;
   const out = options.out ?? defaultOutFile(runId);
   checkOutFile(out);
+  if (options.metrics) await checkMetricsPort(options.metrics);
   await requireRedis(env);
   if (options.announceRunId) process.stderr.write(`${MSG.runIdGenerated(runId)}\n`);
   const interrupt = interruptSignal(EXIT.interrupted, { first: MSG.runStopping, forced: MSG.runForcedOut(runId, out, options.queue) });

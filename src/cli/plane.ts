@@ -2,6 +2,7 @@
  * The one place the CLI meets the producer and the consumer. Commands import from here, so a
  * change in either library API is absorbed in this file.
  */
+import { createServer } from 'node:net';
 import { pino } from 'pino';
 import { RolloutWorker, WorkerStartAborted } from '../consumer/index.js';
 import type { RunRecord } from '../lease/index.js';
@@ -36,9 +37,37 @@ export async function serveCoordinatorMetrics(q: RolloutQueue, runId: string, ad
   try {
     return await serveMetrics(metrics.registry, address);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE') throw new CliError(MSG.metricsPortInUse(address.port));
-    throw new CliError(MSG.metricsPortDenied(address.port, code ?? (err as Error).message));
+    throw metricsPortError(address.port, err);
+  }
+}
+
+/** The one-line error of a `--metrics-port` that cannot be listened on (taken, privileged). */
+export function metricsPortError(port: number, err: unknown): CliError {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE') return new CliError(MSG.metricsPortInUse(port));
+  return new CliError(MSG.metricsPortDenied(port, code ?? (err as Error).message));
+}
+
+/**
+ * Refuses a `--metrics-port` that cannot be listened on before anything else happens (a run id
+ * announced, a queue opened, a worker started): listens on it and lets go at once (fresh-user
+ * report: `run` announced a run id to re-attach to, and `worker` wrote the queue's BullMQ meta
+ * key, before failing on a taken port). Port 0 always passes. A port taken between this check
+ * and the real listen is refused then, with the same line.
+ * @throws CliError (see {@link metricsPortError}).
+ */
+export async function checkMetricsPort(address: { readonly port: number; readonly host: string }): Promise<void> {
+  if (address.port === 0) return;
+  const server = createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(address.port, address.host, () => resolve());
+    });
+  } catch (err) {
+    throw metricsPortError(address.port, err);
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 }
 

@@ -2,7 +2,7 @@ import { createLogger } from '../../platform/logger.js';
 import { cliEnvironment } from '../environment.js';
 import { CliError, EXIT, UsageError } from '../errors.js';
 import { MSG } from '../messages.js';
-import { RolloutWorker, WorkerStartAborted } from '../plane.js';
+import { checkMetricsPort, metricsPortError, RolloutWorker, WorkerStartAborted } from '../plane.js';
 import { waitForRedis } from '../redis-preflight.js';
 import { onStopSignals } from '../signals.js';
 import type { WorkerCommandOptions } from '../commands/worker.js';
@@ -35,6 +35,7 @@ export async function workerAction(options: WorkerCommandOptions): Promise<void>
     },
   );
   try {
+    if (options.metricsPort !== undefined) await checkMetricsPort({ port: options.metricsPort, host: options.metricsHost ?? '127.0.0.1' });
     const ready = await waitForRedis(env, (problem, retryMs) => logger.warn({ address: env.address, retryMs }, MSG.redisRetrying(problem, retryMs)), stop.signal);
     if (!ready) return;
     worker = await createWorker(stop.signal, {
@@ -79,12 +80,8 @@ async function createWorker(signal: AbortSignal, options: Parameters<typeof Roll
     if (error.message.startsWith('worker option') || error.name === 'AllowlistError') throw new UsageError(MSG.badWorkerOption(error.message));
     if (error.name === 'ContainmentError') throw new CliError(MSG.containmentRefused(error.message));
     if (error.name === 'EvictionPolicyError') throw new CliError(error.message);
-    const code = (err as NodeJS.ErrnoException).code;
     const metricsPort = options?.metricsPort;
-    if (metricsPort !== undefined && (err as { syscall?: string }).syscall === 'listen') {
-      if (code === 'EADDRINUSE') throw new CliError(MSG.metricsPortInUse(metricsPort));
-      throw new CliError(MSG.metricsPortDenied(metricsPort, code ?? error.message));
-    }
+    if (metricsPort !== undefined && (err as { syscall?: string }).syscall === 'listen') throw metricsPortError(metricsPort, err);
     throw err;
   }
 }

@@ -110,18 +110,26 @@ describe('1. --out is checked before Redis is touched', () => {
 });
 
 describe('2. worker --metrics-port on a taken port', () => {
-  it('says which port and the fix in one line, exit 1', async () => {
+  it('says which port and the fix in one line, exit 1, before it writes anything (worker and run alike)', async () => {
     const port = await freePort();
     const blocker = net.createServer();
     await new Promise<void>((resolve) => blocker.listen(port, resolve));
+    const prefix = uniquePrefix('rep');
     try {
       const outcome = await runCli(['worker', '--queue', 'report-port', '--metrics-port', String(port)], {
-        env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('rep') },
+        env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix },
       });
       expect(outcome.code, outcome.stderr).toBe(1);
       const errors = outcome.stderr.split('\n').filter((line) => line.startsWith('error:'));
       expect(errors).toEqual([expect.stringContaining(`--metrics-port ${port} is already in use`)]);
       expect(outcome.stderr).not.toMatch(/\n\s+at /);
+      // Fresh-user report: `run` announced a run id to re-attach to, and both wrote the queue's
+      // BullMQ meta key, before failing on the port.
+      const run = await runCli(runArgs(['--queue', 'report-port', '--metrics-port', String(port), '--out', path.join(dir, 'port.jsonl')]), { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix } });
+      expect(run.code, run.stderr).toBe(1);
+      expect(run.stderr.split('\n').filter((line) => line.startsWith('error:'))).toEqual([expect.stringContaining(`--metrics-port ${port} is already in use`)]);
+      expect(run.stderr).not.toContain('run id:');
+      expect(await keysUnder(prefix)).toEqual([]);
     } finally {
       await new Promise((resolve) => blocker.close(resolve));
     }
