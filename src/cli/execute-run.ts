@@ -13,6 +13,7 @@ import { watchNoWorker } from './no-worker-watch.js';
 import { createProgress } from './progress.js';
 import { ResultsFile } from './results-file.js';
 import { formatSummary, type RunEnd } from './summary.js';
+import { runNotFound } from './run-not-found.js';
 
 /** Where a run's results come from: new drafts (also a restart of the same run id) or an attach. */
 export type RunSource =
@@ -262,7 +263,8 @@ async function attachTotal(q: RolloutQueue, options: ExecuteRunOptions): Promise
     // The results file says the run existed: Redis no longer has it (fresh-user report: after
     // Redis lost its data, resume said only "check the id").
     const held = ResultsFile.resultsOf(options.out, options.runId);
-    throw new CliError(held > 0 ? MSG.resumeRunGone(options.runId, options.queue, options.out, held) : MSG.runNotFound(options.runId, options.queue, options.env.prefix));
+    if (held > 0) throw new CliError(MSG.resumeRunGone(options.runId, options.queue, options.out, held));
+    throw await runNotFound(options.env, options.queue, options.runId);
   }
   return status.run.specCount;
 }

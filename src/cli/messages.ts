@@ -288,8 +288,10 @@ export const MSG = {
   resumeRunGone: (runId: string, queue: string, out: string, held: number) =>
     `no run "${runId}" on queue "${queue}" any more, though ${out} holds ${held} of its Results: Redis no longer has it (purged, past its retention, or lost when Redis restarted without persistence). ` +
     `To finish it, run the same \`${cliCommand()} run …\` command again with --run-id ${runId} --out ${shellWord(out)}: it runs the tasks again and writes only the Results the file lacks.`,
-  runNotFound: (runId: string, queue: string, prefix: string) =>
-    `no run "${runId}" on queue "${queue}" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliCommand()} status lists the runs)`,
+  runNotFound: (runId: string, queue: string, prefix: string, unusedQueueOthers?: readonly string[]) =>
+    `no run "${runId}" on queue "${queue}" (prefix "${prefix}"); ${unusedQueueOthers
+      ? `nothing has used queue "${queue}" under prefix "${prefix}" (${unusedQueueOthers.length > 0 ? `queues used there: ${unusedQueueOthers.join(', ')}` : 'no queue there was used yet'}); check --queue and ROLLOUT_QUEUE_PREFIX`
+      : `check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliCommand()} status lists the runs)`}`,
   runStopped: (leaseId: string, type: string, message: string) =>
     `run stopped on a caller result for lease ${leaseId}: ${type}: ${message}\nFix the caller contract (Ref, config, spec) and run again with a new --run-id; rollouts of this run that had not started were removed and get no Result.`,
   runStoppedEarlier: (why: string) => `the run was stopped before: ${why}`,

@@ -135,6 +135,11 @@ export function bullMetaKey(prefix: string, queue: string): string {
   return `${prefix}:${queue}${BULL_META_SUFFIX}`;
 }
 
+/** BullMQ's events stream of `queue` under `prefix` (BullMQ `src/classes/queue-keys.ts`): it stays once anything was added. */
+export function bullEventsKey(prefix: string, queue: string): string {
+  return `${prefix}:${queue}:events`;
+}
+
 /** SCAN pattern matching every BullMQ queue's `meta` key under `prefix`. */
 export function queueMetaPattern(prefix: string): string {
   return `${prefix}:*${BULL_META_SUFFIX}`;

@@ -1,8 +1,9 @@
 import { cliEnvironment } from '../environment.js';
-import { CliError, EXIT, type ExitCode } from '../errors.js';
+import { EXIT, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
 import { coordinatorLogger, openQueue, readStatus } from '../plane.js';
 import { requireRedis } from '../redis-preflight.js';
+import { runNotFound } from '../run-not-found.js';
 import type { CancelCommandOptions } from '../commands/cancel.js';
 
 /** `rollout-queue cancel RUN_ID`: remove the run's waiting rollouts and stop its active ones. */
@@ -12,7 +13,7 @@ export async function cancelAction(runId: string, options: CancelCommandOptions)
   const queue = await openQueue(env, options.queue, coordinatorLogger('cancel'), { writeQueueMeta: false });
   try {
     const status = await readStatus(queue, runId);
-    if (!status.run) throw new CliError(MSG.runNotFound(runId, options.queue, env.prefix));
+    if (!status.run) throw await runNotFound(env, options.queue, runId);
     if (status.run.status === 'completed' || status.run.status === 'cancelled') {
       // Nothing is left to stop: saying "cancelled" would misreport a finished run.
       process.stdout.write(`${MSG.runAlreadyEnded(runId, status.run.status)}\n`);

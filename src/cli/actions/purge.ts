@@ -4,6 +4,7 @@ import { MSG } from '../messages.js';
 import { coordinatorLogger, openQueue } from '../plane.js';
 import { RunActiveError, RunNotFoundError, UndeliveredResultsError, type RolloutQueue } from '../../producer/index.js';
 import { requireRedis } from '../redis-preflight.js';
+import { runNotFound } from '../run-not-found.js';
 import type { PurgeCommandOptions } from '../commands/purge.js';
 
 /**
@@ -23,7 +24,7 @@ export async function purgeAction(runId: string | undefined, options: PurgeComma
         const outcome = await queue.purge(runId, purgeOptions);
         process.stdout.write(`${MSG.runPurged(runId, outcome.leases, outcome.undelivered)}\n`);
       } catch (err) {
-        if (err instanceof RunNotFoundError) throw new CliError(MSG.runNotFound(runId, options.queue, env.prefix));
+        if (err instanceof RunNotFoundError) throw await runNotFound(env, options.queue, runId);
         if (!(err instanceof RunActiveError) && !(err instanceof UndeliveredResultsError)) throw err;
         throw new CliError(await refusal(queue, options.queue, err));
       }

@@ -4,11 +4,11 @@ import { queuesWithMeta } from '../../dashboard/discover-queues.js';
 import { bullMetaKey, queueKeys, RUN_FIELDS } from '../../lease/index.js';
 import { createRedisClient } from '../../platform/redis-connection.js';
 import { cliEnvironment, type CliEnvironment } from '../environment.js';
-import { CliError, EXIT, type ExitCode } from '../errors.js';
-import { MSG } from '../messages.js';
+import { EXIT, type ExitCode } from '../errors.js';
 import { coordinatorLogger, openQueue, readStatus, type StatusView } from '../plane.js';
 import { requireRedis } from '../redis-preflight.js';
 import { formatStatus, statusJson } from '../status-format.js';
+import { runNotFound } from '../run-not-found.js';
 import type { StatusCommandOptions } from '../commands/status.js';
 
 /**
@@ -21,7 +21,7 @@ export async function statusAction(runId: string | undefined, options: StatusCom
   const queue = await openQueue(env, options.queue, coordinatorLogger('status'), { writeQueueMeta: false });
   try {
     const read = await readStatus(queue, runId);
-    if (runId && !read.run) throw new CliError(MSG.runNotFound(runId, options.queue, env.prefix));
+    if (runId && !read.run) throw await runNotFound(env, options.queue, runId);
     const idle = read.workers.length === 0 && Object.values(read.counts).every((count) => count === 0);
     const { runs, containment, otherQueues } = await queueExtras(env, options.queue, read.workers.map((w) => w.name), idle);
     const run = read.run;

@@ -58,7 +58,7 @@ describe('status on an empty queue', () => {
 
   // Found while testing the demo's clean-up: `status --queue typo` wrote BullMQ's meta key of
   // "typo" (a queue the dashboard then listed) and showed an empty queue like any other.
-  it('of a queue nothing used, says so and names the used ones, and writes no key (nor do cancel, resume and purge)', async () => {
+  it('of a queue nothing used, says so and names the used ones, and writes no key; a run id on it gets the same (status, cancel, resume, purge)', async () => {
     const prefix = uniquePrefix('st');
     const probe = new Redis(redis.url);
     try {
@@ -71,10 +71,14 @@ describe('status on an empty queue', () => {
       expect(json).toMatchObject({ queueUsed: false, otherQueues: ['arith'] });
       // Fresh-user report: with the used queues named, the no-worker hint said to start a worker on the typo.
       expect(outcome.stdout).not.toContain('worker --queue arithh');
-      expect((await runCli(['cancel', 'r-1', '--queue', 'arithh'], { env })).code).toBe(1);
-      // Fresh-user report: `resume` of a misspelt queue wrote its meta key, and status then took it for a used queue.
-      expect((await runCli(['resume', 'r-1', '--queue', 'arithh', '--out', path.join(os.tmpdir(), `rq-resume-${prefix}.jsonl`)], { env })).code).toBe(1);
-      expect((await runCli(['purge', 'r-1', '--queue', 'arithh'], { env })).code).toBe(1);
+      // Fresh-user reports: `resume` of a misspelt queue wrote its meta key (status then took it for
+      // a used queue), and a run id on a misspelt queue got only "check the id, --queue …".
+      const unknownRun = `error: no run "r-1" on queue "arithh" (prefix "${prefix}"); nothing has used queue "arithh" under prefix "${prefix}" (queues used there: arith); check --queue and ROLLOUT_QUEUE_PREFIX`;
+      for (const args of [['status', 'r-1'], ['cancel', 'r-1'], ['resume', 'r-1', '--out', path.join(os.tmpdir(), `rq-resume-${prefix}.jsonl`)], ['purge', 'r-1']]) {
+        const refused = await runCli([...args, '--queue', 'arithh'], { env });
+        expect(refused.code, args[0]).toBe(1);
+        expect(refused.stderr.trim().split('\n').at(-1), args[0]).toBe(unknownRun);
+      }
       expect(await probe.keys(`${prefix}:arithh*`)).toEqual([]);
       const used = await runCli(['status', '--queue', 'arith'], { env });
       expect(used.stdout).not.toContain('nothing has used queue');
