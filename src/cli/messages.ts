@@ -107,6 +107,11 @@ export const HELP = {
   },
 } as const;
 
+/** The queues used under a prefix, for the lines about a queue nothing used. */
+function queuesUsedThere(others: readonly string[]): string {
+  return others.length > 0 ? `queues used there: ${others.join(', ')}` : 'no queue there was used yet';
+}
+
 /** Short type name of a value for error messages ("array", "null", "string"). */
 export function typeName(value: unknown): string {
   if (value === null) return 'null';
@@ -290,7 +295,7 @@ export const MSG = {
     `To finish it, run the same \`${cliCommand()} run …\` command again with --run-id ${runId} --out ${shellWord(out)}: it runs the tasks again and writes only the Results the file lacks.`,
   runNotFound: (runId: string, queue: string, prefix: string, unusedQueueOthers?: readonly string[]) =>
     `no run "${runId}" on queue "${queue}" (prefix "${prefix}"); ${unusedQueueOthers
-      ? `nothing has used queue "${queue}" under prefix "${prefix}" (${unusedQueueOthers.length > 0 ? `queues used there: ${unusedQueueOthers.join(', ')}` : 'no queue there was used yet'}); check --queue and ROLLOUT_QUEUE_PREFIX`
+      ? `nothing has used queue "${queue}" under prefix "${prefix}" (${queuesUsedThere(unusedQueueOthers)}); check --queue and ROLLOUT_QUEUE_PREFIX`
       : `check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliCommand()} status lists the runs)`}`,
   runStopped: (leaseId: string, type: string, message: string) =>
     `run stopped on a caller result for lease ${leaseId}: ${type}: ${message}\nFix the caller contract (Ref, config, spec) and run again with a new --run-id; rollouts of this run that had not started were removed and get no Result.`,
@@ -371,7 +376,7 @@ export const MSG = {
   // ── status / cancel ──────────────────────────────────────────────────────
   statusQueue: (queue: string, prefix: string, address: string) => `Queue "${queue}" (prefix "${prefix}") at ${address}`,
   statusQueueUnused: (queue: string, prefix: string, others: readonly string[]) =>
-    `  nothing has used queue "${queue}" under prefix "${prefix}" yet (no job, run or worker): ${others.length > 0 ? `queues used there: ${others.join(', ')}; pass --queue NAME` : 'no queue there was used yet'}`,
+    `  nothing has used queue "${queue}" under prefix "${prefix}" yet (no job, run or worker): ${queuesUsedThere(others)}${others.length > 0 ? '; pass --queue NAME' : ''}`,
   statusJobs: 'Jobs by state:',
   statusWorkers: (count: number) => `Workers connected: ${count}`,
   /** `queue`: the queue shown; the command names it unless it is the default (fresh-user report: followed as printed, a worker served `rollouts`). */

@@ -3,7 +3,7 @@ import { EXIT, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
 import { coordinatorLogger, openQueue, readStatus } from '../plane.js';
 import { requireRedis } from '../redis-preflight.js';
-import { runNotFound } from '../run-not-found.js';
+import { runNotFound } from '../queue-usage.js';
 import type { CancelCommandOptions } from '../commands/cancel.js';
 
 /** `rollout-queue cancel RUN_ID`: remove the run's waiting rollouts and stop its active ones. */

@@ -23,6 +23,12 @@ export function dashboardAuthFromEnv(env: NodeJS.ProcessEnv): DashboardAuth | un
   return { user, password };
 }
 
+/** The one-line error of a dashboard that did not start: a taken `--port`, or why it failed. */
+export function dashboardStartError(port: number, err: unknown): CliError {
+  if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') return new CliError(MSG.dashboardPortInUse(port));
+  return new CliError(MSG.dashboardFailed((err as Error).message));
+}
+
 /** `rollout-queue dashboard`: bull-board over the queues until SIGINT/SIGTERM; prints the URL. */
 export async function dashboardAction(options: DashboardCommandOptions): Promise<ExitCode> {
   const env = cliEnvironment();
@@ -41,8 +47,7 @@ export async function dashboardAction(options: DashboardCommandOptions): Promise
     });
   } catch (err) {
     if (err instanceof DashboardAuthRequiredError) throw new UsageError(MSG.dashboardNeedsLogin(options.host));
-    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(MSG.dashboardPortInUse(options.port));
-    throw new CliError(MSG.dashboardFailed((err as Error).message));
+    throw dashboardStartError(options.port, err);
   }
   process.stdout.write(`${MSG.dashboardUrl(dashboard.url)}\n${MSG.dashboardQueues(dashboard.queues, !options.writable)}\n${auth ? `${MSG.dashboardLogin(auth.token ? 'token' : 'basic')}\n` : ''}${MSG.dashboardStop}\n`);
   await untilStopSignal();

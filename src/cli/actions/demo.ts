@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { startDashboard, type Dashboard } from '../../dashboard/server.js';
+import { dashboardStartError } from './dashboard.js';
 import { loadDemoDrafts } from '../demo-inputs.js';
 import { removeDemoQueue } from '../demo-queue-removal.js';
 import { provideDemoRedis, type DemoRedis } from '../demo-redis.js';
@@ -58,8 +59,8 @@ export async function demoAction(options: DemoCommandOptions): Promise<ExitCode>
     queue = generateRunId().replace(/^run-/, 'demo-');
     // The dashboard before the workers: a taken --port is refused before anything else starts
     // (fresh-user report: two workers started, then the error came last).
-    dashboard = await startDashboard({ redisUrl: redis.url, prefix: env.prefix, queues: [queue], port: options.port }).catch((err: NodeJS.ErrnoException) => {
-      throw new CliError(err.code === 'EADDRINUSE' ? MSG.dashboardPortInUse(options.port) : MSG.dashboardFailed(err.message));
+    dashboard = await startDashboard({ redisUrl: redis.url, prefix: env.prefix, queues: [queue], port: options.port }).catch((err: unknown) => {
+      throw dashboardStartError(options.port, err);
     });
     workers = spawnDemoWorkers({
       count: options.workers,

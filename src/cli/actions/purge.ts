@@ -4,7 +4,7 @@ import { MSG } from '../messages.js';
 import { coordinatorLogger, openQueue } from '../plane.js';
 import { RunActiveError, RunNotFoundError, UndeliveredResultsError, type RolloutQueue } from '../../producer/index.js';
 import { requireRedis } from '../redis-preflight.js';
-import { runNotFound } from '../run-not-found.js';
+import { runNotFound } from '../queue-usage.js';
 import type { PurgeCommandOptions } from '../commands/purge.js';
 
 /**

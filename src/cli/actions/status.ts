@@ -1,14 +1,13 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { queuesWithMeta } from '../../dashboard/discover-queues.js';
-import { bullMetaKey, queueKeys, RUN_FIELDS } from '../../lease/index.js';
+import { queueKeys, RUN_FIELDS } from '../../lease/index.js';
 import { createRedisClient } from '../../platform/redis-connection.js';
 import { cliEnvironment, type CliEnvironment } from '../environment.js';
 import { EXIT, type ExitCode } from '../errors.js';
 import { coordinatorLogger, openQueue, readStatus, type StatusView } from '../plane.js';
 import { requireRedis } from '../redis-preflight.js';
 import { formatStatus, statusJson } from '../status-format.js';
-import { runNotFound } from '../run-not-found.js';
+import { queuesUsedInstead, runNotFound } from '../queue-usage.js';
 import type { StatusCommandOptions } from '../commands/status.js';
 
 /**
@@ -71,8 +70,8 @@ function goneHolder(holder: StatusView['coordinator']): number | undefined {
 /**
  * Run ids recorded on the queue (the `runs` set of the key layout), oldest first, and each
  * connected worker's containment level from the info key it refreshes (`keys.workerInfo`).
- * For an `idle` queue (no job, no worker) without runs or BullMQ `meta` key, nothing ever used
- * it (a misspelt --queue, most often): `otherQueues` names the queues that were used.
+ * For an `idle` queue (no job, no worker) without runs that nothing used (see
+ * `queuesUsedInstead`), `otherQueues` names the queues that were used.
  */
 async function queueExtras(env: CliEnvironment, queue: string, workers: readonly string[], idle: boolean): Promise<{ runs: string[]; containment: Map<string, string>; otherQueues?: string[] }> {
   const redis = createRedisClient(env.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
@@ -98,8 +97,8 @@ async function queueExtras(env: CliEnvironment, queue: string, workers: readonly
         // A foreign value: shown as unknown.
       }
     });
-    const unused = idle && runs.length === 0 && (await redis.exists(bullMetaKey(env.prefix, queue))) === 0;
-    return { runs, containment, ...(unused ? { otherQueues: await queuesWithMeta(redis, env.prefix) } : {}) };
+    const otherQueues = idle && runs.length === 0 ? await queuesUsedInstead(redis, env.prefix, queue) : undefined;
+    return { runs, containment, ...(otherQueues ? { otherQueues } : {}) };
   } finally {
     redis.disconnect();
   }
