@@ -273,14 +273,21 @@ async function attachTotal(q: RolloutQueue, options: ExecuteRunOptions): Promise
 function failure(error: Error, options: ExecuteRunOptions): CliError {
   // The producer's attach ends with a plain Error when specs were never enqueued (see
   // RolloutQueue.attach); only re-running `run` with the specs can finish such a run.
-  if (/never enqueued/.test(error.message)) return new CliError(MSG.resumeNeedsSpecs(options.runId, error.message));
+  if (neverEnqueued(error)) return new CliError(MSG.resumeNeedsSpecs(options.runId, error.message));
   return new CliError(MSG.runFailed(options.runId, error.message));
+}
+
+/** The producer's attach found specs of the run never enqueued (its `run` stopped while enqueuing). */
+function neverEnqueued(error: Error): boolean {
+  return /never enqueued/.test(error.message);
 }
 
 function runEnd(outcome: CollectOutcome, count: number, total: number | null): RunEnd {
   if (outcome.kind === 'stopped') return 'stopped on a caller result';
   if (outcome.kind === 'interrupted') return 'interrupted';
   if (outcome.kind === 'cancelled') return 'cancelled';
+  // Nothing failed: the run goes on once `run` enqueues the rest (fresh-user report: "550 of 3000, failed").
+  if (outcome.kind === 'failed' && neverEnqueued(outcome.error)) return 'incomplete';
   if (outcome.kind === 'failed' || outcome.kind === 'writeFailed' || outcome.kind === 'refused') return 'failed';
   return total === null || count >= total ? 'completed' : 'incomplete';
 }

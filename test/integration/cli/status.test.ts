@@ -256,6 +256,28 @@ describe('a running run whose coordinator stopped while enqueuing', () => {
   });
 });
 
+// Fresh-user report: `resume` of such a run printed "Run dbl1: 550 of 3000 result(s), failed"
+// though nothing failed and status said running.
+describe('resume of a run whose specs were not all enqueued', () => {
+  it('calls it incomplete, not failed, and names the run command that finishes it', async () => {
+    const prefix = uniquePrefix('pe');
+    const client = new Redis(redis.url);
+    try {
+      const keys = queueKeys(prefix, 'rollouts');
+      await client.hset(keys.run('part'), RUN_FIELDS.status, 'running', RUN_FIELDS.runAttemptId, 'a1', RUN_FIELDS.specCount, '10', RUN_FIELDS.enqueued, '0');
+      await client.sadd(keys.runs(), 'part');
+      const out = path.join(os.tmpdir(), `rq-part-${prefix}.jsonl`);
+      const outcome = await runCli(['resume', 'part', '--out', out], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix } });
+      expect(outcome.code, outcome.stderr).toBe(1);
+      expect(outcome.stdout).toContain('Run part: 0 of 10 result(s), incomplete');
+      expect(outcome.stdout).not.toContain('failed');
+      expect(outcome.stderr).toContain('10 of its specs were never enqueued');
+    } finally {
+      client.disconnect();
+    }
+  });
+});
+
 // Fresh-user report: for the seconds after its `run` was killed with SIGKILL (until the
 // coordinator lease lapses), status showed the run as delivered, with no hint.
 describe('a running run whose coordinator on this host was killed', () => {
