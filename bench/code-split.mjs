@@ -12,6 +12,7 @@
 //   artifact  the artifacts' own CPU;
 //   redis     Redis `INFO cpu`.
 // Usage: node bench/code-split.mjs [N=200] [REPS=3]   (npm run bench:code-split)
+// SIDES: a comma-separated subset of the sides below (e.g. `SIDES="rq-launch --serve,plain"`).
 // Redis: REDIS_URL, else a private redis-server on a free loopback port (removed afterwards).
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -23,7 +24,7 @@ import { descendantsOf, parentOf, reapedCpuMs, statCpuMs, threadsCpuMs, treeCpuM
 
 const here = fileURLToPath(import.meta.url);
 const ARTIFACT = 'console.log(42); process.on("exit", () => { const c = process.cpuUsage(); process.stderr.write(`cpu ${(c.user + c.system) / 1000}\\n`); });\n';
-const SIDES = ['rq-launch --serve', 'rq-launch', 'util-linux', 'plain'];
+const SIDES = (process.env.SIDES ?? 'rq-launch --serve,rq-launch,util-linux,plain').split(',');
 /** ROLLOUT_QUEUE_LAUNCHER of each rollout-queue side. */
 const LAUNCHER = { 'rq-launch --serve': 'auto', 'rq-launch': 'exec', 'util-linux': 'util-linux' };
 
