@@ -1,5 +1,6 @@
-import { createHash } from 'node:crypto';
-import type { RolloutDraft } from '../producer/index.js';
+import { createHash, randomUUID } from 'node:crypto';
+import { leaseIdFor } from '../lease/index.js';
+import { MAX_PRODUCER_BYTES, type RolloutDraft } from '../producer/index.js';
 import { canonicalJson, parseRolloutSpec, type RolloutSpec } from '../spec/index.js';
 import { UsageError } from './errors.js';
 import { MSG } from './messages.js';
@@ -45,6 +46,37 @@ export function checkDrafts(file: string, tasks: readonly TaskLine[], drafts: re
     const option = OPTION_OF.find(([prefix]) => field === prefix || field.startsWith(`${prefix}.`))?.[1];
     throw new UsageError(option ? MSG.optionRefusedBySpec(option, field, issue?.message ?? 'invalid') : MSG.taskRefusedBySpec(file, line, field, issue?.message ?? 'invalid'));
   });
+}
+
+/**
+ * Checks every spec against the producer's `maxSpecBytes` (`--max-spec-bytes`) before anything
+ * touches Redis, measured as the producer measures it (`prepareDraft`: the spec's JSON, UTF-8,
+ * with the run id, the lease id and a run attempt UUID it gives), so an artifact too big for a
+ * spec is a usage error (exit 2) naming `--artifact` or the task line that tips it over, not a
+ * `caller` Result per lease after the run has started (fresh-user report: a 40 MB artifact). An
+ * artifact shared by drafts is measured once.
+ * @param specs the specs {@link checkDrafts} returned, in draft order.
+ * @throws UsageError naming `--artifact` (when the smallest spec of that artifact is over) or `file:line`, the size, the limit and the fix.
+ */
+export function checkSpecBytes(file: string, tasks: readonly TaskLine[], drafts: readonly RolloutDraft[], specs: readonly RolloutSpec[], runId: string, limit: number): void {
+  const runAttemptId = randomUUID();
+  const renderedBytes = new Map<unknown, number>();
+  const sizes = specs.map((spec, i) => {
+    const draft = drafts[i];
+    const rendered = draft?.rendered;
+    let artifact = renderedBytes.get(rendered);
+    if (artifact === undefined) renderedBytes.set(rendered, (artifact = Buffer.byteLength(JSON.stringify(spec.rendered), 'utf8')));
+    const leaseId = leaseIdFor(runId, draft?.taskKey ?? i);
+    // `rendered: null` keeps the key where it was: its 4 bytes are swapped for the artifact's.
+    return Buffer.byteLength(JSON.stringify({ ...spec, runId, leaseId, runAttemptId, rendered: null }), 'utf8') - 4 + artifact;
+  });
+  const over = sizes.findIndex((bytes) => bytes > limit);
+  if (over < 0) return;
+  const bytes = sizes[over] as number;
+  const rendered = drafts[over]?.rendered;
+  const smallestOfArtifact = Math.min(...sizes.filter((_, i) => drafts[i]?.rendered === rendered));
+  const by = smallestOfArtifact > limit ? '--artifact' : `${file}:${tasks[over]?.line ?? over + 1}`;
+  throw new UsageError(MSG.specTooBig(by, bytes, limit, MAX_PRODUCER_BYTES));
 }
 
 /** A spec's fields beside its task and artifact, as they act: `sandbox.env` is a set of names (order and repeats mean nothing). */

@@ -17,7 +17,7 @@ import { runNotFound } from './queue-usage.js';
 
 /** Where a run's results come from: new drafts (also a restart of the same run id) or an attach. */
 export type RunSource =
-  | { readonly kind: 'map'; readonly drafts: readonly RolloutDraft[]; readonly maxInFlight?: number; readonly fingerprint?: string }
+  | { readonly kind: 'map'; readonly drafts: readonly RolloutDraft[]; readonly maxInFlight?: number; readonly maxSpecBytes?: number; readonly fingerprint?: string }
   | { readonly kind: 'attach' };
 
 /** Options of {@link executeRun}. */
@@ -147,6 +147,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
   // `resume` (attach) enqueues nothing: a misspelt --queue must not become a queue (fresh-user report).
   const q = await openQueue(env, queue, logger, {
     maxInFlight: source.kind === 'map' ? source.maxInFlight : undefined,
+    maxSpecBytes: source.kind === 'map' ? source.maxSpecBytes : undefined,
     retainMs: options.retainMs,
     costCeilingUsd: options.costCeilingUsd,
     writeQueueMeta: source.kind === 'map',

@@ -1,4 +1,4 @@
-import { COORDINATOR_LEASE_MS, LEASE_LOST_WAIT_MS } from '../producer/index.js';
+import { COORDINATOR_LEASE_MS, DEFAULT_MAX_SPEC_BYTES, LEASE_LOST_WAIT_MS, MAX_PRODUCER_BYTES } from '../producer/index.js';
 import { DEFAULT_MEMORY_MB, MIN_MEMORY_MB } from '../spec/index.js';
 import { cliCommand, shellWord } from './cli-command.js';
 
@@ -50,6 +50,7 @@ export const HELP = {
     runId: 'run id; the same id again re-attaches to that run (default: generated)',
     out: 'results file, JSONL (default results-<runId>.jsonl)',
     maxInFlight: "at most this many of the run's rollouts waiting or active at once (default 500)",
+    maxSpecBytes: `largest spec (artifact, task and options as JSON) a rollout may have, bytes; a run with a bigger one is refused before anything is enqueued (1024–${MAX_PRODUCER_BYTES}, default ${DEFAULT_MAX_SPEC_BYTES})`,
     env: 'names of environment variables the worker passes to the rollout (names only, never values)',
     runMs: "the rollout's own time limit for run and reward together, ms; past it: a model result, RunTimeout or RewardTimeout (default 600000)",
     rewardMs: "the reward's own limit, ms, inside what is left of --run-ms; past it: a model result, RewardTimeout (default 60000)",
@@ -146,6 +147,7 @@ function summaryRow(label: string, value: string): string {
 export const MSG = {
   // ── options ──────────────────────────────────────────────────────────────
   notAnInteger: (value: string, min: number) => `must be a whole number >= ${min}, got "${value}"`,
+  notAnIntegerIn: (value: string, min: number, max: number) => `must be a whole number from ${min} to ${max}, got "${value}"`,
   notAPort: (flag: string, value: string, example: number) =>
     `${flag} must be a port number from 0 to 65535 (0 picks a free one), got "${value}"; e.g. ${flag} ${example}`,
   notUsd: (value: string) => `must be a positive amount of US dollars like 2.50, got "${value}"`,
@@ -236,6 +238,11 @@ export const MSG = {
   artifactSymlink: (link: string) =>
     `--artifact: ${link} is a symbolic link; links are not sent with an artifact. Replace it with a copy of its target, or remove it`,
   artifactEmpty: (dir: string) => `--artifact ${dir} is a directory without files (node_modules and .git are skipped)`,
+  /** A spec over `--max-spec-bytes`: `by` is what makes it big (the artifact, or a task line as `file:line`). */
+  specTooBig: (by: string, bytes: number, limit: number, max: number) =>
+    `${by}: each rollout's spec (the artifact, the task and the options, as JSON) would be ${bytes} bytes, over --max-spec-bytes ${limit}${limit === DEFAULT_MAX_SPEC_BYTES ? ' (the default)' : ''}; ${
+      bytes <= max ? `pass --max-spec-bytes ${bytes} or more (at most ${max}), ` : `the most --max-spec-bytes allows is ${max}, so `
+    }or keep large data out of the artifact (put it where the worker can read it and pass its path or key). Nothing was enqueued.`,
   exampleMissing: (file: string) => `${file} is missing; the demo runs from a clone of rollout-queue (examples/ is not in the npm package)`,
   exampleInvalid: (file: string, why: string) => `${file}: ${why}`,
 

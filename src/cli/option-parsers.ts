@@ -8,12 +8,26 @@ import { InvalidArgumentError } from 'commander';
 import { EnvNameSchema, MAX_ID_LENGTH, RunIdSchema } from '../spec/index.js';
 import { MSG } from './messages.js';
 
+/** `value` as a whole number (digits only, spaces around allowed), else NaN. */
+function wholeNumber(value: string): number {
+  const trimmed = value.trim();
+  return /^\d+$/.test(trimmed) ? Number(trimmed) : Number.NaN;
+}
+
 /** A whole number >= `min` (default 1), as commander's argParser. */
 export function integerAtLeast(min: number): (value: string) => number {
   return (value) => {
-    const trimmed = value.trim();
-    const parsed = /^\d+$/.test(trimmed) ? Number(trimmed) : Number.NaN;
+    const parsed = wholeNumber(value);
     if (!Number.isSafeInteger(parsed) || parsed < min) throw new InvalidArgumentError(MSG.notAnInteger(value, min));
+    return parsed;
+  };
+}
+
+/** A whole number from `min` to `max`, as commander's argParser. */
+export function integerBetween(min: number, max: number): (value: string) => number {
+  return (value) => {
+    const parsed = wholeNumber(value);
+    if (!Number.isSafeInteger(parsed) || parsed < min || parsed > max) throw new InvalidArgumentError(MSG.notAnIntegerIn(value, min, max));
     return parsed;
   };
 }
@@ -24,8 +38,7 @@ export const positiveInteger = integerAtLeast(1);
 /** A port, 0–65535 (0: pick a free one), as the argParser of `flag` (named with an example in errors). */
 export function portOf(flag: string, example: number): (value: string) => number {
   return (value) => {
-    const trimmed = value.trim();
-    const parsed = /^\d+$/.test(trimmed) ? Number(trimmed) : Number.NaN;
+    const parsed = wholeNumber(value);
     if (!Number.isSafeInteger(parsed) || parsed > 65_535) throw new InvalidArgumentError(MSG.notAPort(flag, value, example));
     return parsed;
   };

@@ -74,6 +74,7 @@ export async function checkMetricsPort(address: { readonly port: number; readonl
 /**
  * Opens the coordinator side of one queue.
  * @param options.maxInFlight undefined: the producer's default.
+ * @param options.maxSpecBytes producer option maxSpecBytes, bytes; undefined: the producer's default.
  * @param options.retainMs retention of a delivered run, ms; undefined: the producer's default.
  * @param options.costCeilingUsd producer option costCeilingUsd, USD; undefined: none.
  * @param options.writeQueueMeta producer option writeQueueMeta: false for commands that only read or end runs.
@@ -82,13 +83,14 @@ export async function openQueue(
   env: CliEnvironment,
   queue: string,
   logger: Logger,
-  options: { maxInFlight?: number | undefined; retainMs?: number | undefined; costCeilingUsd?: number | undefined; writeQueueMeta?: boolean } = {},
+  options: { maxInFlight?: number | undefined; maxSpecBytes?: number | undefined; retainMs?: number | undefined; costCeilingUsd?: number | undefined; writeQueueMeta?: boolean } = {},
 ): Promise<RolloutQueue> {
   return RolloutQueue.create({
     redisUrl: env.redisUrl,
     queue,
     prefix: env.prefix,
     ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}),
+    ...(options.maxSpecBytes !== undefined ? { maxSpecBytes: options.maxSpecBytes } : {}),
     ...(options.retainMs !== undefined ? { retainMs: options.retainMs } : {}),
     ...(options.costCeilingUsd !== undefined ? { costCeilingUsd: options.costCeilingUsd } : {}),
     ...(options.writeQueueMeta !== undefined ? { writeQueueMeta: options.writeQueueMeta } : {}),

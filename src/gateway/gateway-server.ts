@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import { queueKeys } from '../lease/index.js';
 import { childLogger, createLogger } from '../platform/logger.js';
-import { connectProducerRedis, DEFAULT_MAX_TASK_BYTES, queueDispatch, RolloutQueue } from '../producer/index.js';
+import { connectProducerRedis, DEFAULT_MAX_TASK_BYTES, MAX_PRODUCER_BYTES, queueDispatch, RolloutQueue } from '../producer/index.js';
 import { handleDispatch } from './dispatch-route.js';
 import { compileGatewayOptions, type GatewayOptions } from './gateway-options.js';
 import { BodyTooLargeError, hasBearer, readBody, sendError } from './http-io.js';
@@ -23,9 +23,6 @@ export interface Gateway {
    */
   close(): Promise<void>;
 }
-
-/** The producer's upper bound of `maxTaskBytes` and `maxSpecBytes` (512 MiB). */
-const MAX_PRODUCER_BYTES = 512 * 1024 * 1024;
 
 /** How long close() waits for in-flight requests to be answered, ms. */
 const CLOSE_WAIT_MS = 5000;

@@ -7,7 +7,7 @@ export type { CoordinatorOptions, MapRolloutsOptions, QueueStatus, RolloutQueueS
 export { ResultDeliveredError, RunStoppedError } from './run-stopped-error.js';
 export { RunBusyError, CoordinatorLeaseLostError, COORDINATOR_LEASE_MS, LEASE_LOST_WAIT_MS } from './coordinator-lease.js';
 export { AbortError } from './abort-error.js';
-export { ProducerOptionsSchema, compileProducerOptions, DEFAULT_MAX_TASK_BYTES } from './producer-options.js';
+export { ProducerOptionsSchema, compileProducerOptions, DEFAULT_MAX_SPEC_BYTES, DEFAULT_MAX_TASK_BYTES, MAX_PRODUCER_BYTES } from './producer-options.js';
 export type { CompiledProducerOptions, ProducerOptions } from './producer-options.js';
 export { DuplicateLeaseError, refuseRepeatedLeases, type RolloutDraft } from './rollout-draft.js';
 export type { CancelOutcome } from './cancel-run.js';

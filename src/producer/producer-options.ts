@@ -7,6 +7,10 @@ import { DEFAULT_RETAIN_MS } from './run-retention.js';
 
 /** 1 MiB in bytes: the default {@link ProducerOptions.maxSpecBytes}. */
 export const ONE_MIB = 1024 * 1024;
+/** The default {@link ProducerOptions.maxSpecBytes}, bytes. */
+export const DEFAULT_MAX_SPEC_BYTES = ONE_MIB;
+/** The upper bound of {@link ProducerOptions.maxSpecBytes} and `maxTaskBytes`, bytes (512 MiB, Redis' default `proto-max-bulk-len`). */
+export const MAX_PRODUCER_BYTES = 512 * ONE_MIB;
 /** 256 KiB in bytes: the default {@link ProducerOptions.maxTaskBytes}. */
 export const DEFAULT_MAX_TASK_BYTES = 256 * 1024;
 
@@ -74,12 +78,12 @@ export const ProducerOptionsSchema = z
      * Largest serialized (JSON, UTF-8) spec accepted, in bytes. A bigger draft is refused as a
      * `caller` Result (type `InvalidSpec`) and never enqueued. Default 1 MiB, bounds 1 KiB–512 MiB.
      */
-    maxSpecBytes: z.number().int().min(1024).max(512 * ONE_MIB).default(ONE_MIB),
+    maxSpecBytes: z.number().int().min(1024).max(MAX_PRODUCER_BYTES).default(DEFAULT_MAX_SPEC_BYTES),
     /**
      * Largest serialized (JSON, UTF-8) `task` accepted, in bytes; checked before the whole
      * spec. A bigger one is refused like an oversized spec. Default 256 KiB, bounds 1 KiB–512 MiB.
      */
-    maxTaskBytes: z.number().int().min(1024).max(512 * ONE_MIB).default(DEFAULT_MAX_TASK_BYTES),
+    maxTaskBytes: z.number().int().min(1024).max(MAX_PRODUCER_BYTES).default(DEFAULT_MAX_TASK_BYTES),
     /**
      * How long `create` waits for the first connection to Redis, in ms, before it throws.
      * After that first connection the producer reconnects forever (see `RolloutQueue.create`).

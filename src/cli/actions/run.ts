@@ -1,6 +1,6 @@
 import { loadArtifact } from '../artifact.js';
 import { buildDrafts, buildRef, checkBuiltinRewardConfig, checkBuiltinRun, parseConfigOption, withDefaultEntrypoint } from '../build-drafts.js';
-import { checkDrafts, specsFingerprint } from '../check-drafts.js';
+import { checkDrafts, checkSpecBytes, specsFingerprint } from '../check-drafts.js';
 import { checkBuiltinRewardGold } from '../check-gold.js';
 import { cliEnvironment } from '../environment.js';
 import type { ExitCode } from '../errors.js';
@@ -8,6 +8,7 @@ import { executeInterruptibleRun, metricsOf } from '../execute-interruptible-run
 import { generateRunId } from '../run-id.js';
 import { readTasksFile } from '../tasks-file.js';
 import { DEFAULT_MEMORY_MB } from '../../spec/index.js';
+import { DEFAULT_MAX_SPEC_BYTES } from '../../producer/index.js';
 import { refuseEvictingRedis } from '../redis-preflight.js';
 import type { RunCommandOptions } from '../commands/run.js';
 
@@ -37,9 +38,11 @@ export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
     ...(options.fingerprint !== undefined ? { fingerprint: options.fingerprint } : {}),
     ...(options.class !== undefined ? { class: options.class } : {}),
   });
-  const fingerprint = specsFingerprint(drafts, checkDrafts(options.tasks, tasks, drafts));
-  await refuseEvictingRedis(env, options.allowEviction === true);
+  const specs = checkDrafts(options.tasks, tasks, drafts);
   const runId = options.runId ?? generateRunId();
+  checkSpecBytes(options.tasks, tasks, drafts, specs, runId, options.maxSpecBytes ?? DEFAULT_MAX_SPEC_BYTES);
+  const fingerprint = specsFingerprint(drafts, specs);
+  await refuseEvictingRedis(env, options.allowEviction === true);
   return executeInterruptibleRun({
     env,
     queue: options.queue,
@@ -49,6 +52,12 @@ export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
     ...(options.retain !== undefined ? { retainMs: options.retain } : {}),
     ...metricsOf(options),
     ...(options.costCeilingUsd !== undefined ? { costCeilingUsd: options.costCeilingUsd } : {}),
-    source: { kind: 'map', drafts, fingerprint, ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}) },
+    source: {
+      kind: 'map',
+      drafts,
+      fingerprint,
+      ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}),
+      ...(options.maxSpecBytes !== undefined ? { maxSpecBytes: options.maxSpecBytes } : {}),
+    },
   });
 }

@@ -2,7 +2,8 @@ import { Command, Option } from '@commander-js/extra-typings';
 import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
 import { MIN_MEMORY_MB } from '../../spec/index.js';
-import { durationMs, envNameList, hostOf, integerAtLeast, labelPair, portOf, positiveInteger, positiveUsd, runIdOf } from '../option-parsers.js';
+import { durationMs, envNameList, hostOf, integerAtLeast, integerBetween, labelPair, portOf, positiveInteger, positiveUsd, runIdOf } from '../option-parsers.js';
+import { MAX_PRODUCER_BYTES } from '../../producer/index.js';
 
 /**
  * `rollout-queue run`: one rollout per task line, results to `--out`, a summary. Running it
@@ -23,6 +24,7 @@ export function runCommand() {
     .option('--out <file>', HELP.run.out)
     .addOption(queueOption())
     .addOption(new Option('--max-in-flight <n>', HELP.run.maxInFlight).argParser(positiveInteger))
+    .addOption(new Option('--max-spec-bytes <bytes>', HELP.run.maxSpecBytes).argParser(integerBetween(1024, MAX_PRODUCER_BYTES)))
     .addOption(new Option('--env <name...>', HELP.run.env).argParser(envNameList))
     .addOption(new Option('--run-ms <ms>', HELP.run.runMs).argParser(positiveInteger))
     .addOption(new Option('--reward-ms <ms>', HELP.run.rewardMs).argParser(positiveInteger))

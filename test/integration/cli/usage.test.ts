@@ -13,6 +13,7 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'rq-cli-usage-'));
 const tasks = path.join(dir, 'tasks.jsonl');
 const artifact = path.join(dir, 'solve.js');
 const artifactDir = path.join(dir, 'dart');
+const bigArtifact = path.join(dir, 'big.txt');
 const badPlacementValue = path.join(dir, 'bad-placement-value.jsonl');
 const badPlacementType = path.join(dir, 'bad-placement-type.jsonl');
 let redis: TestRedis;
@@ -21,6 +22,7 @@ beforeAll(async () => {
   redis = await startRedis();
   await writeFile(tasks, '{"id":"a","answer":1}\n\n{"id":"b","answer":2}\n');
   await writeFile(artifact, 'console.log(1)\n');
+  await writeFile(bigArtifact, 'a'.repeat(1_100_000));
   await writeFile(badPlacementValue, '{"id":"a","answer":1}\n{"id":"b","answer":2,"placement":{"region":5}}\n');
   await writeFile(badPlacementType, '{"id":"a","answer":1}\n{"id":"b","answer":2,"placement":"eu"}\n');
   mkdirSync(artifactDir);
@@ -87,6 +89,7 @@ describe('usage errors exit 2 naming the option', () => {
     ['a Node builtin as --run', runArgs({ '--run': 'node:child_process:exec' }), '--run: module "node:child_process" is a Node builtin; builtins are never imported by a Ref, whatever the allowlist'],
     ['a file path as --reward', runArgs({ '--reward': './my-reward.js:score' }), '--reward: module "./my-reward.js" is a file path'],
     ['a misspelt built-in run export', runArgs({ '--run': 'rollout-queue/runners:codeRunnr' }), '--run rollout-queue/runners:codeRunnr: the module has no such export; it exports codeRunner'],
+    ['a --max-spec-bytes under its bound', runArgs({ '--max-spec-bytes': '1000' }), "option '--max-spec-bytes <bytes>' argument '1000' is invalid. must be a whole number from 1024 to 536870912"],
     ['a misspelt built-in reward export', runArgs({ '--reward': 'rollout-queue/rewards:lastNumbr' }), '--reward rollout-queue/rewards:lastNumbr: the module has no such export; it exports answerText, contains, exactMatch, lastNumber, regex'],
   ])('%s', async (_label, args, named) => {
     const outcome = await runCli(args, { env: { REDIS_URL: redis.url } });
@@ -105,6 +108,22 @@ describe('usage errors exit 2 naming the option', () => {
     expect(outcome.code).toBe(0);
     expect(outcome.stdout).toContain('--max-in-flight');
   });
+});
+
+// Fresh-user report: a 40 MB artifact was enqueued and the run stopped on its first caller Result
+// (exit 3), saying "raise maxSpecBytes", an option `run` did not have.
+it('an artifact over --max-spec-bytes exits 2 naming --artifact and the size that fits, and nothing is enqueued', async () => {
+  const prefix = uniquePrefix('usage');
+  const outcome = await runCli(runArgs({ '--artifact': bigArtifact, '--run': 'rq-fixtures/failures:echo', '--run-id': 'usage-big' }), { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix } });
+  expect(outcome.code, outcome.stderr).toBe(2);
+  expect(outcome.stderr).toMatch(/^error: --artifact: each rollout's spec \(the artifact, the task and the options, as JSON\) would be 110\d{4} bytes, over --max-spec-bytes 1048576 \(the default\); pass --max-spec-bytes 110\d{4} or more/);
+  expect(outcome.stdout).toBe('');
+  const client = new Redis(redis.url);
+  try {
+    expect(await client.keys(`${prefix}:*`)).toEqual([]);
+  } finally {
+    client.disconnect();
+  }
 });
 
 describe('a bad tasks file exits 2 naming file:line, and nothing is enqueued', () => {
