@@ -16,9 +16,23 @@ import { HELP, MSG } from './messages.js';
 /** Commands that create a worker or a producer, so have spans to export (`OTEL_EXPORTER_OTLP_ENDPOINT`). */
 const TRACED_COMMANDS: ReadonlySet<string> = new Set(['worker', 'run', 'resume', 'gateway']);
 
-/** Applies the settings every (sub)command needs: throw instead of exit, help after errors. */
+/**
+ * Applies the settings every (sub)command needs: throw instead of exit, help after errors, and
+ * required options checked after unknown ones. Commander checks required options first, so
+ * `run --taks FILE` said only "required option '--tasks <file>' not specified", never that
+ * `--taks` is unknown nor "Did you mean --tasks?" (fresh-user report); its `preAction` hooks
+ * run once unknown options have been refused.
+ */
 function configure(command: CommandUnknownOpts): CommandUnknownOpts {
   command.exitOverride().showHelpAfterError('(add --help for usage)').allowExcessArguments(false);
+  const required = command.options.filter((option) => option.mandatory);
+  for (const option of required) option.makeOptionMandatory(false);
+  if (required.length > 0) {
+    command.hook('preAction', (_command, action) => {
+      const missing = required.find((option) => action.getOptionValue(option.attributeName()) === undefined);
+      if (missing) action.error(`error: required option '${missing.flags}' not specified`, { code: 'commander.missingMandatoryOptionValue' });
+    });
+  }
   for (const sub of command.commands) configure(sub);
   return command;
 }

@@ -58,7 +58,9 @@ describe('usage errors exit 2 naming the option', () => {
     ['an unknown command', ['bogus'], 'bogus'],
     ['a bad queue name', ['status', '--queue', 'a:b'], '--queue'],
     ['a run id with a dot', ['status', 'run.1'], 'runId'],
-    ['a missing --tasks', runArgs({ '--tasks': undefined }), '--tasks'],
+    ['a missing --tasks', runArgs({ '--tasks': undefined }), "error: required option '--tasks <file>' not specified"],
+    // Fresh-user report: commander named the missing --tasks, never the misspelt --taks beside it.
+    ['a misspelt required option', [...runArgs({ '--tasks': undefined }), '--taks', tasks], "error: unknown option '--taks'\n(Did you mean --tasks?)"],
     ['a --run without module:export', runArgs({ '--run': 'codeRunner' }), 'module:export'],
     ['a --run-config that is not JSON', runArgs({ '--run-config': '{oops' }), '--run-config'],
     ['a --reward-config that is an array', runArgs({ '--reward-config': '[1]' }), '--reward-config'],
