@@ -23,16 +23,36 @@ export async function queuesUsedInstead(redis: Redis, prefix: string, queue: str
  * named the used queues). A failed look adds nothing.
  */
 export async function runNotFound(env: CliEnvironment, queue: string, runId: string): Promise<CliError> {
+  // A failed look: the run is unknown either way.
+  const others = await lookOnce(env, (redis) => queuesUsedInstead(redis, env.prefix, queue, [queueKeys(env.prefix, queue).run(runId)])).catch(() => undefined);
+  return new CliError(MSG.runNotFound(runId, queue, env.prefix, others));
+}
+
+/**
+ * The queues of `queues` nothing has used under the prefix (see {@link queuesUsedInstead}), each
+ * with the queues used there, for the dashboard's warning (fresh-user report: `dashboard --queue
+ * <typo>` showed an empty queue without a word).
+ * @throws the Redis error of the look.
+ */
+export async function unusedQueues(env: CliEnvironment, queues: readonly string[]): Promise<Array<{ queue: string; others: string[] }>> {
+  return lookOnce(env, async (redis) => {
+    const unused: Array<{ queue: string; others: string[] }> = [];
+    for (const queue of queues) {
+      const others = await queuesUsedInstead(redis, env.prefix, queue);
+      if (others) unused.push({ queue, others });
+    }
+    return unused;
+  });
+}
+
+/** Runs `look` on a connection of its own (one try per command), closed afterwards. */
+async function lookOnce<T>(env: CliEnvironment, look: (redis: Redis) => Promise<T>): Promise<T> {
   const redis = createRedisClient(env.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
   redis.on('error', () => {});
-  let others: string[] | undefined;
   try {
     await redis.connect();
-    others = await queuesUsedInstead(redis, env.prefix, queue, [queueKeys(env.prefix, queue).run(runId)]);
-  } catch {
-    // The run is unknown either way.
+    return await look(redis);
   } finally {
     redis.disconnect();
   }
-  return new CliError(MSG.runNotFound(runId, queue, env.prefix, others));
 }

@@ -3,6 +3,7 @@ import { DashboardAuthRequiredError, startDashboard } from '../../dashboard/serv
 import { cliEnvironment } from '../environment.js';
 import { CliError, EXIT, UsageError, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
+import { unusedQueues } from '../queue-usage.js';
 import { requireRedis } from '../redis-preflight.js';
 import { untilStopSignal } from '../signals.js';
 import type { DashboardCommandOptions } from '../commands/dashboard.js';
@@ -34,6 +35,8 @@ export async function dashboardAction(options: DashboardCommandOptions): Promise
   const env = cliEnvironment();
   const auth = dashboardAuthFromEnv(process.env);
   await requireRedis(env);
+  // A look that fails only loses the warning: the dashboard's own connection reports Redis trouble.
+  const unused = options.queue ? await unusedQueues(env, options.queue).catch(() => []) : [];
   let dashboard;
   try {
     dashboard = await startDashboard({
@@ -50,6 +53,7 @@ export async function dashboardAction(options: DashboardCommandOptions): Promise
     throw dashboardStartError(options.port, err);
   }
   process.stdout.write(`${MSG.dashboardUrl(dashboard.url)}\n${MSG.dashboardQueues(dashboard.queues, !options.writable)}\n${auth ? `${MSG.dashboardLogin(auth.token ? 'token' : 'basic')}\n` : ''}${MSG.dashboardStop}\n`);
+  for (const { queue, others } of unused) process.stderr.write(`${MSG.dashboardQueueUnused(queue, env.prefix, others)}\n`);
   await untilStopSignal();
   await dashboard.close();
   return EXIT.ok;

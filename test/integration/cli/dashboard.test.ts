@@ -173,6 +173,20 @@ describe('rollout-queue dashboard', () => {
     }
   });
 
+  // Fresh-user report: `dashboard --queue <typo>` showed an empty queue without a word.
+  it('--queue naming a queue nothing used: it starts, and warns naming the queues used under the prefix', async () => {
+    const { cli } = await startDashboardCli(['--queue', 'rollouts', '--queue', 'rolouts']);
+    try {
+      await waitFor(() => cli.stderr().includes('warning:'), 10_000, 'the warning');
+      expect(cli.stderr().trim()).toBe(
+        `warning: nothing has used queue "rolouts" under prefix "${prefix}" yet (queues used there: mixed, rollouts, side-queue); it shows empty until a run or worker uses it: check --queue and ROLLOUT_QUEUE_PREFIX`,
+      );
+      expect(cli.stdout()).toContain('showing queue(s) rollouts, rolouts (read-only');
+    } finally {
+      await stop(cli);
+    }
+  });
+
   it('--port already taken: one line naming it and the fix, exit 1', async () => {
     const taken = createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
