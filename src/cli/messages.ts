@@ -360,8 +360,9 @@ export const MSG = {
     `"${value}" is not a duration: write a whole number with a unit, ms, s, m, h or d (e.g. 500ms, 90s, 30m, 12h, 3d)`,
   noWorkerStill: (queue: string, prefix: string, seconds: number) =>
     `still no worker serving queue "${queue}" (prefix "${prefix}") after ${seconds} s; leases no worker starts within timeouts.scheduleToStartMs (default 5 min) end as infrastructure / NoWorker. Start one with: ${cliCommand()} worker --queue ${queue}`,
+  /** `workers`: the workers listening on the queue's cancel channel, whether or not they run one of its rollouts. */
   runCancelled: (runId: string, removed: number, workers: number) =>
-    `cancelled run ${runId}: ${removed} waiting rollout(s) removed, ${workers} worker(s) told to stop its active ones`,
+    `cancelled run ${runId}: ${removed} waiting rollout(s) removed; the ${workers} worker(s) serving the queue were told to stop any of its rollouts they are running`,
   progressLine: (done: number, total: number | null) =>
     total ? `progress: ${done}/${total} results (${Math.floor((done / total) * 100)}%)` : `progress: ${done} results`,
 

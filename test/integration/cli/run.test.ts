@@ -2,7 +2,9 @@ import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { queueKeys } from '../../../src/lease/index.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { cliHint, runCli, startCli, uniquePrefix, waitFor, type CliProcess } from './cli-process.js';
 import { readResults, resultProblems } from './results-file.js';
@@ -134,9 +136,18 @@ describe('rollout-queue run', () => {
     const out = path.join(dir, 'cancel.jsonl');
     const coordinator = startCli(runArgs(['--run-id', 'cancelme', '--out', out, '--max-in-flight', '2']), { env, cwd: dir });
     await waitFor(() => lineCount(out) >= 4, 60_000, 'a few results');
+    // The count is of the workers subscribed to the queue's cancel channel: wait for both.
+    const redisClient = new Redis(redis.url);
+    try {
+      const channel = queueKeys(env.ROLLOUT_QUEUE_PREFIX as string, queue).cancelChannel();
+      await waitFor(async () => ((await redisClient.pubsub('NUMSUB', channel)) as [string, number])[1] === 2, 60_000, 'both workers listening for cancels');
+    } finally {
+      redisClient.disconnect();
+    }
     const cancel = await runCli(['cancel', 'cancelme', '--queue', queue], { env });
     expect(cancel.code, cancel.stderr).toBe(0);
-    expect(cancel.stdout).toContain('cancelled run cancelme');
+    // Fresh-user report: "N worker(s) told to stop its active ones" counted every worker of the queue, busy with the run or not.
+    expect(cancel.stdout).toMatch(/^cancelled run cancelme: \d+ waiting rollout\(s\) removed; the 2 worker\(s\) serving the queue were told to stop any of its rollouts they are running\n/);
     const end = await coordinator.done;
     expect(end.code, end.stderr).toBe(1);
     expect(end.stderr).toMatch(/cancel/i);
