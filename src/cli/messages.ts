@@ -1,6 +1,7 @@
 import { COORDINATOR_LEASE_MS, DEFAULT_MAX_SPEC_BYTES, LEASE_LOST_WAIT_MS, MAX_PRODUCER_BYTES } from '../producer/index.js';
 import { DEFAULT_MEMORY_MB, MIN_MEMORY_MB } from '../spec/index.js';
 import { cliCommand, shellWord } from './cli-command.js';
+import type { QueuesUsed } from './queues-used.js';
 
 /**
  * Every user-facing text of the `rollout-queue` command in one place (the habit of
@@ -108,9 +109,16 @@ export const HELP = {
   },
 } as const;
 
-/** The queues used under a prefix, for the lines about a queue nothing used. */
-function queuesUsedThere(others: readonly string[]): string {
-  return others.length > 0 ? `queues used there: ${others.join(', ')}` : 'no queue there was used yet';
+/** Prefixes named at most in {@link queuesUsedThere}. */
+const MAX_PREFIXES_NAMED = 5;
+
+/** Where queues were used, for the lines about a queue nothing used: under its prefix, else under others. */
+function queuesUsedThere(used: QueuesUsed): string {
+  if (used.queues.length > 0) return `queues used there: ${used.queues.join(', ')}`;
+  if (used.elsewhere.size === 0) return 'no queue there was used yet';
+  const named = [...used.elsewhere].slice(0, MAX_PREFIXES_NAMED).map(([prefix, queues]) => `"${prefix}" (${queues.join(', ')})`);
+  const more = used.elsewhere.size > MAX_PREFIXES_NAMED ? `, and ${used.elsewhere.size - MAX_PREFIXES_NAMED} more` : '';
+  return `no queue there was used yet; prefixes used in this Redis: ${named.join(', ')}${more}; set ROLLOUT_QUEUE_PREFIX to one of them`;
 }
 
 /** Short type name of a value for error messages ("array", "null", "string"). */
@@ -300,9 +308,9 @@ export const MSG = {
   resumeRunGone: (runId: string, queue: string, out: string, held: number) =>
     `no run "${runId}" on queue "${queue}" any more, though ${out} holds ${held} of its Results: Redis no longer has it (purged, past its retention, or lost when Redis restarted without persistence). ` +
     `To finish it, run the same \`${cliCommand()} run …\` command again with --run-id ${runId} --out ${shellWord(out)}: it runs the tasks again and writes only the Results the file lacks.`,
-  runNotFound: (runId: string, queue: string, prefix: string, unusedQueueOthers?: readonly string[]) =>
-    `no run "${runId}" on queue "${queue}" (prefix "${prefix}"); ${unusedQueueOthers
-      ? `nothing has used queue "${queue}" under prefix "${prefix}" (${queuesUsedThere(unusedQueueOthers)}); check --queue and ROLLOUT_QUEUE_PREFIX`
+  runNotFound: (runId: string, queue: string, prefix: string, unused?: QueuesUsed) =>
+    `no run "${runId}" on queue "${queue}" (prefix "${prefix}"); ${unused
+      ? `nothing has used queue "${queue}" under prefix "${prefix}" (${queuesUsedThere(unused)}); check --queue and ROLLOUT_QUEUE_PREFIX`
       : `check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliCommand()} status lists the runs)`}`,
   runStopped: (leaseId: string, type: string, message: string) =>
     `run stopped on a caller result for lease ${leaseId}: ${type}: ${message}\nFix the caller contract (Ref, config, spec) and run again with a new --run-id; rollouts of this run that had not started were removed and get no Result.`,
@@ -383,8 +391,8 @@ export const MSG = {
 
   // ── status / cancel ──────────────────────────────────────────────────────
   statusQueue: (queue: string, prefix: string, address: string) => `Queue "${queue}" (prefix "${prefix}") at ${address}`,
-  statusQueueUnused: (queue: string, prefix: string, others: readonly string[]) =>
-    `  nothing has used queue "${queue}" under prefix "${prefix}" yet (no job, run or worker): ${queuesUsedThere(others)}${others.length > 0 ? '; pass --queue NAME' : ''}`,
+  statusQueueUnused: (queue: string, prefix: string, used: QueuesUsed) =>
+    `  nothing has used queue "${queue}" under prefix "${prefix}" yet (no job, run or worker): ${queuesUsedThere(used)}${used.queues.length > 0 ? '; pass --queue NAME' : ''}`,
   statusJobs: 'Jobs by state:',
   statusWorkers: (count: number) => `Workers connected: ${count}`,
   /** `queue`: the queue shown; the command names it unless it is the default (fresh-user report: followed as printed, a worker served `rollouts`). */
@@ -457,8 +465,8 @@ export const MSG = {
   dashboardQueues: (queues: readonly string[], readOnly: boolean) =>
     `showing queue(s) ${queues.join(', ')}${readOnly ? ' (read-only; --writable enables retry/remove/clean)' : ' (WRITABLE)'}`,
   dashboardStop: 'press Ctrl-C to stop',
-  dashboardQueueUnused: (queue: string, prefix: string, others: readonly string[]) =>
-    `warning: nothing has used queue "${queue}" under prefix "${prefix}" yet (${queuesUsedThere(others)}); it shows empty until a run or worker uses it: check --queue and ROLLOUT_QUEUE_PREFIX`,
+  dashboardQueueUnused: (queue: string, prefix: string, used: QueuesUsed) =>
+    `warning: nothing has used queue "${queue}" under prefix "${prefix}" yet (${queuesUsedThere(used)}); it shows empty until a run or worker uses it: check --queue and ROLLOUT_QUEUE_PREFIX`,
   dashboardLogin: (how: 'token' | 'basic') =>
     how === 'token' ? 'login required: Authorization: Bearer <ROLLOUT_QUEUE_DASHBOARD_TOKEN> (a browser: any user name, the token as password)' : 'login required: basic auth with ROLLOUT_QUEUE_DASHBOARD_USER / ROLLOUT_QUEUE_DASHBOARD_PASSWORD',
   dashboardNeedsLogin: (host: string) =>

@@ -1,19 +1,22 @@
 import type { Redis } from 'ioredis';
-import { queuesWithMeta } from '../dashboard/discover-queues.js';
+import { queuesByPrefix, queuesWithMeta } from '../dashboard/discover-queues.js';
 import { bullEventsKey, bullMetaKey, queueKeys } from '../lease/index.js';
 import { createRedisClient } from '../platform/redis-connection.js';
 import type { CliEnvironment } from './environment.js';
 import { CliError } from './errors.js';
 import { MSG } from './messages.js';
+import type { QueuesUsed } from './queues-used.js';
 
 /**
  * When nothing has used `queue` under `prefix` (no BullMQ `meta` key or events stream, no run
- * set, none of `alsoKeys`): the queues that were used there (a misspelt `--queue`, most often; a
- * Redis that lost everything looks the same). Undefined when the queue was used.
+ * set, none of `alsoKeys`): where queues were used instead (a misspelt `--queue` or prefix, most
+ * often; a Redis that lost everything looks the same). Undefined when the queue was used.
  */
-export async function queuesUsedInstead(redis: Redis, prefix: string, queue: string, alsoKeys: readonly string[] = []): Promise<string[] | undefined> {
+export async function queuesUsedInstead(redis: Redis, prefix: string, queue: string, alsoKeys: readonly string[] = []): Promise<QueuesUsed | undefined> {
   const traces = await redis.exists(bullMetaKey(prefix, queue), bullEventsKey(prefix, queue), queueKeys(prefix, queue).runs(), ...alsoKeys);
-  return traces === 0 ? queuesWithMeta(redis, prefix) : undefined;
+  if (traces > 0) return undefined;
+  const queues = await queuesWithMeta(redis, prefix);
+  return { queues, elsewhere: queues.length > 0 ? new Map() : await queuesByPrefix(redis) };
 }
 
 /**
@@ -24,8 +27,8 @@ export async function queuesUsedInstead(redis: Redis, prefix: string, queue: str
  */
 export async function runNotFound(env: CliEnvironment, queue: string, runId: string): Promise<CliError> {
   // A failed look: the run is unknown either way.
-  const others = await lookOnce(env, (redis) => queuesUsedInstead(redis, env.prefix, queue, [queueKeys(env.prefix, queue).run(runId)])).catch(() => undefined);
-  return new CliError(MSG.runNotFound(runId, queue, env.prefix, others));
+  const used = await lookOnce(env, (redis) => queuesUsedInstead(redis, env.prefix, queue, [queueKeys(env.prefix, queue).run(runId)])).catch(() => undefined);
+  return new CliError(MSG.runNotFound(runId, queue, env.prefix, used));
 }
 
 /**
@@ -34,12 +37,12 @@ export async function runNotFound(env: CliEnvironment, queue: string, runId: str
  * <typo>` showed an empty queue without a word).
  * @throws the Redis error of the look.
  */
-export async function unusedQueues(env: CliEnvironment, queues: readonly string[]): Promise<Array<{ queue: string; others: string[] }>> {
+export async function unusedQueues(env: CliEnvironment, queues: readonly string[]): Promise<Array<{ queue: string; used: QueuesUsed }>> {
   return lookOnce(env, async (redis) => {
-    const unused: Array<{ queue: string; others: string[] }> = [];
+    const unused: Array<{ queue: string; used: QueuesUsed }> = [];
     for (const queue of queues) {
-      const others = await queuesUsedInstead(redis, env.prefix, queue);
-      if (others) unused.push({ queue, others });
+      const used = await queuesUsedInstead(redis, env.prefix, queue);
+      if (used) unused.push({ queue, used });
     }
     return unused;
   });

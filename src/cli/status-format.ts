@@ -1,5 +1,6 @@
 import type { ResultKind } from '../spec/index.js';
 import { MSG } from './messages.js';
+import type { QueuesUsed } from './queues-used.js';
 import { formatCost } from './summary.js';
 import type { StatusView } from './plane.js';
 
@@ -10,8 +11,8 @@ export interface StatusPlace {
   readonly address: string;
   /** Run ids known on the queue (newest last). */
   readonly runs: readonly string[];
-  /** Set when nothing ever used this queue (no job, worker, run or BullMQ meta): the queues that were used. */
-  readonly otherQueues?: readonly string[];
+  /** Set when nothing ever used this queue (no job, worker, run or BullMQ meta): where queues were used. */
+  readonly unused?: QueuesUsed;
 }
 
 const KINDS: readonly ResultKind[] = ['ok', 'model', 'infrastructure', 'caller'];
@@ -32,7 +33,9 @@ export function statusJson(view: StatusView, place: StatusPlace): Record<string,
     placements: view.placements ?? [],
     ...(view.cost ? { cost: view.cost } : {}),
     runs: place.runs,
-    ...(place.otherQueues ? { queueUsed: false, otherQueues: place.otherQueues } : {}),
+    ...(place.unused
+      ? { queueUsed: false, otherQueues: place.unused.queues, ...(place.unused.elsewhere.size > 0 ? { otherPrefixes: Object.fromEntries(place.unused.elsewhere) } : {}) }
+      : {}),
     run: view.run ?? null,
     ...(view.delivering !== undefined ? { delivering: view.delivering } : {}),
     ...(view.coordinator ? { coordinator: view.coordinator } : {}),
@@ -48,14 +51,14 @@ export function statusJson(view: StatusView, place: StatusPlace): Record<string,
  */
 export function formatStatus(view: StatusView, place: StatusPlace): string {
   const lines = [MSG.statusQueue(place.queue, place.prefix, place.address)];
-  if (place.otherQueues) lines.push(MSG.statusQueueUnused(place.queue, place.prefix, place.otherQueues));
+  if (place.unused) lines.push(MSG.statusQueueUnused(place.queue, place.prefix, place.unused));
   lines.push(MSG.statusJobs);
   const states = Object.entries(view.counts);
   for (const [state, count] of states) lines.push(row(state, count));
   if (states.length === 0) lines.push(row('(none)', 0));
   lines.push(MSG.statusWorkers(view.workers.length));
   // Not for a queue nothing used while others were: the hint would start a worker on a misspelt name.
-  if (view.workers.length === 0 && !(place.otherQueues && place.otherQueues.length > 0)) lines.push(MSG.statusNoWorkers(place.queue));
+  if (view.workers.length === 0 && !(place.unused && place.unused.queues.length > 0)) lines.push(MSG.statusNoWorkers(place.queue));
   for (const worker of view.workers) {
     const details = Object.entries(worker.details).map(([key, value]) => `${key}=${value}`);
     lines.push(`  ${worker.name}${details.length > 0 ? `  ${details.join(' ')}` : ''}`);

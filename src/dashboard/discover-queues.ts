@@ -1,5 +1,5 @@
 import { Cluster, type Redis } from 'ioredis';
-import { DEFAULT_QUEUE, queueMetaPattern, queueNameOfMetaKey } from '../lease/index.js';
+import { ANY_QUEUE_META_PATTERN, DEFAULT_QUEUE, queueMetaPattern, queueNameOfMetaKey, queueOfMetaKey } from '../lease/index.js';
 
 /**
  * Names of the queues under `prefix`: the default queue plus every queue that has a BullMQ
@@ -17,19 +17,36 @@ export async function discoverQueues(redis: Redis, prefix: string): Promise<stri
  */
 export async function queuesWithMeta(redis: Redis, prefix: string): Promise<string[]> {
   const found = new Set<string>();
-  // SCAN walks one node's keys; on Redis Cluster every primary holds a share of them.
+  await scanKeys(redis, queueMetaPattern(prefix), (key) => {
+    const name = queueNameOfMetaKey(prefix, key);
+    if (name) found.add(name);
+  });
+  return [...found].sort();
+}
+
+/**
+ * Every prefix with a queue that has a BullMQ `meta` key, with those queues (sorted), for naming
+ * where queues were used when nothing was under a (misspelt) prefix. SCAN, as {@link queuesWithMeta}.
+ */
+export async function queuesByPrefix(redis: Redis): Promise<Map<string, string[]>> {
+  const found = new Map<string, Set<string>>();
+  await scanKeys(redis, ANY_QUEUE_META_PATTERN, (key) => {
+    const meta = queueOfMetaKey(key);
+    if (meta) found.set(meta.prefix, (found.get(meta.prefix) ?? new Set()).add(meta.queue));
+  });
+  return new Map([...found].sort(([a], [b]) => a.localeCompare(b)).map(([prefix, queues]) => [prefix, [...queues].sort()]));
+}
+
+/** Calls `onKey` for every key matching `pattern`, with SCAN on every primary (on Redis Cluster each holds a share of the keys). */
+async function scanKeys(redis: Redis, pattern: string, onKey: (key: string) => void): Promise<void> {
   const client = redis as unknown;
   const nodes = client instanceof Cluster ? client.nodes('master') : [redis];
   for (const node of nodes) {
     let cursor = '0';
     do {
-      const [next, keys] = await node.scan(cursor, 'MATCH', queueMetaPattern(prefix), 'COUNT', 1000);
+      const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
       cursor = next;
-      for (const key of keys) {
-        const name = queueNameOfMetaKey(prefix, key);
-        if (name) found.add(name);
-      }
+      for (const key of keys) onKey(key);
     } while (cursor !== '0');
   }
-  return [...found].sort();
 }

@@ -140,6 +140,18 @@ export function bullEventsKey(prefix: string, queue: string): string {
   return `${prefix}:${queue}:events`;
 }
 
+/** SCAN pattern matching every BullMQ queue's `meta` key, under any prefix. */
+export const ANY_QUEUE_META_PATTERN = `*${BULL_META_SUFFIX}`;
+
+/** The prefix and queue of a BullMQ `meta` key (`<prefix>:<queue>:meta`; a queue name has no `:`), or undefined when it is not one. */
+export function queueOfMetaKey(key: string): { prefix: string; queue: string } | undefined {
+  if (!key.endsWith(BULL_META_SUFFIX)) return undefined;
+  const head = key.slice(0, key.length - BULL_META_SUFFIX.length);
+  const cut = head.lastIndexOf(':');
+  if (cut <= 0 || cut === head.length - 1) return undefined;
+  return { prefix: head.slice(0, cut), queue: head.slice(cut + 1) };
+}
+
 /** SCAN pattern matching every BullMQ queue's `meta` key under `prefix`. */
 export function queueMetaPattern(prefix: string): string {
   return `${prefix}:*${BULL_META_SUFFIX}`;

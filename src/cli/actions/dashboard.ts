@@ -53,7 +53,7 @@ export async function dashboardAction(options: DashboardCommandOptions): Promise
     throw dashboardStartError(options.port, err);
   }
   process.stdout.write(`${MSG.dashboardUrl(dashboard.url)}\n${MSG.dashboardQueues(dashboard.queues, !options.writable)}\n${auth ? `${MSG.dashboardLogin(auth.token ? 'token' : 'basic')}\n` : ''}${MSG.dashboardStop}\n`);
-  for (const { queue, others } of unused) process.stderr.write(`${MSG.dashboardQueueUnused(queue, env.prefix, others)}\n`);
+  for (const { queue, used } of unused) process.stderr.write(`${MSG.dashboardQueueUnused(queue, env.prefix, used)}\n`);
   await untilStopSignal();
   await dashboard.close();
   return EXIT.ok;

@@ -8,6 +8,7 @@ import { coordinatorLogger, openQueue, readStatus, type StatusView } from '../pl
 import { requireRedis } from '../redis-preflight.js';
 import { formatStatus, statusJson } from '../status-format.js';
 import { queuesUsedInstead, runNotFound } from '../queue-usage.js';
+import type { QueuesUsed } from '../queues-used.js';
 import type { StatusCommandOptions } from '../commands/status.js';
 
 /**
@@ -22,7 +23,7 @@ export async function statusAction(runId: string | undefined, options: StatusCom
     const read = await readStatus(queue, runId);
     if (runId && !read.run) throw await runNotFound(env, options.queue, runId);
     const idle = read.workers.length === 0 && Object.values(read.counts).every((count) => count === 0);
-    const { runs, containment, otherQueues } = await queueExtras(env, options.queue, read.workers.map((w) => w.name), idle);
+    const { runs, containment, unused } = await queueExtras(env, options.queue, read.workers.map((w) => w.name), idle);
     const run = read.run;
     // The results file its last CLI coordinator writes, for the resume hints (run --out, resume --out).
     const resultsFile = run?.coordinatorNote ?? undefined;
@@ -37,7 +38,7 @@ export async function statusAction(runId: string | undefined, options: StatusCom
       ...(undelivered !== undefined ? { undelivered } : {}),
       ...(coordinatorGone !== undefined ? { coordinatorGone } : {}),
     };
-    const place = { queue: options.queue, prefix: env.prefix, address: env.address, runs, ...(otherQueues ? { otherQueues } : {}) };
+    const place = { queue: options.queue, prefix: env.prefix, address: env.address, runs, ...(unused ? { unused } : {}) };
     process.stdout.write(`${options.json ? JSON.stringify(statusJson(view, place), null, 2) : formatStatus(view, place)}\n`);
     return EXIT.ok;
   } finally {
@@ -71,9 +72,9 @@ function goneHolder(holder: StatusView['coordinator']): number | undefined {
  * Run ids recorded on the queue (the `runs` set of the key layout), oldest first, and each
  * connected worker's containment level from the info key it refreshes (`keys.workerInfo`).
  * For an `idle` queue (no job, no worker) without runs that nothing used (see
- * `queuesUsedInstead`), `otherQueues` names the queues that were used.
+ * `queuesUsedInstead`), `unused` says where queues were used.
  */
-async function queueExtras(env: CliEnvironment, queue: string, workers: readonly string[], idle: boolean): Promise<{ runs: string[]; containment: Map<string, string>; otherQueues?: string[] }> {
+async function queueExtras(env: CliEnvironment, queue: string, workers: readonly string[], idle: boolean): Promise<{ runs: string[]; containment: Map<string, string>; unused?: QueuesUsed }> {
   const redis = createRedisClient(env.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
   redis.on('error', () => {});
   try {
@@ -97,8 +98,8 @@ async function queueExtras(env: CliEnvironment, queue: string, workers: readonly
         // A foreign value: shown as unknown.
       }
     });
-    const otherQueues = idle && runs.length === 0 ? await queuesUsedInstead(redis, env.prefix, queue) : undefined;
-    return { runs, containment, ...(otherQueues ? { otherQueues } : {}) };
+    const unused = idle && runs.length === 0 ? await queuesUsedInstead(redis, env.prefix, queue) : undefined;
+    return { runs, containment, ...(unused ? { unused } : {}) };
   } finally {
     redis.disconnect();
   }

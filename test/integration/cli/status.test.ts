@@ -87,6 +87,31 @@ describe('status on an empty queue', () => {
     }
   });
 
+  // Fresh-user report: a misspelt ROLLOUT_QUEUE_PREFIX got "no queue there was used yet" and nothing more.
+  it('of a prefix nothing used, names the prefixes used in the database and their queues', async () => {
+    const prefix = uniquePrefix('st');
+    // A database of its own: the prefixes named are every one with a queue in it.
+    const url = new URL(redis.url);
+    url.pathname = '/9';
+    const probe = new Redis(url.toString());
+    try {
+      await probe.hset(`${prefix}:arith:meta`, 'version', 'bullmq:6.7.0');
+      const env = { REDIS_URL: url.toString(), ROLLOUT_QUEUE_PREFIX: `${prefix}x` };
+      const outcome = await runCli(['status', '--queue', 'arith'], { env });
+      expect(outcome.code, outcome.stderr).toBe(0);
+      expect(outcome.stdout).toContain(
+        `nothing has used queue "arith" under prefix "${prefix}x" yet (no job, run or worker): no queue there was used yet; prefixes used in this Redis: "${prefix}" (arith); set ROLLOUT_QUEUE_PREFIX to one of them\n`,
+      );
+      const json = JSON.parse((await runCli(['status', '--json', '--queue', 'arith'], { env })).stdout) as Record<string, unknown>;
+      expect(json).toMatchObject({ queueUsed: false, otherQueues: [], otherPrefixes: { [prefix]: ['arith'] } });
+      const unknownRun = await runCli(['status', 'r-1', '--queue', 'arith'], { env });
+      expect(unknownRun.stderr).toContain(`(no queue there was used yet; prefixes used in this Redis: "${prefix}" (arith); set ROLLOUT_QUEUE_PREFIX to one of them)`);
+    } finally {
+      await probe.del(`${prefix}:arith:meta`);
+      probe.disconnect();
+    }
+  });
+
   // Fresh-user report: under REDIS_URL=…/3, status listed the workers of the same queue in
   // database 0 (CLIENT LIST shows every database's clients; BullMQ does not filter).
   it("lists only the workers connected to REDIS_URL's database", async () => {
