@@ -15,7 +15,8 @@ export const DEMO_EXAMPLE_DIR = path.join('examples', 'arithmetic');
  * (`{ "tasks"?: "tasks.jsonl", "artifact"?: "artifact", "run": Ref, "reward": Ref,
  * "timeouts"?: {runMs?, hangMs?}, "sandbox"?: {memoryMb?} }`, paths relative to it): the first
  * `count` tasks, the artifact directory and the Refs, the same inputs `rollout-queue run` takes.
- * @throws UsageError when the example is missing (not a clone) or run.json is malformed.
+ * @throws UsageError when the example is missing (not a clone), run.json is malformed or the
+ *   tasks file holds fewer than `count` tasks.
  */
 export async function loadDemoDrafts(count: number, root: string = packageRoot()): Promise<RolloutDraft[]> {
   const dir = path.join(root, DEMO_EXAMPLE_DIR);
@@ -26,6 +27,8 @@ export async function loadDemoDrafts(count: number, root: string = packageRoot()
   const artifactDir = path.join(dir, typeof config.artifact === 'string' ? config.artifact : 'artifact');
   for (const needed of [tasksFile, artifactDir]) if (!existsSync(needed)) throw new UsageError(MSG.exampleMissing(needed));
   const tasks = await readTasksFile(tasksFile, { limit: count });
+  // Fresh-user report: `demo --tasks 241` ran the file's 240 and said nothing of the one missing.
+  if (tasks.length < count) throw new UsageError(MSG.demoTooFewTasks(count, tasks.length, tasksFile));
   const artifact = await loadArtifact(artifactDir);
   const timeouts = record(config.timeouts);
   const sandbox = record(config.sandbox);

@@ -101,7 +101,7 @@ export const HELP = {
   demo: {
     description: 'Run examples/arithmetic end to end: Redis, worker processes, dashboard, a run with a summary.',
     workers: 'worker processes to start',
-    tasks: 'tasks to run from examples/arithmetic/tasks.jsonl',
+    tasks: 'tasks to run from examples/arithmetic/tasks.jsonl (at most as many as it holds)',
     concurrency: 'rollouts at once per worker',
     port: "the dashboard's port on 127.0.0.1 (0: a free one)",
     keep: "keep Redis, workers and dashboard up after the run until Ctrl-C (the dashboard's completed tab empties once the run completes: its Results are in the results file)",
@@ -251,6 +251,8 @@ export const MSG = {
     `${by}: each rollout's spec (the artifact, the task and the options, as JSON) would be ${bytes} bytes, over --max-spec-bytes ${limit}${limit === DEFAULT_MAX_SPEC_BYTES ? ' (the default)' : ''}; ${
       bytes <= max ? `pass --max-spec-bytes ${bytes} or more (at most ${max}), ` : `the most --max-spec-bytes allows is ${max}, so `
     }or keep large data out of the artifact (put it where the worker can read it and pass its path or key). Nothing was enqueued.`,
+  demoTooFewTasks: (count: number, held: number, file: string) =>
+    `--tasks ${count}: ${file} holds ${held} task(s); pass --tasks ${held} or fewer (or add tasks to the file)`,
   exampleMissing: (file: string) => `${file} is missing; the demo runs from a clone of rollout-queue (examples/ is not in the npm package)`,
   exampleInvalid: (file: string, why: string) => `${file}: ${why}`,
 

@@ -120,6 +120,14 @@ describe('rollout-queue demo', () => {
     }
   });
 
+  it('refuses more --tasks than the example holds, before it starts anything', async () => {
+    const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('demo') };
+    const outcome = await runCli(['demo', '--tasks', '241'], { env, cwd });
+    expect(outcome.code, outcome.stderr).toBe(2);
+    expect(outcome.stderr).toMatch(/^error: --tasks 241: \S+examples\/arithmetic\/tasks\.jsonl holds 240 task\(s\); pass --tasks 240 or fewer \(or add tasks to the file\)\n/);
+    expect(outcome.stdout).toBe('');
+  });
+
   it('refuses a directory as --out before it starts Redis, workers or the dashboard', async () => {
     const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('demo') };
     const outcome = await runCli(['demo', '--tasks', '2', '--out', cwd], { env, cwd });
