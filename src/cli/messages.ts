@@ -292,7 +292,7 @@ export const MSG = {
   redisUrlBlank: (fallback: string) => `warning: REDIS_URL is set but empty: using ${fallback}; unset it to mean that, or set the address you meant`,
   redisOther: (address: string, why: string) => `Redis at ${address} answered with an error: ${why}`,
   redisRefusesWrites: (address: string, code: string, why: string) =>
-    `Redis at ${address} refuses writes (${code}): ${why}. ${code === 'OOM' || code === 'EXECABORT' ? `It is at maxmemory: free memory (${cliCommand()} cancel old runs, delete finished ones) or raise maxmemory (CONFIG SET maxmemory …).` : 'Point REDIS_URL at a writable primary.'}`,
+    `Redis at ${address} refuses writes (${code}): ${why}. ${code === 'OOM' || code === 'EXECABORT' ? `It is at maxmemory: free memory (\`${cliCommand()} purge --older-than 1d\` removes the runs that ended a day ago or earlier, \`purge RUN_ID\` one finished run) or raise maxmemory (CONFIG SET maxmemory …).` : 'Point REDIS_URL at a writable primary.'}`,
   redisRetrying: (problem: string, retryMs: number) => `${problem} Retrying in ${Math.round(retryMs / 1000)} s.`,
 
   // ── runs ─────────────────────────────────────────────────────────────────

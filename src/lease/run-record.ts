@@ -70,10 +70,14 @@ export interface RunRecord {
 
 const int = (value: string | undefined): number => (value ? Number.parseInt(value, 10) || 0 : 0);
 
-/** Reads a run record, or undefined when no such run exists on this queue. */
+/**
+ * Reads a run record, or undefined when no such run exists on this queue. A pipeline, not MULTI:
+ * at maxmemory Redis refuses every command queued in a MULTI, reads too (Redis `processCommand`,
+ * `reject_cmd_on_oom` for a client in MULTI), and `status` must answer on a full Redis.
+ */
 export async function readRunRecord(redis: Redis, keys: QueueKeys, runId: string): Promise<RunRecord | undefined> {
   const [[, hash], [, delivered], [, quarantined]] = (await redis
-    .multi()
+    .pipeline()
     .hgetall(keys.run(runId))
     .scard(keys.runDelivered(runId))
     .hgetall(keys.runQuarantined(runId))

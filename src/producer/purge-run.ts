@@ -4,6 +4,7 @@ import { leaseBullKey, type BullKeys } from './read-job-outcomes.js';
 import type { RemovableQueue } from './remove-waiting-jobs.js';
 import { COORDINATOR_LEASE_MS, leaseHolder } from './coordinator-lease.js';
 import { redisNowMs } from './run-retention.js';
+import { writeRefusalCode } from '../platform/write-refusal-code.js';
 
 /** Concurrent BullMQ remove calls (each one Lua script; ioredis pipelines them). */
 const PARALLEL = 64;
@@ -72,14 +73,17 @@ export interface PurgeOutcome {
  *   Results nobody had collected without a word).
  */
 export async function purgeRun(redis: Redis, queue: RemovableQueue, keys: QueueKeys, runId: string, options: PurgeOptions = {}): Promise<PurgeOutcome> {
+  // Pipelines, not MULTI: a purge is what frees a Redis at maxmemory, where Redis refuses every
+  // command queued in a MULTI, reads and DEL too (Redis `processCommand`, `reject_cmd_on_oom`);
+  // the checks below stand on their own (a job a worker took meanwhile is caught at its removal).
   const [status, coordinator, leases, delivered, artifacts] = (await redis
-    .multi()
+    .pipeline()
     .hget(keys.run(runId), RUN_FIELDS.status)
     .get(keys.runCoordinator(runId))
     .zrange(keys.runLeases(runId), 0, -1)
     .smembers(keys.runDelivered(runId))
     .smembers(keys.runArtifacts(runId))
-    .exec() ?? []).map(([, value]) => value) as [RunStatus | null, string | null, string[], string[], string[]];
+    .exec().then(repliesOrThrow)) as [RunStatus | null, string | null, string[], string[], string[]];
   if (status === null) return { found: false, leases: 0, undelivered: 0 };
   if (status === 'running') throw new RunActiveError(runId, 'is still running: cancel it first (RolloutQueue.cancel, the CLI\'s cancel) or let it complete', 'running');
   if (coordinator !== null) {
@@ -102,18 +106,42 @@ export async function purgeRun(redis: Redis, queue: RemovableQueue, keys: QueueK
   if (undelivered > 0 && !options.discardUndelivered) throw new UndeliveredResultsError(runId, undelivered);
   for (let i = 0; i < all.length; i += PARALLEL) {
     const chunk = all.slice(i, i + PARALLEL);
-    const codes = await Promise.all(chunk.map((leaseId) => queue.remove(leaseId)));
+    const codes = await Promise.all(chunk.map((leaseId) => removeJob(redis, bull, leaseId)));
     const locked = chunk.filter((_, j) => codes[j] === 0);
     // A worker took a job in the instant since the check: what is removed stays removed.
     if (locked.length > 0) throw new RunActiveError(runId, `had ${locked.length} rollout(s) started while purging (e.g. ${locked[0]}); purge again when they ended`, 'rollouts');
     await chunk.reduce((pipe, leaseId) => pipe.del(keys.lease(leaseId)), redis.pipeline()).exec();
   }
   await redis
-    .multi()
+    .pipeline()
     .del(...runOwnKeys(keys, runId), ...artifacts.map((sha) => keys.runArtifact(runId, sha)))
     .srem(keys.runs(), runId)
-    .exec();
+    .exec()
+    .then(repliesOrThrow);
   return { found: true, leases: all.length, undelivered };
+}
+
+/** A pipeline's replies, or its first command's error thrown (a MULTI's EXEC rejects the same way). */
+function repliesOrThrow(replies: [Error | null, unknown][] | null): unknown[] {
+  return (replies ?? []).map(([err, value]) => {
+    if (err) throw err;
+    return value;
+  });
+}
+
+/**
+ * BullMQ's `Queue.remove` of one lease's job (1 removed, 0 locked by a worker). At maxmemory its
+ * script deletes the job, then fails on the `removed` event it appends (XADD is refused there;
+ * Redis keeps what a script wrote before an error): a job gone afterwards counts as removed, so
+ * purging frees a full Redis (BullMQ `commands/includes/removeJobWithChildren.lua`).
+ */
+async function removeJob(redis: Redis, bull: RemovableQueue & BullKeys, leaseId: string): Promise<number> {
+  try {
+    return await bull.remove(leaseId);
+  } catch (err) {
+    if (writeRefusalCode(err) === 'OOM' && (await redis.exists(leaseBullKey(bull, leaseId))) === 0) return 1;
+    throw err;
+  }
 }
 
 /** What {@link purgeOlderThan} did, per run. */

@@ -391,10 +391,14 @@ export class RunStore {
     return (await this.redis.hexists(this.keys.run(runId), RUN_FIELDS.endedAt)) === 1;
   }
 
-  /** Lease ids enqueued for the run and not yet acknowledged, in submission order. */
+  /**
+   * Lease ids enqueued for the run and not yet acknowledged, in submission order. Read in a
+   * pipeline, not MULTI, so `status` and `resume` answer on a Redis at maxmemory (see
+   * `readRunRecord`): a lease acknowledged between the two reads counts as acknowledged.
+   */
   async undeliveredLeases(runId: string): Promise<string[]> {
     const replies = (await this.redis
-      .multi()
+      .pipeline()
       .zrange(this.keys.runLeases(runId), 0, -1)
       .smembers(this.keys.runDelivered(runId))
       .exec()) ?? [];
@@ -406,10 +410,11 @@ export class RunStore {
   /**
    * Distinct leases the run has answered or enqueued: `runLeases ∪ runDelivered` (a refused
    * draft is delivered without ever being enqueued). Compared with `specCount` by `attach`.
+   * A pipeline, as {@link undeliveredLeases} (both sets only grow while the run lives).
    */
   async knownLeases(runId: string): Promise<number> {
     const replies = (await this.redis
-      .multi()
+      .pipeline()
       .zrange(this.keys.runLeases(runId), 0, -1)
       .smembers(this.keys.runDelivered(runId))
       .exec()) ?? [];

@@ -4,11 +4,10 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
-import { makeSpec, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { killLeftovers, runCli, startCli, uniquePrefix, waitFor } from './cli-process.js';
 
 // Issue 11, item 5: an evicting maxmemory-policy refuses `worker` and `run` at start (one line)
-// unless --allow-eviction; Redis at maxmemory makes `status` answer or fail in one line.
+// unless --allow-eviction; at maxmemory `status` answers and `purge` frees memory.
 let redis: TestRedis;
 beforeAll(async () => {
   redis = await startRedis({ private: true, args: ['--maxmemory-policy', 'allkeys-lru'] });
@@ -62,24 +61,47 @@ describe('an evicting maxmemory-policy', () => {
 });
 
 describe('Redis at maxmemory', () => {
-  it('`status` answers, or fails in one line naming the refusal (no stack)', async () => {
-    const q = new RawQueue(redis.url);
-    await q.add([makeSpec('oom1', 't1')]);
-    const used = Number(/^used_memory:(\d+)/m.exec(await q.redis.info('memory'))?.[1]);
-    await q.redis.config('SET', 'maxmemory-policy', 'noeviction');
-    await q.redis.config('SET', 'maxmemory', String(used - 100_000));
+  // Case redis-oom-worker-error-loop: `status` (a read-only command) must still answer. Fresh-user
+  // report: `purge`, the fix the OOM message named, was refused as well (its reads and deletes
+  // went in MULTI transactions, which Redis refuses whole at maxmemory), so a full Redis stayed full.
+  it('`status` of a run answers, and `purge` removes the finished run and frees the memory', async () => {
+    const prefix = uniquePrefix('oom');
+    const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix };
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'rq-oom-'));
+    const client = new Redis(redis.url);
+    await client.config('SET', 'maxmemory-policy', 'noeviction');
+    const worker = startCli(['worker', '--queue', 'oomq', '--concurrency', '2', '--allow', 'rq-fixtures/*'], { env });
     try {
-      const status = await runCli(['status', 'oom1', '--queue', q.name], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: TEST_PREFIX } });
-      expect(status.stderr).not.toMatch(/\n\s+at /);
-      if (status.code !== 0) {
-        expect(status.code).toBe(1);
-        expect(oneErrorLine(status.stderr)).toHaveLength(1);
-        expect(status.stderr).toMatch(/^error: Redis at redis:\/\/127\.0\.0\.1:\d+ refuses writes \(OOM\): OOM command not allowed/);
-      }
+      writeFileSync(path.join(dir, 'tasks.jsonl'), '{"id":"a"}\n{"id":"b"}\n{"id":"c"}\n');
+      writeFileSync(path.join(dir, 'big.txt'), 'x'.repeat(600_000));
+      const run = await runCli(['run', '--queue', 'oomq', '--tasks', path.join(dir, 'tasks.jsonl'), '--artifact', path.join(dir, 'big.txt'),
+        '--run', 'rq-fixtures/failures:reportsEnv', '--reward', 'rq-fixtures/failures:constant', '--run-id', 'fat1', '--out', path.join(dir, 'out.jsonl')], { env });
+      expect(run.code, run.stderr).toBe(0);
+      worker.child.kill('SIGTERM');
+      await worker.done;
+      const usedMemory = async (): Promise<number> => Number(/^used_memory:(\d+)/m.exec(await client.info('memory'))?.[1]);
+      const full = await usedMemory();
+      await client.config('SET', 'maxmemory', String(full - 100_000));
+      // Redis is full: a write is refused.
+      await expect(client.set(`${prefix}:probe`, 'x')).rejects.toThrow(/OOM/);
+
+      const status = await runCli(['status', 'fat1', '--queue', 'oomq'], { env });
+      expect(status.code, status.stderr).toBe(0);
+      expect(status.stdout).toMatch(/Run fat1: completed/);
+
+      const purge = await runCli(['purge', 'fat1', '--queue', 'oomq'], { env });
+      expect(purge.code, purge.stderr).toBe(0);
+      expect(purge.stdout).toContain('purged run fat1: 3 lease(s)');
+      expect(await client.keys(`${prefix}:*fat1*`)).toEqual([]);
+      expect(full - (await usedMemory())).toBeGreaterThan(600_000);
     } finally {
-      await q.redis.config('SET', 'maxmemory', '0');
-      await q.redis.config('SET', 'maxmemory-policy', 'allkeys-lru');
-      await q.close();
+      worker.child.kill('SIGTERM');
+      await worker.done;
+      await client.config('SET', 'maxmemory', '0');
+      await client.config('SET', 'maxmemory-policy', 'allkeys-lru');
+      client.disconnect();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
+
