@@ -8,6 +8,7 @@ import { Command, CommanderError, type CommandUnknownOpts } from '@commander-js/
 import { commandsWithActions } from './command-actions.js';
 import { createContext } from './command-context.js';
 import { startOtlpTracing } from '../platform/otlp-tracing.js';
+import { packageVersion } from '../platform/process-metrics.js';
 import { writeRefusalCode } from '../platform/write-refusal-code.js';
 import { cliEnvironment } from './environment.js';
 import { CliError, EXIT, type ExitCode } from './errors.js';
@@ -77,6 +78,8 @@ export async function runCli(argv: readonly string[]): Promise<ExitCode> {
   const context = createContext();
   const program = new Command('rollout-queue')
     .description(HELP.program)
+    // Fresh-user report: `--version` was "unknown option".
+    .version(packageVersion(), '-V, --version', 'print the version')
     .addHelpText('after', HELP.envHelp);
   for (const command of commandsWithActions(context)) program.addCommand(command);
   configure(program);

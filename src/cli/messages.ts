@@ -184,7 +184,8 @@ export const MSG = {
 
   hangBelowRun: (hangMs: number, runMs: number) =>
     `--hang-ms (${hangMs}) must be above --run-ms (${runMs}): a slow rollout is judged (model) before it is presumed wedged (re-dispatch)`,
-  badWorkerOption: (why: string) => `${why}; see ${cliCommand()} worker --help`,
+  /** `why` may end with a full stop (an allowlist error's fix): it is not doubled (fresh-user report: "…scope).; see"). */
+  badWorkerOption: (why: string) => `${why.replace(/\.$/, '')}; see ${cliCommand()} worker --help`,
   containmentRefused: (why: string) => `worker not started: ${why}`,
 
   // ── input files ──────────────────────────────────────────────────────────
@@ -358,7 +359,7 @@ export const MSG = {
   purgeNeedsOne: `purge needs a run id or --older-than <duration> (not both): e.g. ${cliCommand()} purge RUN_ID, or ${cliCommand()} purge --older-than 7d`,
   runPurged: (runId: string, leases: number, undelivered: number) =>
     `purged run ${runId}: ${leases} lease(s), their jobs, records and stored artifact removed from Redis${undelivered > 0 ? ` (${undelivered} finished Result(s) never delivered were dropped, as --discard-undelivered asked)` : ''}`,
-  purgedOlder: (count: number, age: string) => `purged ${count} run(s) that ended ${age} ago or earlier`,
+  purgedOlder: (count: number, age: string, ageMs: number) => (ageMs === 0 ? `purged ${count} ended run(s)` : `purged ${count} run(s) that ended ${age} ago or earlier`),
   purgeSkipped: (runId: string, why: string) => `  skipped ${runId}: ${why}`,
   purgeRunning: (runId: string, queue: string) =>
     `run ${runId} is still running: cancel it first with \`${cliCommand()} cancel ${runId}${queueFlag(queue)}\`, or let it complete; purge removes only runs that are completed, stopped or cancelled and have nothing running; nothing was removed`,
@@ -400,9 +401,12 @@ export const MSG = {
   /** `queue`: the queue shown; the command names it unless it is the default (fresh-user report: followed as printed, a worker served `rollouts`). */
   statusNoWorkers: (queue: string) => `  none: start one with \`${cliCommand()} worker${queueFlag(queue)}\``,
   statusPlacements: (count: number) => `Placement queues: ${count}`,
-  statusPlacementLine: (labels: string, leaseClass: string, waiting: number, active: number, workers: number) =>
-    `  ${labels || '(no labels)'}${leaseClass === 'evaluation' ? ' [evaluation]' : ''}  waiting=${waiting} active=${active} workers=${workers < 0 ? '?' : workers}` +
-    (workers === 0 && waiting > 0 ? `  NO WORKER can take these leases: start \`${cliCommand()} worker --placement KEY=VALUE …\` with these labels (they end NoWorker at timeouts.scheduleToStartMs)` : ''),
+  /** The hint names the labels' own `--placement` flags (fresh-user report: it said `KEY=VALUE …` while the labels were known). */
+  statusPlacementLine: (labels: Readonly<Record<string, string>>, queue: string, leaseClass: string, waiting: number, active: number, workers: number) =>
+    `  ${Object.entries(labels).map(([key, value]) => `${key}=${value}`).join(',') || '(no labels)'}${leaseClass === 'evaluation' ? ' [evaluation]' : ''}  waiting=${waiting} active=${active} workers=${workers < 0 ? '?' : workers}` +
+    (workers === 0 && waiting > 0
+      ? `  NO WORKER can take these leases: start \`${cliCommand()} worker${queueFlag(queue)}${Object.entries(labels).map(([key, value]) => ` --placement ${shellWord(`${key}=${value}`)}`).join('')}\` (they end NoWorker at timeouts.scheduleToStartMs)`
+      : ''),
   statusRun: (runId: string, status: string, created: string | null) => `Run ${runId}: ${status}${created ? ` (created ${created})` : ''}`,
   /** `out`: the results file the run's coordinator recorded; undefined when none was (a run of the library, an older CLI). */
   statusUndelivered: (runId: string, queue: string, out: string | undefined) =>

@@ -67,7 +67,7 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
   if (placements.length > 0) {
     lines.push(MSG.statusPlacements(placements.length));
     for (const p of placements) {
-      lines.push(MSG.statusPlacementLine(Object.entries(p.labels).map(([k, v]) => `${k}=${v}`).join(','), p.class, p.waiting, p.active, p.workers));
+      lines.push(MSG.statusPlacementLine(p.labels, place.queue, p.class, p.waiting, p.active, p.workers));
     }
   }
   const { run } = view;

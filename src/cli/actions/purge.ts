@@ -31,7 +31,7 @@ export async function purgeAction(runId: string | undefined, options: PurgeComma
       return EXIT.ok;
     }
     const outcome = await queue.purgeOlderThan(options.olderThan as number, purgeOptions);
-    process.stdout.write(`${MSG.purgedOlder(outcome.purged.length, formatAge(options.olderThan as number))}\n`);
+    process.stdout.write(`${MSG.purgedOlder(outcome.purged.length, formatAge(options.olderThan as number), options.olderThan as number)}\n`);
     for (const { runId: id, error } of outcome.skipped) process.stdout.write(`${MSG.purgeSkipped(id, (await refusal(queue, options.queue, error)).replace(/\n/g, '\n    '))}\n`);
     return EXIT.ok;
   } finally {

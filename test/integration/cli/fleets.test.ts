@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
-import { runCli, startCli, uniquePrefix, waitFor, type CliProcess } from './cli-process.js';
+import { cliHint, runCli, startCli, uniquePrefix, waitFor, type CliProcess } from './cli-process.js';
 
 // Two worker pools with different --placement labels and runs placed from the command line.
 let redis: TestRedis;
@@ -62,7 +62,8 @@ describe('run --placement', () => {
     try {
       let status = '';
       await waitFor(async () => (status = (await runCli(['status', '--queue', queue], { env })).stdout).includes('gpu=a100  waiting=1'), 30_000, 'the placement in status');
-      expect(status).toMatch(/gpu=a100 {2}waiting=1 active=0 workers=0 {2}NO WORKER/);
+      // Fresh-user report: the hint said `--placement KEY=VALUE …` while the labels were known.
+      expect(status).toContain(`gpu=a100  waiting=1 active=0 workers=0  NO WORKER can take these leases: start \`${cliHint()} worker --queue ${queue} --placement gpu=a100\``);
       expect(status).toMatch(/gpu=h100,region=eu-west {2}waiting=0 active=0 workers=1/);
       const json = JSON.parse((await runCli(['status', '--json', '--queue', queue], { env })).stdout) as { placements: { labels: Record<string, string>; waiting: number; workers: number }[] };
       expect(json.placements).toContainEqual(expect.objectContaining({ labels: { gpu: 'a100' }, waiting: 1, workers: 0 }));

@@ -117,6 +117,8 @@ describe('purge of a run with finished Results never delivered', () => {
     const older = await runCli(['purge', '--older-than', '0s', '--queue', queue], { env });
     expect(older.code, older.stderr).toBe(0);
     expect(older.stdout).toContain(`  skipped ${runId}: run ${runId} has ${undelivered} Result(s) that finished but were never delivered; nothing was removed`);
+    // Fresh-user report: "purged N run(s) that ended 0ms ago or earlier".
+    expect(older.stdout).toMatch(/^purged \d+ ended run\(s\)$/m);
     expect(older.stdout).toContain(`resume ${runId} --queue ${queue} --out ${out}`);
     expect(older.stdout).not.toContain('attach');
     const purged = await runCli(['purge', runId, '--queue', queue, '--discard-undelivered'], { env });

@@ -1,11 +1,11 @@
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
-import { killLeftovers, runCli, uniquePrefix } from './cli-process.js';
+import { killLeftovers, REPO_ROOT, runCli, uniquePrefix } from './cli-process.js';
 
 // Usage errors exit 2 and name what is wrong; nothing reaches Redis.
 // Paths are known when the test table is built; the files are written before the tests run.
@@ -91,6 +91,8 @@ describe('usage errors exit 2 naming the option', () => {
     ['a Node builtin as --run', runArgs({ '--run': 'node:child_process:exec' }), '--run: module "node:child_process" is a Node builtin; builtins are never imported by a Ref, whatever the allowlist'],
     ['a file path as --reward', runArgs({ '--reward': './my-reward.js:score' }), '--reward: module "./my-reward.js" is a file path'],
     ['a misspelt built-in run export', runArgs({ '--run': 'rollout-queue/runners:codeRunnr' }), '--run rollout-queue/runners:codeRunnr: the module has no such export; it exports codeRunner'],
+    // Fresh-user report: "…(any package of the scope).; see …".
+    ['a bare * in --allow', ['worker', '--allow', '*'], '"@scope/*" (any package of the scope); see '],
     ['a --max-spec-bytes under its bound', runArgs({ '--max-spec-bytes': '1000' }), "option '--max-spec-bytes <bytes>' argument '1000' is invalid. must be a whole number from 1024 to 536870912"],
     ['a misspelt built-in reward export', runArgs({ '--reward': 'rollout-queue/rewards:lastNumbr' }), '--reward rollout-queue/rewards:lastNumbr: the module has no such export; it exports answerText, contains, exactMatch, lastNumber, regex'],
   ])('%s', async (_label, args, named) => {
@@ -103,6 +105,13 @@ describe('usage errors exit 2 naming the option', () => {
     const outcome = await runCli([]);
     expect(outcome.code).toBe(2);
     expect(outcome.stderr).toContain('Usage: rollout-queue');
+  });
+
+  it('--version prints the package version and exits 0', async () => {
+    const outcome = await runCli(['--version']);
+    expect(outcome.code, outcome.stderr).toBe(0);
+    const { version } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(outcome.stdout).toBe(`${version}\n`);
   });
 
   it('--help exits 0', async () => {
