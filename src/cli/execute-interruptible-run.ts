@@ -43,7 +43,7 @@ export function metricsOf(options: { metricsPort?: number; metricsHost?: string 
 export async function executeInterruptibleRun(options: InterruptibleRunOptions): Promise<ExitCode> {
   const { env, runId } = options;
   const out = options.out ?? defaultOutFile(runId);
-  checkOutFile(out);
+  checkOutFile(out, runId);
   if (options.metrics) await checkMetricsPort(options.metrics);
   await requireRedis(env);
   if (options.announceRunId) process.stderr.write(`${MSG.runIdGenerated(runId)}\n`);

@@ -58,14 +58,7 @@ export class ResultsFile {
     const end = text.lastIndexOf('\n') + 1;
     const droppedPartial = end < text.length;
     if (droppedPartial) truncateSync(absolute, Buffer.byteLength(text.slice(0, end), 'utf8'));
-    const lines: ResultLine[] = [];
-    text.slice(0, end).split('\n').forEach((raw, index) => {
-      if (raw.trim() === '') return;
-      const line = parseLine(raw);
-      if (!line) throw new UsageError(MSG.resultsCorrupt(file, index + 1));
-      if (line.runId !== runId) throw new UsageError(MSG.resultsOtherRun(file, line.runId, runId));
-      lines.push(line);
-    });
+    const lines = resultLines(file, text.slice(0, end), runId);
     return ResultsFile.create(file, absolute, lines, droppedPartial, Buffer.byteLength(text.slice(0, end), 'utf8'));
   }
 
@@ -194,6 +187,22 @@ export class ResultsFile {
   }
 }
 
+/**
+ * The Result lines of `text` (complete lines of a results file), each of run `runId`.
+ * @throws UsageError naming the file and line of one that is not a Result line, or of another run.
+ */
+function resultLines(file: string, text: string, runId: string): ResultLine[] {
+  const lines: ResultLine[] = [];
+  text.split('\n').forEach((raw, index) => {
+    if (raw.trim() === '') return;
+    const line = parseLine(raw);
+    if (!line) throw new UsageError(MSG.resultsCorrupt(file, index + 1));
+    if (line.runId !== runId) throw new UsageError(MSG.resultsOtherRun(file, line.runId, runId));
+    lines.push(line);
+  });
+  return lines;
+}
+
 /** Writing a result line failed (disk full, file too large, I/O error): the run cannot go on. */
 export class ResultsWriteError extends CliError {
   constructor(readonly file: string, readonly code: string) {
@@ -204,13 +213,15 @@ export class ResultsWriteError extends CliError {
 
 /**
  * Checks, before Redis is touched, that `file` can be the results file: a regular file that
- * opens for appending, or a path that does not exist yet in a directory that can be written
- * (missing directories are created on the way and removed again; nothing else is left behind).
- * Never reads the file, never loops: a directory, a device (/dev/full, /dev/stdout), a FIFO,
- * a path under a file or an unwritable directory is refused at once.
- * @throws UsageError naming the path and the fix.
+ * opens for appending and, given `runId`, holds only Result lines of that run (its complete
+ * lines; fresh-user report: `--out` naming the tasks file was refused only after the run id was
+ * announced), or a path that does not exist yet in a directory that can be written (missing
+ * directories are created on the way and removed again; nothing else is left behind). Never
+ * loops: a directory, a device (/dev/full, /dev/stdout), a FIFO, a path under a file or an
+ * unwritable directory is refused at once.
+ * @throws UsageError naming the path (and line) and the fix.
  */
-export function checkOutFile(file: string): void {
+export function checkOutFile(file: string, runId?: string): void {
   const absolute = path.resolve(file);
   if (outFileStats(file, absolute)) {
     let fd: number;
@@ -220,6 +231,10 @@ export function checkOutFile(file: string): void {
       throw new UsageError(MSG.outNotWritable(file, errorCode(err)));
     }
     closeSync(fd);
+    if (runId !== undefined) {
+      const text = readFileSync(absolute, 'utf8');
+      resultLines(file, text.slice(0, text.lastIndexOf('\n') + 1), runId);
+    }
     return;
   }
   const created = makeDirs(file, path.dirname(absolute));

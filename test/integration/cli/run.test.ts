@@ -173,6 +173,16 @@ describe('rollout-queue run', () => {
     expect(readFileSync(out, 'utf8')).toBe(before);
   });
 
+  // Fresh-user report: --out naming the tasks file printed "run id: … (run the same command with
+  // --run-id … to re-attach)" for a run that never existed, then the refusal.
+  it('an --out that is not a results file is refused (exit 2) before a run id is announced, and left as it is', async () => {
+    const before = readFileSync(tasksFile, 'utf8');
+    const outcome = await runCli(runArgs(['--out', tasksFile]), { env, cwd: dir });
+    expect(outcome.code, outcome.stderr).toBe(2);
+    expect(outcome.stderr).toBe(`error: ${tasksFile}:1 is not a result line; move the file away or pass another --out\n`);
+    expect(readFileSync(tasksFile, 'utf8')).toBe(before);
+  });
+
   it('a run id of a finished run with another tasks file is refused (exit 2), nothing merged into it (fresh-user report)', async () => {
     const first = await runCli(runArgs(['--run-id', 'reused', '--out', path.join(dir, 'reused.jsonl')]), { env, cwd: dir });
     expect(first.code, first.stderr).toBe(0);
