@@ -334,11 +334,13 @@ export const MSG = {
     (out === undefined ? `\nwhere FILE is the results file of that coordinator (its --out), so the run's Results stay in one file` : ''),
   runWasCancelled: (runId: string, why: string) => (why.includes(runId) ? why : `run ${runId} was cancelled: ${why}`),
   /**
-   * After a cancelled or stopped run's own end: Results of rollouts that were still running are
-   * not in `out` yet (a cancel stops them; a stop on a caller Result lets them finish).
+   * After a cancelled or stopped run's own end: Results not in `out` yet, of rollouts that had
+   * finished but were not delivered or were still running (a cancel stops those; a stop on a
+   * caller Result lets them finish). Fresh-user report: "of rollouts that were still running"
+   * counted finished ones too (17 with 2 slots).
    */
   runningUndelivered: (runId: string, queue: string, count: number, out: string, how: 'cancelled' | 'stopped') =>
-    `${count} Result(s) of rollouts that were still running when the run was ${how} are not in ${out} yet (${how === 'cancelled' ? 'a rollout stopped by the cancel ends caller/Cancelled' : 'they run to their end'}); collect them with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${shellWord(out)}`,
+    `${count} Result(s) are not in ${out} yet: of rollouts finished but not delivered, or still running, when the run was ${how} (${how === 'cancelled' ? 'a rollout stopped by the cancel ends caller/Cancelled' : 'running ones run to their end'}); collect them with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${shellWord(out)}`,
   cancelReason: `cancelled with \`${cliCommand()} cancel\``,
   runAlreadyEnded: (runId: string, status: string) =>
     `run ${runId} is already ${status}: nothing to cancel (${cliCommand()} purge ${runId} removes it from Redis)`,
@@ -423,9 +425,9 @@ export const MSG = {
     `(resume only collects what was enqueued)${unknownFileNote(runId, out)}`,
   statusCoordinatorGone: (pid: number) =>
     `  its coordinator (pid ${pid} on this host) is gone; its lease lapses within ${COORDINATOR_LEASE_MS / 1000} s (the command below waits for that):`,
-  /** A cancelled or stopped run no coordinator delivers, with Results of rollouts that were still running not delivered; `out` as in statusUndelivered. */
+  /** A cancelled or stopped run no coordinator delivers, with Results not delivered (rollouts finished or still running then); `out` as in statusUndelivered. */
   statusEndedUndelivered: (runId: string, queue: string, status: string, count: number, out: string | undefined) =>
-    `  ${count} Result(s) of rollouts that were still running when it was ${status} are not delivered yet (they wait in Redis, or come when those rollouts end); collect them with\n    ${resumeInto(runId, queue, out)}` +
+    `  ${count} Result(s) are not delivered yet: of rollouts finished, or still running, when it was ${status} (they wait in Redis, or come when those rollouts end); collect them with\n    ${resumeInto(runId, queue, out)}` +
     unknownFileNote(runId, out),
   statusRestored: (restoredAt: string) =>
     `  Redis lost this run's record mid-run (restarted without persistence, or flushed); its coordinator made it again at ${restoredAt} and added the lost jobs again: the counts below start there, the results file holds every Result`,
