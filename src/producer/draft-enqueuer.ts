@@ -371,7 +371,12 @@ export class DraftEnqueuer {
     const enqueuedAt = (leaseId: string): number => (stamped.has(leaseId) ? stampedAt : lateAt);
     // Kept before the add: a Result cannot come before its job exists, so `finished` always follows.
     for (const positioned of drafts) this.kept.set(positioned.draft.leaseId, positioned);
-    await queue.addBulk(drafts.map(({ draft }, i) => ({ name: ROLLOUT_JOB_NAME, data: data[i] as RolloutSpecInput, opts: { jobId: draft.leaseId, attempts: 1, ...enqueuedAtOption(enqueuedAt(draft.leaseId)) } })));
+    await queue.addBulk(drafts.map(({ draft }, i) => ({
+      name: ROLLOUT_JOB_NAME,
+      data: data[i] as RolloutSpecInput,
+      opts: { jobId: draft.leaseId, attempts: 1, ...enqueuedAtOption(enqueuedAt(draft.leaseId)) },
+      evalHash: this.evalHashes.get(draft.leaseId),
+    })));
     // Every lease was stamped above (by the batch's check or stampEnqueued), before its job existed.
     await this.recorded(() => store.recordLeases(runId, leases, true), drafts);
   }

@@ -6,6 +6,8 @@ import { effectivePlacement, parsePlacementEntry, placementEntryJson, placementQ
 
 /** Field of `keys.lease(leaseId)` naming the BullMQ queue of a lease routed to a placement queue. */
 const QUEUE_FIELD = 'queue';
+/** Field of `keys.lease(leaseId)` holding an evaluation's content hash (`evaluationHash`), for a later session that delivers its Result. */
+const EVAL_HASH_FIELD = 'evalHash';
 
 /** One placement queue in `status`: `workers` is -1 when CLIENT LIST is refused. */
 export interface PlacementStatus {
@@ -17,11 +19,12 @@ export interface PlacementStatus {
   readonly workers: number;
 }
 
-/** A job as `Queue.addBulk` takes it. */
+/** A job as `Queue.addBulk` takes it, and an evaluation's content hash (`evaluationHash`). */
 interface BulkJob {
   readonly name: string;
   readonly data: PlacedSpec & { readonly class?: LeaseClass };
   readonly opts?: JobsOptions;
+  readonly evalHash?: string | undefined;
 }
 
 /**
@@ -39,6 +42,8 @@ export class PlacementQueues {
   private readonly queues = new Map<string, Queue>();
   /** leaseId → queue name, for every lease whose queue is known (base ones too). */
   private readonly leaseQueue = new Map<string, string>();
+  /** leaseId → evaluation content hash, for routed evaluation leases enqueued or resolved here. */
+  private readonly leaseEvalHash = new Map<string, string>();
   private readonly announced = new Set<string>();
 
   constructor(readonly base: Queue, private readonly redis: Redis, private readonly keys: QueueKeys, private readonly tracing = false) {
@@ -83,17 +88,31 @@ export class PlacementQueues {
     return (await this.liveWorkers(queueName)).length;
   }
 
-  /** Reads, in one pipeline, the queue of each lease not yet known here (recorded by the producer that enqueued it). */
+  /**
+   * Reads, in one pipeline, the queue (and an evaluation's content hash) of each lease not yet
+   * known here (recorded by the producer that enqueued it).
+   */
   async resolve(leaseIds: readonly string[]): Promise<void> {
     const unknown = leaseIds.filter((leaseId) => !this.leaseQueue.has(leaseId));
     if (unknown.length === 0) return;
     const pipe = this.redis.pipeline();
-    for (const leaseId of unknown) pipe.hget(this.keys.lease(leaseId), QUEUE_FIELD);
+    for (const leaseId of unknown) pipe.hmget(this.keys.lease(leaseId), QUEUE_FIELD, EVAL_HASH_FIELD);
     const replies = (await pipe.exec()) ?? [];
     unknown.forEach((leaseId, i) => {
-      const [err, name] = replies[i] ?? [null, null];
-      if (!err) this.leaseQueue.set(leaseId, typeof name === 'string' && name !== '' ? name : this.base.name);
+      const [err, fields] = replies[i] ?? [null, null];
+      if (err) return;
+      const [name, evalHash] = (fields ?? []) as (string | null)[];
+      this.leaseQueue.set(leaseId, typeof name === 'string' && name !== '' ? name : this.base.name);
+      if (typeof evalHash === 'string' && evalHash !== '') this.leaseEvalHash.set(leaseId, evalHash);
     });
+  }
+
+  /**
+   * The content hash of an evaluation lease enqueued by this process or {@link resolve}d here
+   * (the producer that enqueued it recorded it), else undefined (a rollout lease, or unknown).
+   */
+  evaluationHashOf(leaseId: string): string | undefined {
+    return this.leaseEvalHash.get(leaseId);
   }
 
   /** The BullMQ queue names of every placement ever routed on this base queue (from `keys.placements()`), base first. */
@@ -170,7 +189,10 @@ export class PlacementQueues {
           pipe.hset(this.keys.placements(), name, placementEntryJson(labels, leaseClass));
           announcing.push(name);
         }
-        if (leaseId !== undefined) pipe.hset(this.keys.lease(leaseId), QUEUE_FIELD, name);
+        if (leaseId !== undefined) {
+          pipe.hset(this.keys.lease(leaseId), QUEUE_FIELD, name, ...(job.evalHash !== undefined ? [EVAL_HASH_FIELD, job.evalHash] : []));
+          if (job.evalHash !== undefined) this.leaseEvalHash.set(leaseId, job.evalHash);
+        }
       }
       const group = groups.get(name);
       if (group) group.push(job);

@@ -384,16 +384,30 @@ export class RunSession {
     this.enqueuer?.finished(result.leaseId);
     this.deps.logger.debug({ runId: this.runId, leaseId: result.leaseId, kind: result.kind }, 'result ready');
     if (result.kind === 'caller' && this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
-    const evalHash = this.enqueuer?.evaluationHashOf(result.leaseId);
-    if (evalHash !== undefined && result.kind === 'ok') {
-      new EvaluationCache(this.deps.redis, this.deps.keys, this.deps.retainMs).store(evalHash, result)
-        .catch((err: Error) => this.deps.logger.warn({ leaseId: result.leaseId, err: err.message }, 'storing the evaluation in the cache failed; it runs again next time'));
+    if (result.kind === 'ok' && !result.cached) {
+      this.cacheEvaluation(result).catch((err: Error) => this.deps.logger.warn({ leaseId: result.leaseId, err: err.message }, 'storing the evaluation in the cache failed; it runs again next time'));
     }
     const ceiling = this.deps.costCeilingUsd;
     if (ceiling !== undefined) {
       this.cost.add(result.cost, result.leaseId);
       if (this.cost.totalUsd >= ceiling && !this.earlier) this.ending.stopAtCeiling(this.cost.totalUsd, ceiling);
     }
+  }
+
+  /**
+   * Stores an `ok` evaluation Result in the evaluation cache. The hash of a lease an earlier
+   * session of the run enqueued (this one resumed it: `attach`, or the run again after a crash)
+   * is read from its lease record (fresh-user report: an evaluation delivered by `resume` was run
+   * and paid for again by the next identical run). A lease of a run this session made is known here.
+   */
+  private async cacheEvaluation(result: Result): Promise<void> {
+    const { queue } = this.deps;
+    let hash = this.enqueuer?.evaluationHashOf(result.leaseId) ?? queue.evaluationHashOf(result.leaseId);
+    if (hash === undefined && !this.madeRun) {
+      await queue.resolve([result.leaseId]);
+      hash = queue.evaluationHashOf(result.leaseId);
+    }
+    if (hash !== undefined) await new EvaluationCache(this.deps.redis, this.deps.keys, this.deps.retainMs).store(hash, result);
   }
 
   private async settle(leaseId: string, outcome: JobOutcome, head: RunHead | undefined): Promise<void> {

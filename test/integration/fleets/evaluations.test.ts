@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { placementQueueName } from '../../../src/lease/index.js';
+import { placementQueueName, queueKeys } from '../../../src/lease/index.js';
+import { evaluationHash } from '../../../src/producer/evaluation-cache.js';
 import { RolloutQueue, type RolloutDraft } from '../../../src/producer/index.js';
-import type { Result } from '../../../src/spec/index.js';
+import { parseRolloutSpec, type Result } from '../../../src/spec/index.js';
 import { fixture, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { fleetFixture } from './fleet-fixture.js';
 import { waitFor } from '../../helpers/wait-for.js';
@@ -71,5 +72,33 @@ describe('evaluations', () => {
     expect(await evalQueue.queue.getJob('eval-b.q1')).toBeUndefined();
     expect(await evalQueue.queue.getJob('eval-b.q2')).toBeDefined();
     expect((await rq.status('eval-b')).run).toMatchObject({ status: 'completed' });
+  });
+
+  // Fresh-user report: an evaluation whose coordinator was killed and whose Result `resume`
+  // delivered never entered the cache, so the next identical run ran and paid for it again.
+  it('an evaluation delivered by a later session of its run (attach) is cached too', async () => {
+    const raw = new RawQueue(fx.redis.url);
+    closers.push(() => raw.close());
+    workers.push(await startWorkerProcess(raw.workerOptions({ name: 'evaluator', placementPollMs: 100 })));
+    const evalQueue = new RawQueue(fx.redis.url, placementQueueName(raw.name, {}, 'evaluation'));
+    closers.push(() => evalQueue.close());
+    const first = await RolloutQueue.create({ redisUrl: fx.redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, logger: silent });
+    const results = first.mapRollouts([evaluation('s1', { delayMs: 1500 })], { runId: 'eval-crashed' });
+    const pending = results.next();
+    pending.catch(() => undefined);
+    await waitFor(async () => (await evalQueue.queue.getActiveCount()) === 1, 'the evaluation to run', 20_000);
+    // The coordinator goes away with the evaluation running; nothing of it was delivered.
+    await first.close();
+    await pending.catch(() => undefined);
+
+    const second = await RolloutQueue.create({ redisUrl: fx.redis.url, queue: raw.name, prefix: TEST_PREFIX, reconcileMs: 200, logger: silent });
+    closers.push(() => second.close());
+    const [delivered] = await all(second.attach('eval-crashed'));
+    expect(delivered).toMatchObject({ leaseId: 'eval-crashed.s1', kind: 'ok', worker: 'evaluator' });
+    // The cache is written after the delivery, without holding it up.
+    const cacheKey = queueKeys(TEST_PREFIX, raw.name).evalCache(evaluationHash(parseRolloutSpec({ ...evaluation('s1', { delayMs: 1500 }), v: 1, runId: 'r', leaseId: 'r.s1', runAttemptId: 'a' }).data!));
+    await waitFor(async () => (await raw.redis.exists(cacheKey)) === 1, 'the evaluation in the cache', 20_000);
+    const [again] = await all(second.mapRollouts([evaluation('s1', { delayMs: 1500 })], { runId: 'eval-again' }));
+    expect(again).toMatchObject({ leaseId: 'eval-again.s1', kind: 'ok', cached: true, worker: null, output: delivered?.output });
   });
 });
