@@ -14,6 +14,7 @@ import { createProgress } from './progress.js';
 import { ResultsFile } from './results-file.js';
 import { formatSummary, type RunEnd } from './summary.js';
 import { runNotFound } from './queue-usage.js';
+import { leaseIdFor } from '../lease/index.js';
 
 /** Where a run's results come from: new drafts (also a restart of the same run id) or an attach. */
 export type RunSource =
@@ -177,7 +178,17 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     // The file says the run existed, Redis does not: purged, past its retention, or lost. Its
     // tasks all run again and the file keeps its old Results, whatever inputs made them (the file
     // does not record them; fresh-user report: changed tasks after a purge, old Results kept, exit 0).
-    if (source.kind === 'map' && !known && file.reopened.count > 0) stderr.write(`${MSG.resultsOfGoneRun(file.path, runId, file.reopened.count)}\n`);
+    if (source.kind === 'map' && !known && file.reopened.count > 0) {
+      // Every task already has its Result there: nothing runs again, as for a run Redis still
+      // has completed (fresh-user report: after a purge, the same command ran all 240 tasks
+      // again and threw every new Result away).
+      if (everyLeaseIn(file, runId, source.drafts)) {
+        stderr.write(`${MSG.resultsAllInFileOfGoneRun(file.path, runId, source.drafts.length)}\n`);
+        stdout.write(`${formatSummary({ runId, total, end: 'completed', tally: file.tally, counters: undefined, file: file.path })}\n`);
+        return EXIT.ok;
+      }
+      stderr.write(`${MSG.resultsOfGoneRun(file.path, runId, file.reopened.count)}\n`);
+    }
     stderr.write(`${source.kind === 'map' ? MSG.runStarting(runId, total ?? 0, queue, env.address) : MSG.runResuming(runId, queue, env.address)}\n`);
     const progress = createProgress({ total, initial: file.count, stream: stderr });
     // The run's results file, stored with the run once this coordinator holds it, for every later
@@ -256,6 +267,11 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     if (outcome?.kind === 'interrupted' || outcome?.kind === 'writeFailed') await within(q.close(), WIND_DOWN_MS);
     else await q.close();
   }
+}
+
+/** Whether `file` holds a Result of every draft's lease (drafts of `run`, each with its `taskKey`). */
+function everyLeaseIn(file: ResultsFile, runId: string, drafts: readonly RolloutDraft[]): boolean {
+  return drafts.every((draft) => draft.taskKey !== undefined && file.has(leaseIdFor(runId, draft.taskKey)));
 }
 
 async function attachTotal(q: RolloutQueue, options: ExecuteRunOptions): Promise<number | null> {

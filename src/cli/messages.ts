@@ -274,6 +274,9 @@ export const MSG = {
     `warning: Redis has no run ${runId}, though ${file} holds ${count} of its Results (purged, past its retention, or lost in a Redis restart): ` +
     `every task runs again, and the Results already in the file are kept as they are, made from whatever tasks and inputs the run had then. ` +
     `If the tasks or inputs changed, stop (Ctrl-C) and use a new --run-id or another --out`,
+  resultsAllInFileOfGoneRun: (file: string, runId: string, tasks: number) =>
+    `Redis has no run ${runId} any more (purged, past its retention, or lost in a Redis restart), and ${file} holds a Result for every one of its ${tasks} task(s): ` +
+    `nothing runs again. To run the tasks again, pass a new --run-id (or leave it out)`,
   resultsReopened: (file: string, count: number, dropped: boolean) =>
     `${file} already holds ${count} result(s)${dropped ? ' (a partial last line was dropped)' : ''}; they are kept and not written again`,
 

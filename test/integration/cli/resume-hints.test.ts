@@ -298,16 +298,37 @@ describe('resume of a run Redis no longer has, into a file holding its Results',
 describe('run of a run id Redis no longer has, into a file holding its Results', () => {
   it('warns that every task runs again and the old Results are kept as they are', async () => {
     const out = path.join(dir, 'gone3.jsonl');
-    const tasks = await gatedTasks('gone3', path.join(dir, 'gate-gone3'), 0);
+    const gate = path.join(dir, 'gate-gone3');
+    await writeFile(gate, '');
+    const tasks = await gatedTasks('gone3', gate, 1);
     await writeFile(out, `${JSON.stringify({ leaseId: 'gone3.a', runId: 'gone3', taskId: 'a', kind: 'ok', reward: 0 })}\n`);
     const first = await runCli(runArgs(tasks, ['--run-id', 'gone3', '--out', out]), { env, cwd: dir });
     expect(first.code, first.stderr).toBe(0);
     expect(first.stderr).toContain(`warning: Redis has no run gone3, though ${out} holds 1 of its Results`);
-    expect(leasesIn(out)).toEqual(['gone3.a']);
+    expect(leasesIn(out)).toEqual(['gone3.a', 'gone3.g1']);
     // Now Redis has it: the same command again is the quiet no-op.
     const again = await runCli(runArgs(tasks, ['--run-id', 'gone3', '--out', out]), { env, cwd: dir });
     expect(again.code, again.stderr).toBe(0);
     expect(again.stderr).not.toContain('Redis has no run');
+  });
+
+  // Fresh-user report: after `purge --older-than 0s`, the same command ran all 240 tasks again,
+  // kept none of their Results (the file had them all) and reprinted the old summary.
+  it('runs nothing when the file holds a Result of every task, and says so', async () => {
+    const out = path.join(dir, 'gone5.jsonl');
+    const tasks = await gatedTasks('gone5', path.join(dir, 'gate-gone5'), 0);
+    const before = `${JSON.stringify({ leaseId: 'gone5.a', runId: 'gone5', taskId: 'a', kind: 'ok', reward: 1 })}\n`;
+    await writeFile(out, before);
+    const outcome = await runCli(runArgs(tasks, ['--run-id', 'gone5', '--out', out]), { env, cwd: dir });
+    expect(outcome.code, outcome.stderr).toBe(0);
+    expect(outcome.stderr).toContain(
+      `Redis has no run gone5 any more (purged, past its retention, or lost in a Redis restart), and ${out} holds a Result for every one of its 1 task(s): nothing runs again. To run the tasks again, pass a new --run-id (or leave it out)`,
+    );
+    expect(outcome.stdout).toContain('Run gone5: 1 of 1 result(s), completed');
+    expect(readFileSync(out, 'utf8')).toBe(before);
+    // Nothing was enqueued: Redis still has no such run.
+    const status = await runCli(['status', 'gone5', '--queue', queue], { env, cwd: dir });
+    expect(status.code).toBe(1);
   });
 });
 
