@@ -56,7 +56,8 @@ export function checkDrafts(file: string, tasks: readonly TaskLine[], drafts: re
  * `caller` Result per lease after the run has started (fresh-user report: a 40 MB artifact). An
  * artifact shared by drafts is measured once.
  * @param specs the specs {@link checkDrafts} returned, in draft order.
- * @throws UsageError naming `--artifact` (when the smallest spec of that artifact is over) or `file:line`, the size, the limit and the fix.
+ * @throws UsageError naming `--artifact` (when the smallest spec of that artifact is over) or the
+ *   `file:line` of the largest spec, its size (the `--max-spec-bytes` that fits every spec), the limit and the fix.
  */
 export function checkSpecBytes(file: string, tasks: readonly TaskLine[], drafts: readonly RolloutDraft[], specs: readonly RolloutSpec[], runId: string, limit: number): void {
   const runAttemptId = randomUUID();
@@ -70,9 +71,11 @@ export function checkSpecBytes(file: string, tasks: readonly TaskLine[], drafts:
     // `rendered: null` keeps the key where it was: its 4 bytes are swapped for the artifact's.
     return Buffer.byteLength(JSON.stringify({ ...spec, runId, leaseId, runAttemptId, rendered: null }), 'utf8') - 4 + artifact;
   });
-  const over = sizes.findIndex((bytes) => bytes > limit);
-  if (over < 0) return;
-  const bytes = sizes[over] as number;
+  // The largest spec: the value it suggests must fit every task (fresh-user report: one
+  // suggestion per task line, each a few bytes more than the last).
+  const bytes = Math.max(...sizes);
+  if (bytes <= limit) return;
+  const over = sizes.indexOf(bytes);
   const rendered = drafts[over]?.rendered;
   const smallestOfArtifact = Math.min(...sizes.filter((_, i) => drafts[i]?.rendered === rendered));
   const by = smallestOfArtifact > limit ? '--artifact' : `${file}:${tasks[over]?.line ?? over + 1}`;

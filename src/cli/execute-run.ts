@@ -14,6 +14,7 @@ import { createProgress } from './progress.js';
 import { ResultsFile } from './results-file.js';
 import { formatSummary, type RunEnd } from './summary.js';
 import { runNotFound } from './queue-usage.js';
+import { refusalLine } from './refusal-line.js';
 import { leaseIdFor } from '../lease/index.js';
 
 /** Where a run's results come from: new drafts (also a restart of the same run id) or an attach. */
@@ -212,6 +213,13 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       const holderFile = (await within(readStatus(q, runId), WIND_DOWN_MS))?.run?.coordinatorNote ?? undefined;
       throw new CliError(MSG.coordinatorRefused(runId, queue, source.kind === 'map' ? 'run' : 'resume', outcome.holder, holderFile));
     }
+    // Redis refused a write (at maxmemory, or a replica) before this session delivered anything:
+    // its one line, and nothing left behind (fresh-user report: "Run fd: 0 of 6, failed", a
+    // script hash and a resume of a run that was never made).
+    if (outcome.kind === 'failed' && refusalLine(outcome.error) !== undefined && file.count === file.reopened.count) {
+      file.discardIfUnused();
+      throw new CliError(refusalLine(outcome.error) as string);
+    }
     file.refresh();
     const status = await within(readStatus(q, runId), WIND_DOWN_MS);
     const run = status?.run;
@@ -288,6 +296,8 @@ async function attachTotal(q: RolloutQueue, options: ExecuteRunOptions): Promise
 
 /** The CLI error for a producer failure after the summary was printed. */
 function failure(error: Error, options: ExecuteRunOptions): CliError {
+  const refusal = refusalLine(error);
+  if (refusal !== undefined) return new CliError(MSG.runRefused(options.runId, refusal));
   // The producer's attach ends with a plain Error when specs were never enqueued (see
   // RolloutQueue.attach); only re-running `run` with the specs can finish such a run.
   if (neverEnqueued(error)) return new CliError(MSG.resumeNeedsSpecs(options.runId, error.message));

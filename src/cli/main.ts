@@ -9,9 +9,8 @@ import { commandsWithActions } from './command-actions.js';
 import { createContext } from './command-context.js';
 import { startOtlpTracing } from '../platform/otlp-tracing.js';
 import { packageVersion } from '../platform/process-metrics.js';
-import { writeRefusalCode } from '../platform/write-refusal-code.js';
-import { cliEnvironment } from './environment.js';
 import { CliError, EXIT, type ExitCode } from './errors.js';
+import { refusalLine } from './refusal-line.js';
 import { HELP, MSG } from './messages.js';
 
 /** Commands that create a worker or a producer, so have spans to export (`OTEL_EXPORTER_OTLP_ENDPOINT`). */
@@ -48,26 +47,6 @@ function withoutPassword(text: string): string {
   }
   if (!password) return text;
   return [password, decodeURIComponent(password)].reduce((out, secret) => out.split(secret).join('***'), text);
-}
-
-/**
- * One line for Redis refusing writes (OOM at maxmemory, EXECABORT, READONLY…), whichever
- * command met it, instead of a raw ioredis stack. EXECABORT names the refusal behind it
- * (ioredis' `previousErrors`). Undefined for any other error.
- */
-function refusalLine(err: unknown): string | undefined {
-  const code = writeRefusalCode(err);
-  if (!code) return undefined;
-  const previous = (err as { previousErrors?: unknown }).previousErrors;
-  const cause = Array.isArray(previous) ? previous.find((inner: unknown) => writeRefusalCode(inner) && writeRefusalCode(inner) !== 'EXECABORT') : undefined;
-  const why = ((cause ?? err) as Error).message.split('\n')[0]?.replace(/\s*script: [0-9a-f]{40}, on @user_script:\d+\.?/, '').trim().replace(/\.+$/, '') ?? code;
-  let address = '(REDIS_URL)';
-  try {
-    address = cliEnvironment().address;
-  } catch {
-    // an unparsable REDIS_URL has its own message elsewhere
-  }
-  return MSG.redisRefusesWrites(address, writeRefusalCode(cause) ?? code, why);
 }
 
 /**

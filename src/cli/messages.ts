@@ -249,7 +249,7 @@ export const MSG = {
   artifactEmpty: (dir: string) => `--artifact ${dir} is a directory without files (node_modules and .git are skipped)`,
   /** A spec over `--max-spec-bytes`: `by` is what makes it big (the artifact, or a task line as `file:line`). */
   specTooBig: (by: string, bytes: number, limit: number, max: number) =>
-    `${by}: each rollout's spec (the artifact, the task and the options, as JSON) would be ${bytes} bytes, over --max-spec-bytes ${limit}${limit === DEFAULT_MAX_SPEC_BYTES ? ' (the default)' : ''}; ${
+    `${by}: the largest rollout spec (the artifact, the task and the options, as JSON) would be ${bytes} bytes, over --max-spec-bytes ${limit}${limit === DEFAULT_MAX_SPEC_BYTES ? ' (the default)' : ''}; ${
       bytes <= max ? `pass --max-spec-bytes ${bytes} or more (at most ${max}), ` : `the most --max-spec-bytes allows is ${max}, so `
     }or keep large data out of the artifact (put it where the worker can read it and pass its path or key). Nothing was enqueued.`,
   demoTooFewTasks: (count: number, held: number, file: string) =>
@@ -327,6 +327,9 @@ export const MSG = {
   resumeNeedsSpecs: (runId: string, why: string) =>
     `run ${runId}: ${/(\d+) specs were never enqueued/.exec(why)?.[1] ?? 'some'} of its specs were never enqueued (its coordinator stopped while enqueuing them), ` +
     `so resume collected only what was enqueued.\nTo finish run ${runId}, run the same \`${cliCommand()} run\` command again with --run-id ${runId}: it enqueues only what is missing.`,
+  /** Redis refused a write mid-run (`refusal`: the one line of refusalLine): it finishes once Redis has room again. */
+  runRefused: (runId: string, refusal: string) =>
+    `${refusal}\nrun ${runId} stopped there; nothing delivered is lost: once Redis takes writes again, ${cliCommand()} resume ${runId} (or the same run command with --run-id ${runId}) picks it up again.`,
   runFailed: (runId: string, why: string) =>
     `run ${runId} could not be followed to its end: ${why}\nNothing delivered is lost: ${cliCommand()} resume ${runId} (or the same run command with --run-id ${runId}) picks it up again.`,
   /** A second coordinator of a live run (RunBusyError); `out`: the results file the holder recorded, when it did. */
@@ -343,7 +346,7 @@ export const MSG = {
    * counted finished ones too (17 with 2 slots).
    */
   runningUndelivered: (runId: string, queue: string, count: number, out: string, how: 'cancelled' | 'stopped') =>
-    `${count} Result(s) are not in ${out} yet: of rollouts finished but not delivered, or still running, when the run was ${how} (${how === 'cancelled' ? 'a rollout stopped by the cancel ends caller/Cancelled' : 'running ones run to their end'}); collect them with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${shellWord(out)}`,
+    `${count} Result(s) are not in ${out} yet, of rollouts that had finished but were not delivered, or were still running, when the run was ${how} (${how === 'cancelled' ? 'a rollout stopped by the cancel ends caller/Cancelled' : 'running ones run to their end'}); collect them with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${shellWord(out)}`,
   cancelReason: `cancelled with \`${cliCommand()} cancel\``,
   runAlreadyEnded: (runId: string, status: string) =>
     `run ${runId} is already ${status}: nothing to cancel (${cliCommand()} purge ${runId} removes it from Redis)`,
@@ -430,7 +433,7 @@ export const MSG = {
     `  its coordinator (pid ${pid} on this host) is gone; its lease lapses within ${COORDINATOR_LEASE_MS / 1000} s (the command below waits for that):`,
   /** A cancelled or stopped run no coordinator delivers, with Results not delivered (rollouts finished or still running then); `out` as in statusUndelivered. */
   statusEndedUndelivered: (runId: string, queue: string, status: string, count: number, out: string | undefined) =>
-    `  ${count} Result(s) are not delivered yet: of rollouts finished, or still running, when it was ${status} (they wait in Redis, or come when those rollouts end); collect them with\n    ${resumeInto(runId, queue, out)}` +
+    `  ${count} Result(s) are not delivered yet, of rollouts that had finished, or were still running, when it was ${status} (they wait in Redis, or come when those rollouts end); collect them with\n    ${resumeInto(runId, queue, out)}` +
     unknownFileNote(runId, out),
   statusRestored: (restoredAt: string) =>
     `  Redis lost this run's record mid-run (restarted without persistence, or flushed); its coordinator made it again at ${restoredAt} and added the lost jobs again: the counts below start there, the results file holds every Result`,

@@ -64,7 +64,7 @@ describe('status output', () => {
   it('a cancelled run no coordinator delivers says how many Results are undelivered and the resume command, only while there are some', () => {
     const cancelled = { ...run, status: 'cancelled' as const, stopReason: 'cancelled with `rollout-queue cancel`' };
     const text = formatStatus({ ...view, run: cancelled, delivering: false, undelivered: 2, resultsFile: '/data/r1.jsonl' }, place);
-    expect(text).toContain('2 Result(s) are not delivered yet: of rollouts finished, or still running, when it was cancelled');
+    expect(text).toContain('2 Result(s) are not delivered yet, of rollouts that had finished, or were still running, when it was cancelled');
     expect(text).toContain('rollout-queue resume r1 --out /data/r1.jsonl');
     expect(formatStatus({ ...view, run: cancelled, delivering: false, undelivered: 2 }, place)).toContain('where FILE is the results file its run command wrote');
     expect(formatStatus({ ...view, run: cancelled, delivering: false, undelivered: 0 }, place)).not.toContain('not delivered yet');

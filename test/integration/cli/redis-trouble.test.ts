@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -61,6 +61,35 @@ describe('an evicting maxmemory-policy', () => {
 });
 
 describe('Redis at maxmemory', () => {
+  // Fresh-user report: a new run printed "Run fd: 0 of 6 result(s), failed", a Lua script hash and
+  // a `resume fd` for a run that was never made, and left an empty results file.
+  it('a new `run` is refused in one line naming how to free memory; no results file, no key', async () => {
+    const prefix = uniquePrefix('oom');
+    const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix };
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'rq-oom-'));
+    const client = new Redis(redis.url);
+    await client.config('SET', 'maxmemory-policy', 'noeviction');
+    const used = Number(/^used_memory:(\d+)/m.exec(await client.info('memory'))?.[1]);
+    await client.config('SET', 'maxmemory', String(used - 100_000));
+    try {
+      writeFileSync(path.join(dir, 'tasks.jsonl'), '{"id":"a"}\n');
+      writeFileSync(path.join(dir, 'a.txt'), 'x');
+      const out = path.join(dir, 'out.jsonl');
+      const run = await runCli(['run', '--queue', 'oomq', '--tasks', path.join(dir, 'tasks.jsonl'), '--artifact', path.join(dir, 'a.txt'),
+        '--run', 'rq-fixtures/failures:echo', '--reward', 'rq-fixtures/failures:constant', '--run-id', 'fd', '--out', out], { env });
+      expect(run.code, run.stderr).toBe(1);
+      expect(run.stderr.trim().split('\n').at(-1)).toMatch(/^error: Redis at redis:\/\/127\.0\.0\.1:\d+ refuses writes \(OOM\): OOM command not allowed when used memory > 'maxmemory'\. It is at maxmemory: free memory \(`.* purge --older-than 1d`/);
+      expect(run.stdout).not.toContain('result(s)');
+      expect(existsSync(out)).toBe(false);
+      expect(await client.keys(`${prefix}:*`)).toEqual([]);
+    } finally {
+      await client.config('SET', 'maxmemory', '0');
+      await client.config('SET', 'maxmemory-policy', 'allkeys-lru');
+      client.disconnect();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   // Case redis-oom-worker-error-loop: `status` (a read-only command) must still answer. Fresh-user
   // report: `purge`, the fix the OOM message named, was refused as well (its reads and deletes
   // went in MULTI transactions, which Redis refuses whole at maxmemory), so a full Redis stayed full.

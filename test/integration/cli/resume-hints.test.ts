@@ -152,13 +152,13 @@ describe('a run cancelled while rollouts were running', () => {
     // Each of the three rollouts ends in a Result (none was waiting); those not in the file yet need resume.
     const missing = 3 - lineCount(out);
     expect(missing).toBeGreaterThan(0);
-    expect(end.stderr).toContain(`${missing} Result(s) are not in ${out} yet: of rollouts finished but not delivered, or still running, when the run was cancelled`);
+    expect(end.stderr).toContain(`${missing} Result(s) are not in ${out} yet, of rollouts that had finished but were not delivered, or were still running, when the run was cancelled`);
     expect(end.stderr).toContain(`${cliHint(dir)} resume hint4 --queue ${queue} --out ${out}`);
 
     const status = await runCli(['status', 'hint4', '--queue', queue], { env, cwd: dir });
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toContain('Run hint4: cancelled');
-    expect(status.stdout).toContain(`${missing} Result(s) are not delivered yet: of rollouts finished, or still running, when it was cancelled`);
+    expect(status.stdout).toContain(`${missing} Result(s) are not delivered yet, of rollouts that had finished, or were still running, when it was cancelled`);
     expect(status.stdout).toContain(`${cliHint(dir)} resume hint4 --queue ${queue} --out ${out}`);
 
     const resumed = await runCli(hintedResume(status.stdout), { env, cwd: dir });
@@ -354,7 +354,7 @@ describe('a run stopped on a caller Result while other rollouts run', () => {
       const stopped = await run.done;
       expect(stopped.code, stopped.stderr).toBe(3);
       expect(stopped.stderr).toContain('run stopped on a caller result for lease stop1.a: RewardOutOfRange');
-      expect(stopped.stderr).toContain(`2 Result(s) are not in ${out} yet: of rollouts finished but not delivered, or still running, when the run was stopped (running ones run to their end); collect them with`);
+      expect(stopped.stderr).toContain(`2 Result(s) are not in ${out} yet, of rollouts that had finished but were not delivered, or were still running, when the run was stopped (running ones run to their end); collect them with`);
       expect(stopped.stderr).not.toContain('running ones finish');
       const resume = hintedResume(stopped.stderr);
       await writeFile(gate, '');

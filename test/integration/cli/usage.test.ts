@@ -127,7 +127,7 @@ it('an artifact over --max-spec-bytes exits 2 naming --artifact and the size tha
   const prefix = uniquePrefix('usage');
   const outcome = await runCli(runArgs({ '--artifact': bigArtifact, '--run': 'rq-fixtures/failures:echo', '--run-id': 'usage-big' }), { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix } });
   expect(outcome.code, outcome.stderr).toBe(2);
-  expect(outcome.stderr).toMatch(/^error: --artifact: each rollout's spec \(the artifact, the task and the options, as JSON\) would be 110\d{4} bytes, over --max-spec-bytes 1048576 \(the default\); pass --max-spec-bytes 110\d{4} or more/);
+  expect(outcome.stderr).toMatch(/^error: --artifact: the largest rollout spec \(the artifact, the task and the options, as JSON\) would be 110\d{4} bytes, over --max-spec-bytes 1048576 \(the default\); pass --max-spec-bytes 110\d{4} or more/);
   expect(outcome.stdout).toBe('');
   const client = new Redis(redis.url);
   try {

@@ -51,18 +51,21 @@ describe('checkSpecBytes (run, before anything is enqueued)', () => {
 
   // Fresh-user report: a 40 MB artifact was enqueued, and the run stopped on a caller Result (exit 3)
   // whose fix, "raise maxSpecBytes", was a library option `run` did not have.
-  it('names --artifact when the artifact alone is over, with the --max-spec-bytes that fits', () => {
+  // Fresh-user report (second pass): the value it suggested fitted the first task line only, so
+  // a tasks file of lines of growing length took one retry per line.
+  it('names --artifact when the artifact alone is over, with the --max-spec-bytes that fits every spec', () => {
     const big = 'a'.repeat(1_100_000);
-    const bytes = producerBytes(tasks, big, 1);
+    const largest = producerBytes(tasks, big, 1);
+    expect(largest).toBeGreaterThan(producerBytes(tasks, big, 0));
     expect(refusal(tasks, big, 1024 * 1024)).toBe(
-      `--artifact: each rollout's spec (the artifact, the task and the options, as JSON) would be ${producerBytes(tasks, big, 0)} bytes, over --max-spec-bytes 1048576 (the default); ` +
-        `pass --max-spec-bytes ${producerBytes(tasks, big, 0)} or more (at most 536870912), or keep large data out of the artifact (put it where the worker can read it and pass its path or key). Nothing was enqueued.`,
+      `--artifact: the largest rollout spec (the artifact, the task and the options, as JSON) would be ${largest} bytes, over --max-spec-bytes 1048576 (the default); ` +
+        `pass --max-spec-bytes ${largest} or more (at most 536870912), or keep large data out of the artifact (put it where the worker can read it and pass its path or key). Nothing was enqueued.`,
     );
-    expect(refusal(tasks, big, bytes)).toBeUndefined();
+    expect(refusal(tasks, big, largest)).toBeUndefined();
   });
 
   it('names the task line whose task tips its spec over, when the artifact alone fits', () => {
     const first = producerBytes(tasks, artifact, 0);
-    expect(refusal(tasks, artifact, first)).toMatch(/^tasks\.jsonl:2: each rollout's spec .* over --max-spec-bytes \d+; pass --max-spec-bytes \d+ or more/);
+    expect(refusal(tasks, artifact, first)).toMatch(/^tasks\.jsonl:2: the largest rollout spec .* over --max-spec-bytes \d+; pass --max-spec-bytes \d+ or more/);
   });
 });
