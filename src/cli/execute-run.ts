@@ -216,9 +216,10 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     // Redis refused a write (at maxmemory, or a replica) before this session delivered anything:
     // its one line, and nothing left behind (fresh-user report: "Run fd: 0 of 6, failed", a
     // script hash and a resume of a run that was never made).
-    if (outcome.kind === 'failed' && refusalLine(outcome.error) !== undefined && file.count === file.reopened.count) {
+    const refusal = outcome.kind === 'failed' ? refusalLine(outcome.error) : undefined;
+    if (refusal !== undefined && file.count === file.reopened.count) {
       file.discardIfUnused();
-      throw new CliError(refusalLine(outcome.error) as string);
+      throw new CliError(refusal);
     }
     file.refresh();
     const status = await within(readStatus(q, runId), WIND_DOWN_MS);
