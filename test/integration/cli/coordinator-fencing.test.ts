@@ -1,10 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { killLeftovers, REPO_ROOT, startCli, uniquePrefix, waitFor, type CliProcess } from './cli-process.js';
+import { resultLineCount } from './results-file.js';
 
 // The case `redis-restart-coordinator-lease` (run.sh and run-sigstop.sh) with its exact input:
 // 30 tasks of 1.5 s on two workers of two slots, one results file, the same `run` command
@@ -17,7 +18,7 @@ let redis: TestRedis;
 let dir: string;
 let workers: CliProcess[] = [];
 
-const lines = (file: string): number => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).length : 0);
+const lines = resultLineCount;
 
 /** `results lines`, `distinct leases` and `leases written twice` of the case's check. */
 function census(file: string): { lines: number; distinct: number; twice: number } {

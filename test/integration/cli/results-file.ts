@@ -1,6 +1,21 @@
 import { readFileSync } from 'node:fs';
 import { RESULT_LINE_FIELDS } from '../../../src/spec/index.js';
 
+/**
+ * How many non-empty lines a results file being written holds now; 0 while it does not exist.
+ * Before a run starts, `run` proves `--out` writable by creating and removing it (checkOutFile),
+ * so a file seen to exist may be gone at the read: that reads as 0 too (CI: ENOENT between
+ * existsSync and readFileSync while the run was starting).
+ */
+export function resultLineCount(file: string): number {
+  try {
+    return readFileSync(file, 'utf8').split('\n').filter((line) => line.trim() !== '').length;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw err;
+  }
+}
+
 /** A results file's lines, parsed; fails the test on a line that is not JSON. */
 export function readResults(file: string): Array<Record<string, unknown>> {
   const text = readFileSync(file, 'utf8');

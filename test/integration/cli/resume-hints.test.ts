@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { cliHint, killLeftovers, runCli, startCli, uniquePrefix, waitFor, type CliProcess } from './cli-process.js';
+import { resultLineCount } from './results-file.js';
 
 // Fresh-user report: the hints that name `resume` (status, a refused coordinator, a cancelled
 // run) must name the run's own results file, and a coordinator refused as busy must say so and
@@ -17,7 +18,7 @@ let env: Record<string, string>;
 let worker: CliProcess;
 const queue = 'hints';
 
-const lineCount = (file: string): number => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).length : 0);
+const lineCount = resultLineCount;
 const leasesIn = (file: string): string[] =>
   readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => (JSON.parse(l) as { leaseId: string }).leaseId).sort();
 

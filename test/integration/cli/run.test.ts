@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { queueKeys } from '../../../src/lease/index.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { cliHint, runCli, startCli, uniquePrefix, waitFor, type CliProcess } from './cli-process.js';
-import { readResults, resultProblems } from './results-file.js';
+import { readResults, resultLineCount, resultProblems } from './results-file.js';
 
 // `run` end to end over two real worker processes, and a coordinator SIGKILLed mid-run and
 // started again with the same --run-id (and the same through `resume`).
@@ -20,7 +20,7 @@ let env: Record<string, string>;
 let workers: CliProcess[] = [];
 const queue = 'cli-run';
 
-const lineCount = (file: string): number => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').length - 1 : 0);
+const lineCount = resultLineCount;
 const leases = (runId: string): string[] => Array.from({ length: TASKS }, (_, i) => `${runId}.t${String(i + 1).padStart(2, '0')}`);
 
 function runArgs(extra: string[]): string[] {
