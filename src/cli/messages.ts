@@ -479,8 +479,9 @@ export const MSG = {
   dashboardQueues: (queues: readonly string[], readOnly: boolean) =>
     `showing queue(s) ${queues.join(', ')}${readOnly ? ' (read-only; --writable enables retry/remove/clean)' : ' (WRITABLE)'}`,
   dashboardStop: 'press Ctrl-C to stop',
-  dashboardQueueUnused: (queue: string, prefix: string, used: QueuesUsed) =>
-    `warning: nothing has used queue "${queue}" under prefix "${prefix}" yet (${queuesUsedThere(used)}); it shows empty until a run or worker uses it: check --queue and ROLLOUT_QUEUE_PREFIX`,
+  /** A command's warning about a queue nothing used (a misspelt --queue or prefix); `effect` says what that means for the command. */
+  queueUnusedWarning: (queue: string, prefix: string, used: QueuesUsed, effect: string) =>
+    `warning: nothing has used queue "${queue}" under prefix "${prefix}" yet (${queuesUsedThere(used)}); ${effect}: check --queue and ROLLOUT_QUEUE_PREFIX`,
   dashboardLogin: (how: 'token' | 'basic') =>
     how === 'token' ? 'login required: Authorization: Bearer <ROLLOUT_QUEUE_DASHBOARD_TOKEN> (a browser: any user name, the token as password)' : 'login required: basic auth with ROLLOUT_QUEUE_DASHBOARD_USER / ROLLOUT_QUEUE_DASHBOARD_PASSWORD',
   dashboardNeedsLogin: (host: string) =>

@@ -3,6 +3,7 @@ import { DashboardAuthRequiredError, startDashboard } from '../../dashboard/serv
 import { cliEnvironment } from '../environment.js';
 import { CliError, EXIT, UsageError, type ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
+import { DEFAULT_QUEUE } from '../../lease/index.js';
 import { unusedQueues } from '../queue-usage.js';
 import { requireRedis } from '../redis-preflight.js';
 import { untilStopSignal } from '../signals.js';
@@ -36,7 +37,9 @@ export async function dashboardAction(options: DashboardCommandOptions): Promise
   const auth = dashboardAuthFromEnv(process.env);
   await requireRedis(env);
   // A look that fails only loses the warning: the dashboard's own connection reports Redis trouble.
-  const unused = options.queue ? await unusedQueues(env, options.queue).catch(() => []) : [];
+  // Without --queue it shows every queue under the prefix: it warns only when there is none (a
+  // misspelt ROLLOUT_QUEUE_PREFIX; fresh-user report).
+  const unused = (await unusedQueues(env, options.queue ?? [DEFAULT_QUEUE]).catch(() => [])).filter(({ used }) => options.queue !== undefined || used.queues.length === 0);
   let dashboard;
   try {
     dashboard = await startDashboard({
@@ -53,7 +56,7 @@ export async function dashboardAction(options: DashboardCommandOptions): Promise
     throw dashboardStartError(options.port, err);
   }
   process.stdout.write(`${MSG.dashboardUrl(dashboard.url)}\n${MSG.dashboardQueues(dashboard.queues, !options.writable)}\n${auth ? `${MSG.dashboardLogin(auth.token ? 'token' : 'basic')}\n` : ''}${MSG.dashboardStop}\n`);
-  for (const { queue, used } of unused) process.stderr.write(`${MSG.dashboardQueueUnused(queue, env.prefix, used)}\n`);
+  for (const { queue, used } of unused) process.stderr.write(`${MSG.queueUnusedWarning(queue, env.prefix, used, 'it shows empty until a run or worker uses it')}\n`);
   await untilStopSignal();
   await dashboard.close();
   return EXIT.ok;

@@ -4,7 +4,7 @@ import { MSG } from '../messages.js';
 import { coordinatorLogger, openQueue } from '../plane.js';
 import { RunActiveError, RunNotFoundError, UndeliveredResultsError, type RolloutQueue } from '../../producer/index.js';
 import { requireRedis } from '../redis-preflight.js';
-import { runNotFound } from '../queue-usage.js';
+import { runNotFound, unusedQueues } from '../queue-usage.js';
 import type { PurgeCommandOptions } from '../commands/purge.js';
 
 /**
@@ -32,6 +32,11 @@ export async function purgeAction(runId: string | undefined, options: PurgeComma
     }
     const outcome = await queue.purgeOlderThan(options.olderThan as number, purgeOptions);
     process.stdout.write(`${MSG.purgedOlder(outcome.purged.length, formatAge(options.olderThan as number), options.olderThan as number)}\n`);
+    // Nothing to purge may be a misspelt --queue or prefix (fresh-user report: "purged 0 ended run(s)" and nothing more).
+    if (outcome.purged.length === 0 && outcome.skipped.length === 0) {
+      const [unused] = await unusedQueues(env, [options.queue]).catch(() => []);
+      if (unused) process.stderr.write(`${MSG.queueUnusedWarning(options.queue, env.prefix, unused.used, 'nothing was purged')}\n`);
+    }
     for (const { runId: id, error } of outcome.skipped) process.stdout.write(`${MSG.purgeSkipped(id, (await refusal(queue, options.queue, error)).replace(/\n/g, '\n    '))}\n`);
     return EXIT.ok;
   } finally {

@@ -140,10 +140,34 @@ describe('rollout-queue dashboard', () => {
       const { queues } = (await api.json()) as { queues: Array<{ name: string }> };
       expect(queues.map((queue) => queue.name).sort()).toEqual(['mixed', 'rollouts', 'side-queue']);
       expect(cli.stdout()).toContain('showing queue(s) rollouts, mixed, side-queue (read-only');
+      expect(cli.stderr()).not.toContain('warning');
     } finally {
       await stop(cli);
     }
   });
+
+  // Fresh-user report (second pass): under a misspelt ROLLOUT_QUEUE_PREFIX it showed an empty
+  // `rollouts` without a word (with --queue it warned).
+  it('without --queue under a prefix nothing used, it warns naming the prefixes used in the database', async () => {
+    // A database of its own: the prefixes named are every one with a queue in it.
+    const url = new URL(redis.url);
+    url.pathname = '/10';
+    const probe = new Redis(url.toString());
+    const used = uniquePrefix('dash');
+    await probe.hset(`${used}:arith:meta`, 'version', 'bullmq:6.7.0');
+    const { cli } = await startDashboardCli([], { REDIS_URL: url.toString(), ROLLOUT_QUEUE_PREFIX: `${used}x` });
+    try {
+      await waitFor(() => cli.stderr().includes('warning:'), 10_000, 'the warning');
+      expect(cli.stderr()).toBe(
+        `warning: nothing has used queue "rollouts" under prefix "${used}x" yet (no queue there was used yet; prefixes used in this Redis: "${used}" (arith); set ROLLOUT_QUEUE_PREFIX to one of them); it shows empty until a run or worker uses it: check --queue and ROLLOUT_QUEUE_PREFIX\n`,
+      );
+    } finally {
+      await stop(cli);
+      await probe.del(`${used}:arith:meta`);
+      probe.disconnect();
+    }
+  });
+
 
   it('a mixed run: each job names its Result kind, failures apart from ok; no stack, install path or Redis detail is served', async () => {
     const { cli, url } = await startDashboardCli(['--queue', 'mixed']);

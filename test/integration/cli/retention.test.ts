@@ -80,6 +80,15 @@ describe('BR-43: a delivered run does not stay in Redis for good', () => {
 
 // Fresh-user report: `cancel` then `purge` of a run whose coordinator was gone dropped the
 // Results that had finished but were never delivered (44 of 60) without a word.
+// Fresh-user report (second pass): `purge --older-than 0s --queue <typo>` printed "purged 0 ended
+// run(s)" and nothing more.
+it('purge --older-than on a queue nothing used warns naming the queues used under the prefix', async () => {
+  const outcome = await runCli(['purge', '--older-than', '0s', '--queue', `${queue}x`], { env });
+  expect(outcome.code, outcome.stderr).toBe(0);
+  expect(outcome.stdout).toBe('purged 0 ended run(s)\n');
+  expect(outcome.stderr).toMatch(new RegExp(`^warning: nothing has used queue "${queue}x" under prefix "[^"]+" yet \\(queues used there: (.*, )?${queue}(, .*)?\\); nothing was purged: check --queue and ROLLOUT_QUEUE_PREFIX\n$`));
+});
+
 describe('purge of a run with finished Results never delivered', () => {
   it('is refused with how to collect or drop them; --discard-undelivered purges and says so', async () => {
     const out = path.join(dir, 'undelivered.jsonl');
