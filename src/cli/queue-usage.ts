@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { queuesByPrefix, queuesWithMeta } from '../dashboard/discover-queues.js';
+import { queuesByPrefix } from '../dashboard/discover-queues.js';
 import { bullEventsKey, bullMetaKey, queueKeys } from '../lease/index.js';
 import { createRedisClient } from '../platform/redis-connection.js';
 import type { CliEnvironment } from './environment.js';
@@ -12,11 +12,19 @@ import type { QueuesUsed } from './queues-used.js';
  * set, none of `alsoKeys`): where queues were used instead (a misspelt `--queue` or prefix, most
  * often; a Redis that lost everything looks the same). Undefined when the queue was used.
  */
-export async function queuesUsedInstead(redis: Redis, prefix: string, queue: string, alsoKeys: readonly string[] = []): Promise<QueuesUsed | undefined> {
+export async function queuesUsedInstead(
+  redis: Redis,
+  prefix: string,
+  queue: string,
+  alsoKeys: readonly string[] = [],
+  scan: () => Promise<Map<string, string[]>> = () => queuesByPrefix(redis),
+): Promise<QueuesUsed | undefined> {
   const traces = await redis.exists(bullMetaKey(prefix, queue), bullEventsKey(prefix, queue), queueKeys(prefix, queue).runs(), ...alsoKeys);
   if (traces > 0) return undefined;
-  const queues = await queuesWithMeta(redis, prefix);
-  return { queues, elsewhere: queues.length > 0 ? new Map() : await queuesByPrefix(redis) };
+  // One SCAN of the keyspace answers both: the queues under this prefix, else every prefix's.
+  const byPrefix = await scan();
+  const queues = byPrefix.get(prefix) ?? [];
+  return { queues, elsewhere: queues.length > 0 ? new Map() : byPrefix };
 }
 
 /**
@@ -40,8 +48,11 @@ export async function runNotFound(env: CliEnvironment, queue: string, runId: str
 export async function unusedQueues(env: CliEnvironment, queues: readonly string[]): Promise<Array<{ queue: string; used: QueuesUsed }>> {
   return lookOnce(env, async (redis) => {
     const unused: Array<{ queue: string; used: QueuesUsed }> = [];
+    // At most one SCAN, whatever the number of queues.
+    let scanned: Promise<Map<string, string[]>> | undefined;
+    const scan = (): Promise<Map<string, string[]>> => (scanned ??= queuesByPrefix(redis));
     for (const queue of queues) {
-      const used = await queuesUsedInstead(redis, env.prefix, queue);
+      const used = await queuesUsedInstead(redis, env.prefix, queue, [], scan);
       if (used) unused.push({ queue, used });
     }
     return unused;
