@@ -48,6 +48,8 @@ export function parseConfigOption(option: string, text: string | undefined): Rec
 
 /** The module of this package that holds the built-in factories of each Ref option. */
 const BUILTIN_MODULES: Readonly<Record<string, string>> = { '--run': 'rollout-queue/runners', '--reward': 'rollout-queue/rewards' };
+/** Ref options this package has no built-in for, with what to name instead. */
+const NO_BUILTIN: Readonly<Record<string, string>> = { '--dispatch': 'the module:export of a Dispatch factory of your own (e.g. @acme/evals:solve), which workers --allow' };
 
 /**
  * Builds a Ref from `--run`/`--reward` and its config, checked by the wire schema.
@@ -66,9 +68,11 @@ export function buildRef(option: string, target: string, config: Record<string, 
   // This package's own modules are known here: another one (a typo such as rollout-queue/runner)
   // would reach the workers and end every lease `caller` (fresh-user report).
   const builtin = BUILTIN_MODULES[option];
-  if (builtin && (parsedTarget.module === 'rollout-queue' || parsedTarget.module.startsWith('rollout-queue/')) && parsedTarget.module !== builtin) {
-    throw new UsageError(MSG.unknownBuiltinModule(option, target, builtin));
-  }
+  const ownModule = parsedTarget.module === 'rollout-queue' || parsedTarget.module.startsWith('rollout-queue/');
+  if (builtin && ownModule && parsedTarget.module !== builtin) throw new UsageError(MSG.unknownBuiltinModule(option, target, builtin));
+  // Fresh-user report: `gateway --dispatch rollout-queue/dispatch:nope` started, and every POST /dispatch answered 400.
+  const instead = NO_BUILTIN[option];
+  if (instead && ownModule) throw new UsageError(MSG.noBuiltinFor(option, target, instead));
   const parsed = RefSchema.safeParse({ $ref: target, config });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

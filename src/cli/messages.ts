@@ -446,12 +446,13 @@ export const MSG = {
     `run id ${runId} already names a ${status} run on queue ${queue} made from other inputs: ${differ === 'tasks' ? 'its tasks differ from this tasks file' : differ === 'inputs' ? 'its artifact, --run/--reward, their configs or the other spec options differ from these' : 'its tasks and its artifact, Refs or options differ from these'}. ` +
     `Running it again resumes a run with the same inputs: give changed inputs a new --run-id (or leave it out)`,
   taskPlacementNotObject: (file: string, line: number) =>
-    `${file}:${line}: "placement" must be an object of labels like {"region": "eu-west"} (a worker takes the task only with each label equal); remove it to use --placement`,
+    `${file}:${line}: "placement" must be an object of labels like {"region": "eu-west"} (a worker takes the task only with each label equal); remove it to use --placement. Nothing was enqueued.`,
   optionRefusedBySpec: (option: string, field: string, reason: string) => `${option}: spec field "${field}": ${reason}`,
   taskRefusedBySpec: (file: string, line: number, field: string, reason: string) => `${file}:${line}: spec field "${field}": ${reason}`,
   rewardConfigRefused: (why: string) => `--reward-config: ${why}`,
   unknownBuiltinModule: (option: string, ref: string, module: string) =>
     `${option} ${ref}: rollout-queue has no such module for ${option}; its built-ins are in ${module} (e.g. ${module}:${module.endsWith('runners') ? 'codeRunner' : 'lastNumber'}), or name a module of your own`,
+  noBuiltinFor: (option: string, ref: string, instead: string) => `${option} ${ref}: rollout-queue has no built-in for ${option}; name ${instead}`,
   unknownBuiltin: (option: string, ref: string, names: readonly string[]) =>
     `${option} ${ref}: the module has no such export; it exports ${names.join(', ')}`,
   statusRuns: (runs: readonly string[], total: number) =>

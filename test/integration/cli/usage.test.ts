@@ -82,7 +82,8 @@ describe('usage errors exit 2 naming the option', () => {
     ['a codeRunner maxOutputBytes the rollout child cannot report under --memory-mb', runArgs({ '--memory-mb': '64', '--run-config': '{"timeoutMs":5000,"maxOutputBytes":33554432}' }), '--run-config with --memory-mb (sandbox.memoryMb, default 1024): codeRunner: config.maxOutputBytes = 33554432 (per stream) does not fit in sandbox.memoryMb = 64 MiB'],
     ['a misspelt built-in --reward-config key', runArgs({ '--reward-config': '{"goldkey":"answer"}' }), '--reward-config: lastNumber: config.goldkey'],
     ['a task line placement label that is not a string', runArgs({ '--tasks': badPlacementValue }), 'bad-placement-value.jsonl:2: spec field "placement.region"'],
-    ['a task line placement that is not an object', runArgs({ '--tasks': badPlacementType }), 'bad-placement-type.jsonl:2: "placement" must be an object of labels'],
+    // Fresh-user report: the only task-file error without "Nothing was enqueued.".
+    ['a task line placement that is not an object', runArgs({ '--tasks': badPlacementType }), 'remove it to use --placement. Nothing was enqueued.'],
     // Second fresh-user pass: a misspelt built-in export was enqueued and ended caller (exit 3).
     // Fresh-user report (third pass): an unknown module of this package reached the workers and ended caller (exit 3).
     ['an unknown rollout-queue module as --run', runArgs({ '--run': 'rollout-queue/nosuch:foo' }), '--run rollout-queue/nosuch:foo: rollout-queue has no such module for --run; its built-ins are in rollout-queue/runners (e.g. rollout-queue/runners:codeRunner), or name a module of your own'],

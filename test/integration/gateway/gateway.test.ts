@@ -320,4 +320,12 @@ describe('rollout-queue gateway: the harness dispatch wire over the durable queu
     expect(noChoice.code).toBe(2);
     expect(noChoice.stderr).toContain('--auth-token-env');
   });
+
+  // Fresh-user report: a --dispatch of this package (which ships no Dispatch) started, and every POST /dispatch answered 400.
+  it('refuses a --dispatch of this package before it starts', async () => {
+    const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: TEST_PREFIX };
+    const outcome = await runCli(['gateway', '--port', '0', '--dispatch', 'rollout-queue/dispatch:nope', '--no-auth'], { env });
+    expect(outcome.code).toBe(2);
+    expect(outcome.stderr).toContain('error: --dispatch rollout-queue/dispatch:nope: rollout-queue has no built-in for --dispatch; name the module:export of a Dispatch factory of your own (e.g. @acme/evals:solve), which workers --allow\n');
+  });
 });
