@@ -192,6 +192,8 @@ export const MSG = {
   tasksUnreadable: (file: string, why: string) => `cannot read --tasks ${file}: ${why}`,
   tasksEmpty: (file: string) => `--tasks ${file} holds no tasks (it is empty or only blank lines); write one JSON object per line, e.g. {"id": "t1", "answer": 42}. Nothing was enqueued.`,
   taskNotJson: (file: string, line: number, why: string) => `${file}:${line}: not valid JSON (${why}); each line must be one JSON object. Nothing was enqueued.`,
+  taskNotUtf8: (file: string, line: number, column: number, byte: number) =>
+    `${file}:${line}: not UTF-8 text (byte ${column} of the line, 0x${byte.toString(16).padStart(2, '0')}, begins no valid UTF-8 sequence); save the file as UTF-8. Nothing was enqueued.`,
   taskNotObject: (file: string, line: number, got: string) => `${file}:${line}: expected a JSON object, got ${got}. Nothing was enqueued.`,
   taskInvalid: (file: string, line: number, why: string) => `${file}:${line}: ${why}. Nothing was enqueued.`,
   taskTooBig: (file: string, line: number, bytes: number, limit: number) =>

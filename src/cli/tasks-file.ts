@@ -22,19 +22,21 @@ export interface ReadTasksOptions {
 }
 
 /**
- * Reads a JSONL tasks file: one JSON object per line, blank lines skipped.
+ * Reads a JSONL tasks file: UTF-8 (a leading byte order mark is dropped), one JSON object per
+ * line, blank lines skipped.
  * Everything is checked before anything is enqueued.
- * @throws UsageError naming `file:line` for a line that is not JSON, not an object, not valid
+ * @throws UsageError naming `file:line` for a line that is not UTF-8, not JSON, not an object, not valid
  *   task data, or whose key repeats an earlier line; or when the file holds no task at all.
  */
 export async function readTasksFile(file: string, options: ReadTasksOptions = {}): Promise<TaskLine[]> {
   const label = options.label ?? file;
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await readFile(file, 'utf8');
+    bytes = await readFile(file);
   } catch (err) {
     throw new UsageError(MSG.tasksUnreadable(label, (err as NodeJS.ErrnoException).code ?? (err as Error).message));
   }
+  const text = decodeUtf8(bytes, label);
   const tasks: TaskLine[] = [];
   /** The first line holding each lease key, and whether that key is its id (else its line number). */
   const firstOf = new Map<string, { line: number; byId: boolean }>();
@@ -60,6 +62,40 @@ export async function readTasksFile(file: string, options: ReadTasksOptions = {}
   }
   if (tasks.length === 0) throw new UsageError(MSG.tasksEmpty(label));
   return tasks;
+}
+
+/**
+ * The file's text. A leading byte order mark is dropped (editors on Windows write one; JSON.parse
+ * refused the first line for it). `readFile(file, 'utf8')` turned each invalid byte into U+FFFD
+ * and the task ran with text the file never held (fresh-user report).
+ * @throws UsageError naming the line and the byte of the first invalid UTF-8 sequence.
+ */
+function decodeUtf8(bytes: Buffer, label: string): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    // Only on this error path: feed a streaming decoder byte by byte. It throws at the first byte
+    // that cannot continue the sequence begun before it, so the sequence's first byte is named.
+    const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+    const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+    let line = 1;
+    let lineStart = 0;
+    let sequenceStart = bom;
+    for (let at = bom; at < bytes.length; at += 1) {
+      const pending = sequenceStart < at;
+      try {
+        if (decoder.decode(bytes.subarray(at, at + 1), { stream: at + 1 < bytes.length }) !== '') sequenceStart = at + 1;
+      } catch {
+        const bad = pending ? sequenceStart : at;
+        throw new UsageError(MSG.taskNotUtf8(label, line, bad - lineStart + 1, bytes[bad] ?? 0));
+      }
+      if (bytes[at] === 0x0a) {
+        line += 1;
+        lineStart = at + 1;
+      }
+    }
+    throw new UsageError(MSG.taskNotUtf8(label, line, sequenceStart - lineStart + 1, bytes[sequenceStart] ?? 0));
+  }
 }
 
 function parseTask(raw: string, label: string, line: number): Task {

@@ -139,7 +139,9 @@ it('an artifact over --max-spec-bytes exits 2 naming --artifact and the size tha
 });
 
 describe('a bad tasks file exits 2 naming file:line, and nothing is enqueued', () => {
-  const cases: Array<[string, string, RegExp]> = [
+  const cases: Array<[string, string | Buffer, RegExp]> = [
+    // Fresh-user report: a Latin-1 file's é ran as U+FFFD.
+    ['a Latin-1 byte on line 2', Buffer.from('{"id":"a"}\n{"id":"caf\xe9"}\n', 'latin1'), /bad\.jsonl:2: not UTF-8 text \(byte 11 of the line, 0xe9, begins no valid UTF-8 sequence\); save the file as UTF-8\. Nothing was enqueued\./],
     ['malformed JSON on line 3', '{"id":"a"}\n\n{"id": "b",,}\n{"id":"c"}\n', /bad\.jsonl:3: not valid JSON/],
     ['an array on line 2', '{"id":"a"}\n[1,2]\n', /bad\.jsonl:2: expected a JSON object, got array/],
     ['a repeated task id', '{"id":"a"}\n{"id":"b"}\n{"id":"a"}\n', /bad\.jsonl:3: task id "a" repeats line 1/],

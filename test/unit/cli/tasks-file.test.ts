@@ -1,0 +1,38 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readTasksFile } from '../../../src/cli/tasks-file.js';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'rq-tasks-file-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function tasksOf(content: Buffer): Promise<Awaited<ReturnType<typeof readTasksFile>>> {
+  const file = path.join(dir, 'tasks.jsonl');
+  await writeFile(file, content);
+  return readTasksFile(file, { label: 'tasks.jsonl' });
+}
+
+// Fresh-user report: invalid UTF-8 bytes (a Latin-1 file) were read as U+FFFD and the tasks ran
+// with text the file never held.
+describe('a tasks file that is not UTF-8', () => {
+  const cases: Array<[string, Buffer, RegExp]> = [
+    ['a Latin-1 é before ASCII on line 2', Buffer.from('{"id":"a"}\n{"id":"caf\xe9"}\n', 'latin1'), /^tasks\.jsonl:2: not UTF-8 text \(byte 11 of the line, 0xe9, begins no valid UTF-8 sequence\); save the file as UTF-8\. Nothing was enqueued\.$/],
+    ['a lone 0xff on line 1', Buffer.from([0x7b, 0xff, 0x7d, 0x0a]), /^tasks\.jsonl:1: not UTF-8 text \(byte 2 of the line, 0xff,/],
+    ['a sequence cut short by the end of the file', Buffer.concat([Buffer.from('{"id":"a"}\n{"id":"'), Buffer.from([0xe2, 0x82])]), /^tasks\.jsonl:2: not UTF-8 text \(byte 8 of the line, 0xe2,/],
+    ['after a byte order mark', Buffer.from([0xef, 0xbb, 0xbf, 0xc3, 0x28, 0x0a]), /^tasks\.jsonl:1: not UTF-8 text \(byte 4 of the line, 0xc3,/],
+  ];
+  it.each(cases)('%s is refused naming the line and the byte', async (_label, content, message) => {
+    await expect(tasksOf(content)).rejects.toThrow(message);
+  });
+});
+
+it('a leading byte order mark is dropped and CRLF line ends are read as line ends', async () => {
+  const tasks = await tasksOf(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"id":"a","q":"é"}\r\n\r\n{"id":"b"}\r\n')]));
+  expect(tasks.map((task) => [task.taskKey, task.line, task.task])).toEqual([['a', 1, { id: 'a', q: 'é' }], ['b', 3, { id: 'b' }]]);
+});
