@@ -29,7 +29,7 @@ export function statusJson(view: StatusView, place: StatusPlace): Record<string,
     prefix: place.prefix,
     address: place.address,
     counts: view.counts,
-    workers: view.workers.map((worker) => ({ name: worker.name, ...worker.details })),
+    workers: view.workers.map((worker) => ({ name: worker.name, ...withSeconds(worker.details) })),
     placements: view.placements ?? [],
     ...(view.cost ? { cost: view.cost } : {}),
     runs: place.runs,
@@ -43,6 +43,19 @@ export function statusJson(view: StatusView, place: StatusPlace): Record<string,
     ...(view.resultsFile !== undefined ? { resultsFile: view.resultsFile } : {}),
     ...(view.undelivered !== undefined ? { undelivered: view.undelivered } : {}),
   };
+}
+
+/**
+ * A worker's details for `--json`: `age` and `idle` (CLIENT LIST seconds, which BullMQ hands on
+ * as strings) as numbers, so a script compares them without parsing; the rest as they are.
+ */
+function withSeconds(details: Readonly<Record<string, string>>): Record<string, string | number> {
+  const out: Record<string, string | number> = { ...details };
+  for (const field of ['age', 'idle'] as const) {
+    const value = details[field];
+    if (value !== undefined && /^\d+$/.test(value)) out[field] = Number(value);
+  }
+  return out;
 }
 
 /**

@@ -49,6 +49,10 @@ describe('rollout-queue worker', () => {
     const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('wk') };
     const worker = startCli(['worker', '--queue', 'wq', '--name', 'named-worker'], { env });
     await waitFor(async () => (await connectedWorkers(env, 'wq')).includes('named-worker'), 30_000, 'the worker in status');
+    // Review note: --json gave CLIENT LIST's age and idle seconds as strings.
+    const status = await runCli(['status', '--queue', 'wq', '--json'], { env });
+    const [shown] = (JSON.parse(status.stdout) as { workers: Array<Record<string, unknown>> }).workers;
+    expect(shown).toMatchObject({ name: 'named-worker', age: expect.any(Number), idle: expect.any(Number), addr: expect.stringMatching(/^127\.0\.0\.1:\d+$/) });
     worker.child.kill('SIGTERM');
     const end = await worker.done;
     expect(end.code, end.stdout + end.stderr).toBe(0);
