@@ -92,7 +92,7 @@ export const HELP = {
     description: 'Serve the harness POST /dispatch wire and a runs API over HTTP, on top of the durable queue.',
     port: 'port to listen on (0 picks a free one)',
     host: 'address to listen on (without auth only loopback is allowed)',
-    dispatch: 'the Dispatch workers run for POST /dispatch, as module:export (e.g. @acme/evals:solve); workers must --allow its module',
+    dispatch: 'the Dispatch workers run for POST /dispatch, as module:export (e.g. @acme/evals:solve); workers must --allow its module. Without it the gateway serves the runs API only',
     dispatchConfig: 'JSON object passed to the Dispatch factory',
     authTokenEnv: 'name of the environment variable holding the bearer token every request must send (at least 16 characters)',
     noAuth: 'serve without a token (loopback host only)',
@@ -505,8 +505,9 @@ export const MSG = {
   gatewayTokenShort: (name: string) => `--auth-token-env ${name}: the token is shorter than 16 characters; use a long random one, e.g. $(openssl rand -hex 32)`,
   gatewayPortInUse: (port: number) => `--port ${port} is already in use by another process; stop it or pass another port (0 picks a free one)`,
   gatewayFailed: (why: string) => `gateway: ${why}`,
-  gatewayListening: (url: string, queue: string, dispatch: string, auth: boolean) =>
-    `gateway: ${url} (queue "${queue}", dispatch ${dispatch}, ${auth ? 'bearer token required' : 'NO AUTH, loopback only'}); press Ctrl-C to stop`,
+  gatewayListening: (url: string, queue: string, dispatch: string | undefined, auth: boolean) =>
+    `gateway: ${url} (queue "${queue}", ${dispatch !== undefined ? `dispatch ${dispatch}` : 'runs API only: no --dispatch'}, ${auth ? 'bearer token required' : 'NO AUTH, loopback only'}); press Ctrl-C to stop`,
+  gatewayConfigWithoutDispatch: '--dispatch-config configures the Dispatch of --dispatch, which is not given; pass --dispatch module:export too, or drop --dispatch-config',
 
   // ── demo ─────────────────────────────────────────────────────────────────
   demoNoRedis: [

@@ -23,8 +23,12 @@ export const GatewayOptionsSchema = z
     port: z.number().int().min(0).max(65_535),
     /** Listen address. Default `127.0.0.1`. */
     host: z.string().min(1).default('127.0.0.1'),
-    /** The Dispatch the workers run for `POST /dispatch`: a Ref to a factory installed on the workers (their allowlist must admit it). */
-    dispatch: RefSchema,
+    /**
+     * The Dispatch the workers run for `POST /dispatch`: a Ref to a factory installed on the
+     * workers (their allowlist must admit it). Unset: the gateway serves the runs API only and
+     * answers `POST /dispatch` 404 `NoDispatch`.
+     */
+    dispatch: RefSchema.optional(),
     /** The bearer token every request must carry (`Authorization: Bearer <token>`). Required unless `noAuth`. */
     authToken: z.string().min(16, 'authToken must be at least 16 characters').optional(),
     /** Serve without auth: only allowed on a loopback `host`. */
@@ -48,7 +52,7 @@ export const GatewayOptionsSchema = z
   });
 
 /** What a caller passes to `startGateway`. */
-export type GatewayOptions = Omit<z.input<typeof GatewayOptionsSchema>, 'dispatch'> & { readonly dispatch: Ref | { readonly $ref: string; readonly config?: Record<string, unknown> } };
+export type GatewayOptions = Omit<z.input<typeof GatewayOptionsSchema>, 'dispatch'> & { readonly dispatch?: Ref | { readonly $ref: string; readonly config?: Record<string, unknown> } };
 
 /** Checked, defaulted gateway options. */
 export type CompiledGatewayOptions = Readonly<z.output<typeof GatewayOptionsSchema>>;

@@ -52,7 +52,8 @@ export async function startGateway(input: GatewayOptions): Promise<Gateway> {
     await rq.close();
     throw err;
   }
-  const dispatch = queueDispatch({ dispatch: options.dispatch, producer: rq, ...(options.keepAnswerMs !== undefined ? { keepAnswerMs: options.keepAnswerMs } : {}) });
+  const dispatch = options.dispatch ? queueDispatch({ dispatch: options.dispatch, producer: rq, ...(options.keepAnswerMs !== undefined ? { keepAnswerMs: options.keepAnswerMs } : {}) }) : undefined;
+  const routes = `${dispatch ? 'POST /dispatch, ' : ''}POST /runs, GET /runs/ID, GET /runs/ID/results?after=N, POST /runs/ID/ack, POST /runs/ID/cancel`;
   const log = new RunLog(redis, queueKeys(rq.options.prefix, options.queue));
   const pumps = new Map<string, RunPump>();
   let closing = false;
@@ -67,7 +68,10 @@ export async function startGateway(input: GatewayOptions): Promise<Gateway> {
     }
     const url = new URL(req.url ?? '/', 'http://gateway');
     const run = RUN_PATH.exec(url.pathname);
-    if (req.method === 'POST' && url.pathname === '/dispatch') return handleDispatch(req, res, await readBody(req, options.maxBodyBytes), dispatch, logger);
+    if (req.method === 'POST' && url.pathname === '/dispatch') {
+      if (!dispatch) return sendError(res, 404, 'NoDispatch', `this gateway was started without a Dispatch, so it serves the runs API only (${routes}); start it with --dispatch module:export (startGateway's dispatch) to serve POST /dispatch`);
+      return handleDispatch(req, res, await readBody(req, options.maxBodyBytes), dispatch, logger);
+    }
     // A JSON body, or a 400 naming the shape to send (undefined: answered already).
     const jsonBody = async (shape: string): Promise<{ value: unknown } | undefined> => {
       const body = await readBody(req, options.maxBodyBytes);
@@ -89,7 +93,7 @@ export async function startGateway(input: GatewayOptions): Promise<Gateway> {
       const body = await jsonBody('{"count": N}');
       return body && acknowledgeRoute(res, run[1] as string, body.value, deps);
     }
-    return sendError(res, 404, 'NotFound', `no route ${req.method} ${url.pathname}; the gateway serves POST /dispatch, POST /runs, GET /runs/ID, GET /runs/ID/results?after=N, POST /runs/ID/ack, POST /runs/ID/cancel`);
+    return sendError(res, 404, 'NotFound', `no route ${req.method} ${url.pathname}; the gateway serves ${routes}`);
   };
 
   const server: Server = createServer((req, res) => {
@@ -108,14 +112,14 @@ export async function startGateway(input: GatewayOptions): Promise<Gateway> {
       server.listen(options.port, options.host, () => resolve());
     });
   } catch (err) {
-    await dispatch.close();
+    await dispatch?.close();
     await rq.close();
     redis.disconnect();
     throw err;
   }
   const { port } = server.address() as AddressInfo;
   const url = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
-  logger.info({ url, auth: options.authToken !== undefined, maxBodyBytes: options.maxBodyBytes, dispatch: options.dispatch.$ref }, 'gateway listening');
+  logger.info({ url, auth: options.authToken !== undefined, maxBodyBytes: options.maxBodyBytes, dispatch: options.dispatch?.$ref ?? null }, 'gateway listening');
   let closed: Promise<void> | undefined;
   return {
     url,
@@ -127,7 +131,7 @@ export async function startGateway(input: GatewayOptions): Promise<Gateway> {
         // Wake every results stream now so it ends instead of waiting out its poll.
         for (const runId of log.changed.eventNames()) log.changed.emit(runId);
         server.close();
-        await dispatch.close();
+        await dispatch?.close();
         await rq.close();
         await boundedBy(CLOSE_WAIT_MS, Promise.allSettled([...inflight]));
         server.closeAllConnections();

@@ -9,12 +9,13 @@ import { untilStopSignal } from '../signals.js';
 import type { GatewayCommandOptions } from '../commands/gateway.js';
 
 /**
- * `rollout-queue gateway`: serves `POST /dispatch` and the runs API until SIGINT/SIGTERM, then
+ * `rollout-queue gateway`: serves the runs API, and `POST /dispatch` when `--dispatch` names a
+ * Dispatch, until SIGINT/SIGTERM, then
  * answers what is in flight with 503 (leases keep running; a client's retry against the
  * restarted gateway attaches to them) and exits 0. The token is read from the environment
  * variable `--auth-token-env` names, never from the command line (it would show in `ps`).
  * Usage errors (exit 2): neither or both of --auth-token-env / --no-auth, --no-auth off loopback,
- * the variable unset or short, a bad --dispatch or --dispatch-config.
+ * the variable unset or short, a bad --dispatch or --dispatch-config, --dispatch-config without --dispatch.
  */
 export async function gatewayAction(options: GatewayCommandOptions): Promise<ExitCode> {
   const env = cliEnvironment();
@@ -28,7 +29,8 @@ export async function gatewayAction(options: GatewayCommandOptions): Promise<Exi
     if (!authToken) throw new UsageError(MSG.gatewayTokenUnset(options.authTokenEnv));
     if (authToken.length < 16) throw new UsageError(MSG.gatewayTokenShort(options.authTokenEnv));
   }
-  const dispatch = buildRef('--dispatch', options.dispatch, parseConfigOption('--dispatch-config', options.dispatchConfig));
+  if (options.dispatch === undefined && options.dispatchConfig !== undefined) throw new UsageError(MSG.gatewayConfigWithoutDispatch);
+  const dispatch = options.dispatch === undefined ? undefined : buildRef('--dispatch', options.dispatch, parseConfigOption('--dispatch-config', options.dispatchConfig));
   await requireRedis(env);
   let gateway: Gateway;
   try {
@@ -38,7 +40,7 @@ export async function gatewayAction(options: GatewayCommandOptions): Promise<Exi
       queue: options.queue,
       port: options.port,
       host: options.host,
-      dispatch,
+      ...(dispatch ? { dispatch } : {}),
       noAuth,
       ...(authToken !== undefined ? { authToken } : {}),
       ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),

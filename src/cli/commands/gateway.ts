@@ -4,8 +4,8 @@ import { HELP } from '../messages.js';
 import { integerAtLeast, portOf } from '../option-parsers.js';
 
 /**
- * `rollout-queue gateway --port P [--host 127.0.0.1] [--queue NAME] --dispatch TARGET
- * [--dispatch-config JSON] (--auth-token-env NAME | --no-auth) [--max-body-bytes N]`.
+ * `rollout-queue gateway --port P [--host 127.0.0.1] [--queue NAME] [--dispatch TARGET
+ * [--dispatch-config JSON]] (--auth-token-env NAME | --no-auth) [--max-body-bytes N]`.
  */
 export function gatewayCommand() {
   return new Command('gateway')
@@ -13,7 +13,7 @@ export function gatewayCommand() {
     .addOption(new Option('--port <port>', HELP.gateway.port).argParser(portOf('--port', 8080)).makeOptionMandatory())
     .option('--host <host>', HELP.gateway.host, '127.0.0.1')
     .addOption(queueOption())
-    .requiredOption('--dispatch <module:export>', HELP.gateway.dispatch)
+    .option('--dispatch <module:export>', HELP.gateway.dispatch)
     .option('--dispatch-config <json>', HELP.gateway.dispatchConfig)
     .option('--auth-token-env <name>', HELP.gateway.authTokenEnv)
     .option('--no-auth', HELP.gateway.noAuth)

@@ -321,6 +321,38 @@ describe('rollout-queue gateway: the harness dispatch wire over the durable queu
     expect(noChoice.stderr).toContain('--auth-token-env');
   });
 
+  // Review note: the runs API needs no Dispatch, yet `gateway` refused to start without --dispatch.
+  it('without --dispatch serves the runs API and answers POST /dispatch 404 NoDispatch; --dispatch-config alone is a usage error', async () => {
+    const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: TEST_PREFIX };
+    const configOnly = await runCli(['gateway', '--port', '0', '--dispatch-config', '{}', '--no-auth'], { env });
+    expect(configOnly.code).toBe(2);
+    expect(configOnly.stderr).toBe('error: --dispatch-config configures the Dispatch of --dispatch, which is not given; pass --dispatch module:export too, or drop --dispatch-config\n');
+    const runsOnly = startCli(['gateway', '--port', '0', '--queue', q.name, '--no-auth'], { env });
+    try {
+      let url = '';
+      await waitFor(() => {
+        if (runsOnly.child.exitCode !== null) throw new Error(`gateway exited early:\n${runsOnly.stderr()}`);
+        url = /gateway: (http:\/\/127\.0\.0\.1:\d+) \(queue "[^"]+", runs API only: no --dispatch, NO AUTH, loopback only\)/.exec(runsOnly.stdout())?.[1] ?? '';
+        return url !== '';
+      }, 'the runs-only gateway to listen', 20_000);
+      const dispatch = await fetch(`${url}/dispatch`, { method: 'POST', body: '{}' });
+      expect(dispatch.status).toBe(404);
+      expect(((await dispatch.json()) as { error: { type: string; message: string } }).error).toEqual({
+        type: 'NoDispatch',
+        message: 'this gateway was started without a Dispatch, so it serves the runs API only (POST /runs, GET /runs/ID, GET /runs/ID/results?after=N, POST /runs/ID/ack, POST /runs/ID/cancel); start it with --dispatch module:export (startGateway\'s dispatch) to serve POST /dispatch',
+      });
+      const runId = 'gw-runs-only';
+      const drafts = [{ rendered: 'r', task: { id: 't0' }, run: { $ref: 'rq-fixtures/failures:echo', config: {} }, reward: { $ref: 'rq-fixtures/failures:constant', config: {} } }];
+      expect((await fetch(`${url}/runs`, { method: 'POST', body: JSON.stringify({ runId, drafts }) })).status).toBe(202);
+      const results = await readResults(url, runId, 0);
+      expect(results.items.map((item) => [item.leaseId, item.kind])).toEqual([[`${runId}.t0`, 'ok']]);
+      expect(results.end).toMatchObject({ end: true, state: 'completed', count: 1 });
+    } finally {
+      runsOnly.child.kill('SIGTERM');
+      expect((await runsOnly.done).code).toBe(0);
+    }
+  });
+
   // Fresh-user report: a --dispatch of this package (which ships no Dispatch) started, and every POST /dispatch answered 400.
   it('refuses a --dispatch of this package before it starts', async () => {
     const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: TEST_PREFIX };
