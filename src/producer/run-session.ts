@@ -554,9 +554,13 @@ export class RunSession {
   }
 
   private async teardown(): Promise<void> {
+    // The batch being added is added and recorded before the session ends: a status read after
+    // it (the CLI's "N not yet" on Ctrl-C) counts every job, and no other coordinator takes
+    // the run while this one still adds to it.
+    this.enqueuer?.halt();
+    await this.enqueuer?.settled();
     await this.coordinatorLease?.release();
     this.reconciler.stop();
-    this.enqueuer?.halt();
     this.plan.signal?.removeEventListener('abort', this.onAbort);
     await this.ending.settled();
     this.deps.unregister(this);

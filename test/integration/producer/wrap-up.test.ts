@@ -165,6 +165,47 @@ describe('wrap-up of a delivered run', () => {
   });
 });
 
+// Fresh-user report: Ctrl-C during the enqueue said "10 not yet" and the resume that followed
+// said 9 were never enqueued: the run's record was read while its last batch was still being
+// added and recorded (the session's end did not wait for the enqueuer).
+it('a consumer that breaks out while a batch is being recorded: status() comes after that batch, the record counts every job', async () => {
+  const queue = fx.queueName();
+  const keys = queueKeys(TEST_PREFIX, queue);
+  const rq = await fx.open(queue, { maxInFlight: 1 });
+  await fx.worker(queue);
+  const runId = fx.runId();
+  // The second batch's record (its job is added by then) waits for the gate.
+  let open!: () => void;
+  let reach!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const reached = new Promise<void>((resolve) => (reach = resolve));
+  const recordLeases = RunStore.prototype.recordLeases;
+  let calls = 0;
+  vi.spyOn(RunStore.prototype, 'recordLeases').mockImplementation(async function (this: RunStore, ...args) {
+    if (++calls === 2) {
+      reach();
+      await gate;
+    }
+    return recordLeases.apply(this, args);
+  });
+  for await (const result of rq.mapRollouts(Array.from({ length: 5 }, (_, i) => draft({ id: `t${i}` })), { runId })) {
+    expect(result.kind).toBe('ok');
+    await reached;
+    break;
+  }
+  let read = false;
+  const status = rq.status(runId).then((view) => ((read = true), view));
+  // Round trips enough for a status that did not wait (its own reads are a few).
+  for (let i = 0; i < 20; i++) await fx.redis.ping();
+  expect(read).toBe(false);
+  open();
+  const { run } = await status;
+  const jobs = (await fx.redis.keys(`${TEST_PREFIX}:${queue}:${runId}.*`)).filter((key) => !/:(lock|logs)$/.test(key));
+  expect(jobs).toHaveLength(2);
+  expect(run).toMatchObject({ enqueued: 2, delivered: 1 });
+  expect(await fx.redis.zcard(keys.runLeases(runId))).toBe(2);
+});
+
 describe('session start', () => {
   it('takes the lease, reads the head and makes the run record of a draft list in one script call', async () => {
     const queue = fx.queueName();
