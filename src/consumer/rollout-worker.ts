@@ -336,6 +336,10 @@ export class RolloutWorker {
       }
       return;
     }
+    // BullMQ emits this right after 'lockRenewalFailed' for the same jobs (lock-manager.js
+    // extendLocks), which wire() handles: a warn for the attempt it aborts, nothing for a lease
+    // no longer run here (handed back on shutdown).
+    if (err.message.startsWith('could not renew lock for job ')) return;
     if (/ECONNREFUSED|Connection is closed|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|ENOTFOUND/.test(err.message)) {
       // BullMQ's own clients often notice an outage first; report it once, like ours.
       if (!this.redisDown) {
