@@ -51,7 +51,9 @@ interface Plane {
  *   delivered); after delivery the answer stays `keepAnswerMs` for late retries, the run record
  *   saying its lease was delivered expires with it, and every other key of the call is deleted;
  * - `ctx.signal` cancels it (the lease is cancelled once no attached call waits) and the call
- *   rejects with `AbortError` (never retry it); receipts stored so far are replayed first;
+ *   rejects with `AbortError` (never retry it); receipts stored so far are replayed first; a
+ *   retry of the cell that finds the cancelled run still there rejects with a retryable
+ *   `EarlierCallCancelled` (nothing kept), and runs the cell afresh once it is cleaned up;
  * - `ctx.placement` picks the queue (a string, or `{ queue, ...labels }`);
  * - resolves to the artifact of an `ok` Result; rejects with {@link DispatchError}: `caller`
  *   terminal (`retryable: false`), `infrastructure` retryable, `model` the dispatch's own error;
@@ -159,6 +161,18 @@ class QueueDispatcher {
         return late;
       }
       throw new DispatchError('infrastructure', { type: 'DispatchFailed', message: `dispatch of cell ${JSON.stringify(request.cellId)}: ${(err as Error).message}` });
+    }
+    if (result.kind === 'caller' && result.error?.type === 'Cancelled' && !signal.aborted) {
+      // The run was cancelled under an earlier call of the cell whose client went away (or by
+      // `cancel`), and this retry found it before its keys were deleted. Its Cancelled Result is
+      // not this call's answer: never kept, and retryable (fresh-user report: a retry after a
+      // hang-up got a kept 400 for 10 minutes). Once the cancelled job ended and its keys are
+      // gone, a retry runs the cell afresh.
+      this.cleanupLater(plane, runId, leaseId, 0);
+      throw new DispatchError('infrastructure', {
+        type: 'EarlierCallCancelled',
+        message: `an earlier call of cell ${JSON.stringify(request.cellId)} (run attempt ${JSON.stringify(request.runAttemptId)}) was cancelled (its client went away) and is still being cleaned up; retry: the retry runs the cell again`,
+      });
     }
     // A transient is not kept, and its keys go before the call returns: the caller's retry
     // must run the cell again, on a fresh lease. Otherwise the kept answer covers a retry that

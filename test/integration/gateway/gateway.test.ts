@@ -201,6 +201,25 @@ describe('rollout-queue gateway: the harness dispatch wire over the durable queu
     expect(lines(logFile)).toHaveLength(1);
   });
 
+  // Fresh-user report: a client that timed out and retried at once got "400 Cancelled: the run was
+  // cancelled while this rollout was running", kept for 10 minutes (the retry found the cancelled run).
+  it('a retry right after a hang-up is never answered with the cancelled attempt: 503 while it is cleaned up, then the cell runs again', async () => {
+    const logFile = path.join(dir, 'hangup-retry.log');
+    const cell = request('hangup-retry-cell', { logFile, delayFirstMs: 60_000 });
+    const cancels = (): number => gateway.cli.stderr().split('dispatch cancelled: the client went away').length - 1;
+    const before = cancels();
+    const req = http.request(`${gateway.url}/dispatch`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } });
+    req.on('error', () => undefined);
+    req.end(JSON.stringify(cell));
+    await waitFor(() => lines(logFile).length === 1, 'the dispatch to start on the worker');
+    req.destroy();
+    await waitFor(() => cancels() > before, 'the gateway to cancel the lease', 10_000);
+    const again = await httpDispatch(gateway.url, cell, { maxTries: 10 });
+    expect(again.status, JSON.stringify(again.json)).toBe(200);
+    expect(again.json.artifact).toMatchObject({ cellId: 'hangup-retry-cell' });
+    expect(lines(logFile)).toHaveLength(2);
+  });
+
   it('a gateway restarted mid-dispatch (SIGTERM): the client retries against the new one and the lease runs once', async () => {
     const logFile = path.join(dir, 'restart.log');
     const call = httpDispatch(gateway.url, request('restart-cell', { echo: 'after restart', logFile, delayMs: 1500 }), { maxTries: 8 });
