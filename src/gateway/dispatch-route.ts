@@ -20,7 +20,7 @@ export const DISPATCH_STATUS = { ok: 200, caller: 400, clientAborted: 499, model
  * Receipts ride along on every answer after the dispatch ran, so a client replays them also
  * for a dispatch that failed after paying.
  */
-export async function handleDispatch(req: IncomingMessage, res: ServerResponse, body: Buffer, dispatch: QueueDispatch, logger: Logger): Promise<void> {
+export async function handleDispatch(req: IncomingMessage, res: ServerResponse, body: Buffer, dispatch: QueueDispatch, logger: Logger, closing: () => boolean): Promise<void> {
   let raw: unknown;
   try {
     raw = JSON.parse(body.toString('utf8'));
@@ -54,6 +54,11 @@ export async function handleDispatch(req: IncomingMessage, res: ServerResponse, 
     if ((err as Error).name === 'AbortError') {
       logger.info({ cellId: request.cellId, runAttemptId: request.runAttemptId }, 'dispatch cancelled: the client went away');
       return sendError(res, DISPATCH_STATUS.clientAborted, 'ClientAborted', 'the client aborted the request; the lease was cancelled', { costReceipts });
+    }
+    if (closing()) {
+      // The gateway's producer closed under the call: say that, not the producer's own words
+      // (fresh-user report: "RolloutQueue is closed (state: closing); create a new one").
+      return sendError(res, DISPATCH_STATUS.infrastructure, 'GatewayClosing', 'the gateway is shutting down; retry: the lease keeps running, and a retry against its replacement attaches to it', { kind: 'infrastructure', costReceipts }, { 'retry-after': '1' });
     }
     if (err instanceof DispatchError) {
       return sendError(res, DISPATCH_STATUS[err.kind], err.type, err.message, { kind: err.kind, costReceipts });

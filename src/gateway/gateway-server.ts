@@ -70,7 +70,7 @@ export async function startGateway(input: GatewayOptions): Promise<Gateway> {
     const run = RUN_PATH.exec(url.pathname);
     if (req.method === 'POST' && url.pathname === '/dispatch') {
       if (!dispatch) return sendError(res, 404, 'NoDispatch', `this gateway was started without a Dispatch, so it serves the runs API only (${routes}); start it with --dispatch module:export (startGateway's dispatch) to serve POST /dispatch`);
-      return handleDispatch(req, res, await readBody(req, options.maxBodyBytes), dispatch, logger);
+      return handleDispatch(req, res, await readBody(req, options.maxBodyBytes), dispatch, logger, () => closing);
     }
     // A JSON body, or a 400 naming the shape to send (undefined: answered already).
     const jsonBody = async (shape: string): Promise<{ value: unknown } | undefined> => {

@@ -71,6 +71,8 @@ interface Answer {
   readonly json: Record<string, unknown>;
   /** Requests made (1 + retries). */
   readonly tries: number;
+  /** Status and error type of each answer before the last, in order. */
+  readonly retried: ReadonlyArray<readonly [number, string | undefined]>;
 }
 
 /**
@@ -80,6 +82,7 @@ interface Answer {
  */
 async function httpDispatch(url: string, body: unknown, options: { token?: string | null; signal?: AbortSignal; maxTries?: number; raw?: string } = {}): Promise<Answer> {
   const maxTries = options.maxTries ?? 4;
+  const retried: Array<[number, string | undefined]> = [];
   for (let tries = 1; ; tries++) {
     let status: number;
     let json: Record<string, unknown>;
@@ -98,7 +101,8 @@ async function httpDispatch(url: string, body: unknown, options: { token?: strin
       continue;
     }
     const retryable = status >= 500 || status === 408 || status === 429;
-    if (!retryable || tries >= maxTries) return { status, json, tries };
+    if (!retryable || tries >= maxTries) return { status, json, tries, retried };
+    retried.push([status, (json.error as { type?: string } | undefined)?.type]);
     await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** tries));
   }
 }
@@ -230,6 +234,8 @@ describe('rollout-queue gateway: the harness dispatch wire over the durable queu
     const answer = await call;
     expect(answer.status).toBe(200);
     expect(answer.tries).toBeGreaterThan(1);
+    // Fresh-user report: the call in flight got "RolloutQueue is closed (state: closing); create a new one".
+    expect(answer.retried[0]).toEqual([503, 'GatewayClosing']);
     expect(answer.json.artifact).toMatchObject({ echo: 'after restart' });
     expect(lines(logFile)).toHaveLength(1);
   });
