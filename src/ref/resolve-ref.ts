@@ -201,7 +201,9 @@ function checkRef(value: unknown, allowlist: Allowlist): Ref {
         target: located.$ref,
         path,
         problem: decision.reason,
-        fix: `Use a module the worker allows, or widen the worker's allowlist explicitly (worker --allow "${packageOf(module)}/*", library option allow: ["${packageOf(module)}/*"]); whoever can write to the queue can run any allowed code`,
+        // Fresh-user report: workers of one queue with different --allow lists answered every
+        // other dispatch with this caller Result; the fix names that case.
+        fix: `Use a module the worker allows, or widen the worker's allowlist explicitly (worker --allow "${packageOf(module)}/*", library option allow: ["${packageOf(module)}/*"]), on every worker that serves the queue: any of them may take the lease (give a worker with another allowlist a queue or placement labels of its own); whoever can write to the queue can run any allowed code`,
       });
     }
   }

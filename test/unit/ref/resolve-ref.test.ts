@@ -78,6 +78,7 @@ describe('resolveRef: every RefError code', () => {
     expect(error.message).toContain('Ref "other-pkg/x:linear"');
     expect(error.message).toContain('"fixture-pkg/*"');
     expect(error.message).toMatch(/widen the worker's allowlist explicitly/);
+    expect(error.message).toMatch(/on every worker that serves the queue: any of them may take the lease \(give a worker with another allowlist a queue or placement labels of its own\)/);
     // The fix names the refused module's own package, not a placeholder (fresh-user report: 'e.g. add "pkg/*"').
     expect(error.message).toContain('worker --allow "other-pkg/*", library option allow: ["other-pkg/*"]');
     expect(imp.calls).toEqual([]);
