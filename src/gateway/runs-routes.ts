@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../platform/logger.js';
-import { DuplicateLeaseError, refuseRepeatedLeases, type RolloutDraft, type RolloutQueue } from '../producer/index.js';
+import { DuplicateLeaseError, firstRefusedDraft, refuseRepeatedLeases, type RolloutDraft, type RolloutQueue } from '../producer/index.js';
 import { RunIdSchema } from '../spec/index.js';
 import { sendError, sendJson } from './http-io.js';
 import { ENDED_STATES, type RunLog } from './run-log.js';
@@ -22,7 +22,8 @@ export interface RunsDeps {
  * `POST /runs` `{ runId, drafts: [RolloutDraft...] }` (drafts as in schema/rollout-spec.json
  * without `v`, `leaseId`, `runId`, `runAttemptId`) → 202 `{ runId, state }`. Starts the run, or
  * resumes it after a gateway restart (posting the same drafts again enqueues nothing twice);
- * a run already pumping here, or ended, is left as it is.
+ * a run already pumping here, or ended, is left as it is. 400 before anything is enqueued for a
+ * bad runId, no drafts, two drafts naming one lease, or a draft the producer would refuse.
  */
 export async function postRun(res: ServerResponse, body: unknown, deps: RunsDeps): Promise<void> {
   const record = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
@@ -38,6 +39,10 @@ export async function postRun(res: ServerResponse, body: unknown, deps: RunsDeps
     if (!(err instanceof DuplicateLeaseError)) throw err;
     return sendError(res, 400, 'InvalidRunRequest', `body field drafts: ${err.message}`);
   }
+  // Fresh-user report: a draft without run/reward got 202, then a caller Result whose end line
+  // advised a library option (stopOnCaller) an HTTP client cannot set.
+  const refused = firstRefusedDraft(id, record.drafts, deps.rq.options);
+  if (refused) return sendError(res, 400, 'InvalidRunRequest', `body field drafts[${refused.index}]: ${refused.error.type}: ${refused.error.message}; nothing was enqueued`);
   const head = await deps.log.head(id);
   // Checked again after the await, and the pump registered in the same tick: two posts at once start one pump.
   if (!deps.pumps.has(id) && !(head && ENDED_STATES.has(head.state ?? 'running') && head.state !== 'failed')) {

@@ -9,7 +9,7 @@ export { RunBusyError, CoordinatorLeaseLostError, COORDINATOR_LEASE_MS, LEASE_LO
 export { AbortError } from './abort-error.js';
 export { ProducerOptionsSchema, compileProducerOptions, DEFAULT_MAX_SPEC_BYTES, DEFAULT_MAX_TASK_BYTES, MAX_PRODUCER_BYTES } from './producer-options.js';
 export type { CompiledProducerOptions, ProducerOptions } from './producer-options.js';
-export { DuplicateLeaseError, refuseRepeatedLeases, type RolloutDraft } from './rollout-draft.js';
+export { DuplicateLeaseError, firstRefusedDraft, refuseRepeatedLeases, type RolloutDraft } from './rollout-draft.js';
 export type { CancelOutcome } from './cancel-run.js';
 export { queueDispatch, type QueueDispatch } from './queue-dispatch.js';
 export { DispatchError } from './dispatch-errors.js';

@@ -156,3 +156,21 @@ function sizeProblem(leaseId: string, what: string, bytes: number, limit: number
   if (bytes <= limit) return undefined;
   return `lease ${leaseId}: the ${what} is ${bytes} bytes as JSON, over ${option} ${limit}; keep large data out of the ${what} (store it where the worker can read it and pass its key) or raise ${option}`;
 }
+
+/**
+ * The first draft of a list that {@link prepareDraft} refuses (bad field, oversized spec or
+ * task, a secret value), checked before anything is enqueued, as the producer would check it:
+ * for a caller that must answer at once rather than through a `caller` Result per lease (the
+ * gateway's `POST /runs`). The run attempt id is a stand-in of the producer's (a UUID's length).
+ * @param limits bytes: the producer's `maxSpecBytes` and `maxTaskBytes`.
+ * @returns the draft's 0-based index and its refusal (type and message, never a value), or undefined.
+ */
+export function firstRefusedDraft(runId: string, drafts: readonly unknown[], limits: { readonly maxSpecBytes: number; readonly maxTaskBytes: number }): { readonly index: number; readonly error: ErrorInfo } | undefined {
+  const secrets = new SecretScan();
+  const runAttemptId = '00000000-0000-4000-8000-000000000000';
+  for (let index = 0; index < drafts.length; index++) {
+    const prepared = prepareDraft(drafts[index], { runId, runAttemptId, index, ...limits, secrets });
+    if (!prepared.ok) return { index, error: prepared.error };
+  }
+  return undefined;
+}

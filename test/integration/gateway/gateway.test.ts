@@ -267,6 +267,11 @@ describe('rollout-queue gateway: the harness dispatch wire over the durable queu
     const twice = await fetch(`${gateway.url}/runs`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ runId, drafts: [drafts[0], drafts[0]] }) });
     expect(twice.status).toBe(400);
     expect(((await twice.json()) as { error: { type: string; message: string } }).error).toEqual({ type: 'InvalidRunRequest', message: `body field drafts: drafts #0 and #1 name the same lease ${runId}.t0 (same taskKey or task.id); give each draft a distinct taskKey or task.id; nothing was enqueued` });
+    // Fresh-user report: a draft without run/reward got 202 and then a caller Result.
+    const invalid = await fetch(`${gateway.url}/runs`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ runId, drafts: [drafts[0], { task: { id: 'bad' } }] }) });
+    expect(invalid.status).toBe(400);
+    expect(((await invalid.json()) as { error: { type: string; message: string } }).error).toMatchObject({ type: 'InvalidRunRequest', message: expect.stringMatching(/^body field drafts\[1\]: InvalidSpec: .*\brun\b.*; nothing was enqueued$/) });
+    expect((await fetch(`${gateway.url}/runs/${runId}`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(404);
     expect((await post()).status).toBe(202);
     const first = await readResults(gateway.url, runId, 0, 2);
     expect(first.items).toHaveLength(2);
