@@ -19,7 +19,10 @@ export interface DashboardOptions {
   readonly redisUrl: string;
   /** Key prefix of the queues (default `rq`). */
   readonly prefix?: string;
-  /** Queues to show; empty or undefined: `rollouts` plus every queue found under the prefix. */
+  /**
+   * Queues to show; empty or undefined: `rollouts` plus every queue found under the prefix, looked
+   * for again (at most every 2 s) when the UI asks for the list, so queues made later join.
+   */
   readonly queues?: readonly string[];
   /** Port, default 3000; 0 picks a free one (see `url`). */
   readonly port?: number;
@@ -50,11 +53,14 @@ export class DashboardAuthRequiredError extends Error {
 export interface Dashboard {
   /** Where it answers, e.g. `http://127.0.0.1:3000/`. */
   readonly url: string;
-  /** The queues it shows. */
+  /** The queues it shows (grows as queues made after the start join; see `DashboardOptions.queues`). */
   readonly queues: readonly string[];
   /** Stops the HTTP server and closes the Redis connection (idempotent). */
   close(): Promise<void>;
 }
+
+/** Least time between two looks for queues made after the dashboard started (when it discovers its queues), ms. */
+const REDISCOVER_MS = 2000;
 
 /**
  * Serves bull-board (express adapter) over the given queues, read-only by default:
@@ -75,20 +81,22 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   if (!isLoopbackHost(host) && !hasLogin(options.auth)) throw new DashboardAuthRequiredError(host);
   const connection = createRedisClient(options.redisUrl);
   connection.on('error', () => {});
-  const names = options.queues && options.queues.length > 0 ? [...options.queues] : await discoverQueues(connection, prefix);
+  const discovering = !(options.queues && options.queues.length > 0);
+  const names = discovering ? await discoverQueues(connection, prefix) : [...(options.queues ?? [])];
   for (const name of names) queueKeys(prefix, name);
   const queues = names.map((name) => new Queue(name, { connection, prefix, skipMetasUpdate: true }));
-  for (const queue of queues) queue.on('error', () => {});
+  const boardQueue = (queue: Queue): BullMQAdapter => {
+    queue.on('error', () => {});
+    const adapter = new BullMQAdapter(queue, { readOnlyMode });
+    adapter.setFormatter('data', summarizeJobData);
+    adapter.setFormatter('returnValue', resultView);
+    adapter.setFormatter('name', jobName);
+    return adapter;
+  };
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath('/');
-  createBullBoard({
-    queues: queues.map((queue) => {
-      const adapter = new BullMQAdapter(queue, { readOnlyMode });
-      adapter.setFormatter('data', summarizeJobData);
-      adapter.setFormatter('returnValue', resultView);
-      adapter.setFormatter('name', jobName);
-      return adapter;
-    }),
+  const board = createBullBoard({
+    queues: queues.map(boardQueue),
     // @bull-board/express 9.10.1 pins its own @bull-board/api 9.10.1, whose types differ from
     // api 9.10.2 only by private fields; at run time the adapter does not load the api package.
     serverAdapter: serverAdapter as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'],
@@ -106,6 +114,25 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const app = express();
   app.disable('x-powered-by');
   if (hasLogin(options.auth)) app.use(requireLogin(options.auth as DashboardAuth));
+  if (discovering) {
+    // Queues made after the start (a new --queue, a placement queue) join the board when the UI
+    // next asks for the list, at most one keyspace scan per REDISCOVER_MS (fresh-user report: a
+    // dashboard started first never showed a queue made later).
+    let lastLook = Date.now();
+    app.use('/api/queues', (_req, _res, next) => {
+      if (Date.now() - lastLook < REDISCOVER_MS) return next();
+      lastLook = Date.now();
+      discoverQueues(connection, prefix).then((found) => {
+        for (const name of found) {
+          if (names.includes(name)) continue;
+          const queue = new Queue(name, { connection, prefix, skipMetasUpdate: true });
+          names.push(name);
+          queues.push(queue);
+          board.addQueue(boardQueue(queue));
+        }
+      }, () => undefined).finally(() => next());
+    });
+  }
   app.use('/', serverAdapter.getRouter());
   // Express' own final handler prints the stack (with install paths) outside production.
   app.use((_err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {

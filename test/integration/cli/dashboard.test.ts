@@ -141,6 +141,20 @@ describe('rollout-queue dashboard', () => {
       expect(queues.map((queue) => queue.name).sort()).toEqual(['mixed', 'rollouts', 'side-queue']);
       expect(cli.stdout()).toContain('showing queue(s) rollouts, mixed, side-queue (read-only');
       expect(cli.stderr()).not.toContain('warning');
+      // Fresh-user report: a queue made after the dashboard started never showed.
+      const connection = new Redis(redis.url);
+      const later = new Queue('later-queue', { connection, prefix });
+      try {
+        await later.add('rollout', { task: { id: 'x' } }, { jobId: 'later.1' });
+        await waitFor(async () => {
+          const { queues: shown } = (await (await fetch(new URL('api/queues', url))).json()) as { queues: Array<{ name: string }> };
+          return shown.some((queue) => queue.name === 'later-queue');
+        }, 30_000, 'the queue made later in the list');
+      } finally {
+        await later.obliterate({ force: true });
+        await later.close();
+        connection.disconnect();
+      }
     } finally {
       await stop(cli);
     }
