@@ -350,8 +350,14 @@ export const MSG = {
   runningUndelivered: (runId: string, queue: string, count: number, out: string, how: 'cancelled' | 'stopped') =>
     `${count} Result(s) are not in ${out} yet, of rollouts that had finished but were not delivered, or were still running, when the run was ${how} (${how === 'cancelled' ? 'a rollout stopped by the cancel ends caller/Cancelled' : 'running ones run to their end'}); collect them with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${shellWord(out)}`,
   cancelReason: `cancelled with \`${cliCommand()} cancel\``,
-  runAlreadyEnded: (runId: string, status: string) =>
-    `run ${runId} is already ${status}: nothing to cancel (${cliCommand()} purge ${runId} removes it from Redis)`,
+  /**
+   * `undelivered`: its finished Results not delivered yet (purge refuses it then: fresh-user
+   * report, the hint said purge and purge refused). `out`: the run's results file when recorded.
+   */
+  runAlreadyEnded: (runId: string, status: string, queue: string, undelivered: number, out: string | undefined) =>
+    undelivered > 0
+      ? `run ${runId} is already ${status}: nothing to cancel. It has ${undelivered} finished Result(s) not delivered yet: ${MSG.purgeUndeliveredHint(runId, queue, out)}`
+      : `run ${runId} is already ${status}: nothing to cancel (${cliCommand()} purge ${runId}${queueFlag(queue)} removes it from Redis)`,
   runInterrupted: (runId: string, out: string, queue: string, notEnqueued: number | undefined) =>
     (notEnqueued === undefined
       ? `interrupted: run ${runId} goes on in Redis. Collect the rest with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${out}\n` +

@@ -78,8 +78,14 @@ export async function acknowledgeRoute(res: ServerResponse, runId: string, body:
   sendJson(res, 200, { runId, ackedThrough: Math.max(count, head.ackedThrough) });
 }
 
-/** `POST /runs/ID/cancel` → 200 `{ runId, removed, workersNotified }`, 404 when unknown. */
+/**
+ * `POST /runs/ID/cancel` → 200 `{ runId, removed, workersNotified }`; for a run already completed
+ * or cancelled, 200 `{ runId, removed: 0, workersNotified: 0, alreadyEnded: status }` and nothing
+ * is told to workers (as the CLI's "already completed: nothing to cancel"); 404 when unknown.
+ */
 export async function cancelRunRoute(res: ServerResponse, runId: string, deps: RunsDeps): Promise<void> {
+  const ended = (await deps.rq.status(runId)).run?.status;
+  if (ended === 'completed' || ended === 'cancelled') return sendJson(res, 200, { runId, removed: 0, workersNotified: 0, alreadyEnded: ended });
   try {
     const outcome = await deps.rq.cancel(runId, 'cancelled through the gateway');
     const head = await deps.log.head(runId);

@@ -16,7 +16,8 @@ export async function cancelAction(runId: string, options: CancelCommandOptions)
     if (!status.run) throw await runNotFound(env, options.queue, runId);
     if (status.run.status === 'completed' || status.run.status === 'cancelled') {
       // Nothing is left to stop: saying "cancelled" would misreport a finished run.
-      process.stdout.write(`${MSG.runAlreadyEnded(runId, status.run.status)}\n`);
+      const undelivered = status.delivering ? 0 : (await queue.pendingResults(runId)).length;
+      process.stdout.write(`${MSG.runAlreadyEnded(runId, status.run.status, options.queue, undelivered, status.run.coordinatorNote ?? undefined)}\n`);
       return EXIT.ok;
     }
     const outcome = await queue.cancel(runId, MSG.cancelReason);

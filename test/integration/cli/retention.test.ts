@@ -121,6 +121,10 @@ describe('purge of a run with finished Results never delivered', () => {
     const acknowledged = await client.scard(`${prefix}:${queue}:~run:${runId}:delivered`);
     expect(await lines()).toBeGreaterThanOrEqual(acknowledged);
     const undelivered = 10 - acknowledged;
+    // Fresh-user report: a second cancel said "purge removes it", and purge then refused.
+    const again = await runCli(['cancel', runId, '--queue', queue], { env });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain(`run ${runId} is already cancelled: nothing to cancel. It has ${undelivered} finished Result(s) not delivered yet: collect them with \`${cliHint()} resume ${runId} --queue ${queue} --out ${out}\`, or drop them with \`${cliHint()} purge ${runId} --queue ${queue} --discard-undelivered\``);
     const refused = await runCli(['purge', runId, '--queue', queue], { env });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain(`run ${runId} has ${undelivered} Result(s) that finished but were never delivered; nothing was removed`);

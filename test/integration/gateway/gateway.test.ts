@@ -315,6 +315,9 @@ describe('rollout-queue gateway: the harness dispatch wire over the durable queu
     expect(state.ackedThrough).toBe(5);
     expect((await readResults(gateway.url, runId, 6)).end).toMatchObject({ end: true, count: 6 });
     expect((await ack('no-such-run', '{"count": 0}')).status).toBe(404);
+    // Fresh-user report: cancelling a completed run answered {"removed":0,"workersNotified":3}.
+    const late = await fetch(`${gateway.url}/runs/${runId}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect([late.status, await late.json()]).toEqual([200, { runId, removed: 0, workersNotified: 0, alreadyEnded: 'completed' }]);
   });
 
   it('runs API: a cancelled run lists the Results of its rollouts that were running, then ends; its record expires (fresh-user report)', async () => {
