@@ -2,6 +2,7 @@ import { lstat, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Rendered } from '../spec/index.js';
 import { UsageError } from './errors.js';
+import { fileErrorText } from './file-error.js';
 import { MSG } from './messages.js';
 
 /** Directory names never sent as part of an artifact. */
@@ -28,7 +29,7 @@ export async function loadArtifact(artifactPath: string): Promise<LoadedArtifact
   try {
     info = await stat(artifactPath);
   } catch (err) {
-    throw new UsageError(MSG.artifactMissing(artifactPath, (err as NodeJS.ErrnoException).code ?? (err as Error).message));
+    throw new UsageError(MSG.artifactMissing(artifactPath, fileErrorText(err)));
   }
   if (!info.isDirectory()) {
     return { rendered: await readText(artifactPath), entrypoint: path.basename(artifactPath) };

@@ -5,6 +5,7 @@ import type { RolloutDraft } from './build-drafts.js';
 import { collectResults, type CollectOutcome } from './collect-results.js';
 import type { CliEnvironment } from './environment.js';
 import { CliError, EXIT, type ExitCode } from './errors.js';
+import { fileErrorText } from './file-error.js';
 import { fingerprintDifference } from './check-drafts.js';
 import { MSG } from './messages.js';
 import type { MetricsEndpoint } from '../platform/metrics-endpoint.js';
@@ -204,7 +205,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       progress.stop();
     }
     if (outcome.kind === 'writeFailed') {
-      throw new CliError(MSG.resultsWriteFailed(file.path, outcome.error.code, runId, queue));
+      throw new CliError(MSG.resultsWriteFailed(file.path, fileErrorText(outcome.error), runId, queue));
     }
     if (outcome.kind === 'refused') {
       // It delivered nothing: a summary would show the other coordinator's Results as this one's,

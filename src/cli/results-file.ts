@@ -2,6 +2,7 @@ import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, rmdi
 import path from 'node:path';
 import type { Result } from '../spec/index.js';
 import { CliError, UsageError } from './errors.js';
+import { fileErrorText } from './file-error.js';
 import { MSG } from './messages.js';
 import { RunTally, toResultLine, type ResultLine } from './run-tally.js';
 
@@ -53,7 +54,7 @@ export class ResultsFile {
     try {
       text = readFileSync(absolute, 'utf8');
     } catch (err) {
-      throw new UsageError(MSG.outNotWritable(file, errorCode(err)));
+      throw new UsageError(MSG.outNotWritable(file, fileErrorText(err)));
     }
     const end = text.lastIndexOf('\n') + 1;
     const droppedPartial = end < text.length;
@@ -83,7 +84,7 @@ export class ResultsFile {
     try {
       return new ResultsFile(absolute, lines, droppedPartial, scanned);
     } catch (err) {
-      throw new UsageError(MSG.outNotWritable(file, errorCode(err)));
+      throw new UsageError(MSG.outNotWritable(file, fileErrorText(err)));
     }
   }
 
@@ -228,7 +229,7 @@ export function checkOutFile(file: string, runId?: string): void {
     try {
       fd = openSync(absolute, 'a');
     } catch (err) {
-      throw new UsageError(MSG.outNotWritable(file, errorCode(err)));
+      throw new UsageError(MSG.outNotWritable(file, fileErrorText(err)));
     }
     closeSync(fd);
     if (runId !== undefined) {
@@ -243,7 +244,7 @@ export function checkOutFile(file: string, runId?: string): void {
     try {
       fd = openSync(absolute, 'wx');
     } catch (err) {
-      throw new UsageError(MSG.outNotWritable(file, errorCode(err)));
+      throw new UsageError(MSG.outNotWritable(file, fileErrorText(err)));
     }
     closeSync(fd);
     unlinkSync(absolute);
@@ -270,7 +271,7 @@ function outFileStats(file: string, absolute: string): Stats | undefined {
     const code = errorCode(err);
     if (code === 'ENOENT') return undefined;
     if (code === 'ENOTDIR') throw new UsageError(MSG.outUnderFile(file, nearestExisting(path.dirname(absolute))));
-    throw new UsageError(MSG.outNotWritable(file, code));
+    throw new UsageError(MSG.outNotWritable(file, fileErrorText(err)));
   }
   if (info.isDirectory()) throw new UsageError(MSG.outIsDirectory(file));
   if (!info.isFile()) throw new UsageError(MSG.outNotRegular(file, fileKind(info)));
@@ -293,7 +294,7 @@ function makeDirs(file: string, dir: string): string[] {
     } catch (err) {
       const code = errorCode(err);
       if (code === 'ENOTDIR') throw new UsageError(MSG.outUnderFile(file, nearestExisting(current)));
-      if (code !== 'ENOENT') throw new UsageError(MSG.outNotWritable(file, code));
+      if (code !== 'ENOENT') throw new UsageError(MSG.outNotWritable(file, fileErrorText(err)));
     }
     if (info) {
       if (!info.isDirectory()) throw new UsageError(MSG.outUnderFile(file, current));
@@ -309,7 +310,7 @@ function makeDirs(file: string, dir: string): string[] {
     try {
       mkdirSync(each);
     } catch (err) {
-      throw new UsageError(MSG.outNotWritable(file, `${errorCode(err)} creating ${each}`));
+      throw new UsageError(MSG.outNotWritable(file, `${fileErrorText(err)} creating ${each}`));
     }
     created.push(each);
   }

@@ -2,6 +2,7 @@ import { DEFAULT_MAX_TASK_BYTES } from '../producer/index.js';
 import { readFile } from 'node:fs/promises';
 import { TaskSchema, type Task } from '../spec/index.js';
 import { UsageError } from './errors.js';
+import { fileErrorText } from './file-error.js';
 import { MSG, typeName } from './messages.js';
 
 /** One task of a tasks file and what names its lease. */
@@ -34,7 +35,7 @@ export async function readTasksFile(file: string, options: ReadTasksOptions = {}
   try {
     bytes = await readFile(file);
   } catch (err) {
-    throw new UsageError(MSG.tasksUnreadable(label, (err as NodeJS.ErrnoException).code ?? (err as Error).message));
+    throw new UsageError(MSG.tasksUnreadable(label, fileErrorText(err)));
   }
   const text = decodeUtf8(bytes, label);
   const tasks: TaskLine[] = [];

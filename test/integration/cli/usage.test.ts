@@ -138,6 +138,18 @@ it('an artifact over --max-spec-bytes exits 2 naming --artifact and the size tha
   }
 });
 
+// Fresh-user report: "cannot read --tasks /tmp/nope.jsonl: ENOENT".
+it('a --tasks or --artifact that does not exist exits 2 saying so in words', async () => {
+  const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('usage') };
+  const missing = path.join(dir, 'nope.jsonl');
+  const tasks = await runCli(runArgs({ '--tasks': missing, '--run-id': 'usage-missing' }), { env });
+  expect(tasks.code).toBe(2);
+  expect(tasks.stderr).toBe(`error: cannot read --tasks ${missing}: no such file or directory (ENOENT)\n`);
+  const artifact = await runCli(runArgs({ '--artifact': path.join(dir, 'nope.js'), '--run-id': 'usage-missing' }), { env });
+  expect(artifact.code).toBe(2);
+  expect(artifact.stderr).toContain(`cannot read --artifact ${path.join(dir, 'nope.js')}: no such file or directory (ENOENT)`);
+});
+
 describe('a bad tasks file exits 2 naming file:line, and nothing is enqueued', () => {
   const cases: Array<[string, string | Buffer, RegExp]> = [
     // Fresh-user report: a Latin-1 file's é ran as U+FFFD.
