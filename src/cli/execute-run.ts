@@ -255,8 +255,11 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       return EXIT.stopped;
     }
     if (outcome.kind === 'interrupted') {
-      // A run of a tasks file knows how many of its specs are enqueued: say which command finishes it.
-      const notEnqueued = source.kind === 'map' && run ? Math.max(0, source.drafts.length - run.enqueued) : undefined;
+      // A run of a tasks file knows how many of its specs are enqueued, and so does a resumed run
+      // whose record holds its spec count: say which command finishes it (fresh-user report: a
+      // resume always added "if not every task was enqueued yet, …").
+      const specCount = source.kind === 'map' ? source.drafts.length : run?.specCount ?? null;
+      const notEnqueued = run && specCount !== null ? Math.max(0, specCount - run.enqueued) : undefined;
       if (options.resumeHint !== false) stderr.write(`${MSG.runInterrupted(runId, file.path, queue, notEnqueued)}\n`);
       return EXIT.interrupted;
     }

@@ -48,9 +48,12 @@ function barProgress(stream: NodeJS.WriteStream, total: number, initial: number)
 function lineProgress(stream: NodeJS.WriteStream, { total, initial }: ProgressOptions): Progress {
   const step = total === null ? 10 : Math.max(1, Math.ceil(total / 10));
   let nextAt = (Math.floor(initial / step) + 1) * step;
+  // The count shown last: the final count came twice on a resume of a delivered run (fresh-user report).
+  let shown: number | undefined;
   return {
     update(done) {
-      if (done < nextAt && done !== total) return;
+      if ((done < nextAt && done !== total) || done === shown) return;
+      shown = done;
       stream.write(`${MSG.progressLine(done, total)}\n`);
       nextAt = (Math.floor(done / step) + 1) * step;
     },

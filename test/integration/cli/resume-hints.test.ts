@@ -86,6 +86,16 @@ describe('status of an interrupted run', () => {
     expect(status.stdout).toContain(`${cliHint(dir)} resume hint1 --queue ${queue} --out ${out}`);
     expect(status.stdout).not.toContain('results-hint1.jsonl');
 
+    // Fresh-user report: an interrupted resume always added "(if not every task was enqueued
+    // yet, run the same run command again …)"; the run's record says every task was.
+    const interrupted = startCli(['resume', 'hint1', '--queue', queue, '--out', out], { env, cwd: dir });
+    await waitFor(() => interrupted.stderr().includes('re-attaching to run hint1'), 30_000, 'the resume to start');
+    interrupted.child.kill('SIGINT');
+    const stopped = await interrupted.done;
+    expect(stopped.code, stopped.stderr).toBe(130);
+    expect(stopped.stderr).toContain(`interrupted: run hint1 goes on in Redis. Collect the rest with\n  ${cliHint(dir)} resume hint1 --queue ${queue} --out ${out}\nor stop it with`);
+    expect(stopped.stderr).not.toContain('if not every task was enqueued yet');
+
     await writeFile(gate, '');
     const resumed = await runCli(hintedResume(status.stdout), { env, cwd: dir });
     expect(resumed.code, resumed.stderr).toBe(0);
