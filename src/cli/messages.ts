@@ -406,6 +406,7 @@ export const MSG = {
     `cost ceiling reached: $${totalUsd.toFixed(4)} of $${ceilingUsd} (--cost-ceiling-usd / costCeilingUsd); no new leases are dispatched, waiting ones are removed, running ones finish`,
   summaryTruncated: (count: number, ok: number) =>
     summaryRow('truncated output', `${String(count).padStart(6)}${count > 0 ? `   ${ok} reward(s) computed on output cut at maxOutputBytes (head and tail kept)` : ''}`),
+  summaryCached: (count: number) => summaryRow('from the eval cache', `${String(count).padStart(6)}   Result(s) of an earlier identical evaluation, not run again (their worker and run time are that run's)`),
   summaryFile: (file: string) => summaryRow('results file', file),
 
   // ── status / cancel ──────────────────────────────────────────────────────

@@ -39,7 +39,8 @@ function rewardSpread(rewards: readonly number[]): string {
 /**
  * The end-of-run summary: counts by kind (with the mean reward over `ok` and how rewards are
  * spread), p50/p95 run time, results per worker, re-dispatches, duplicates dropped, how many
- * Results (and rewards) were computed on truncated output, and the
+ * Results (and rewards) were computed on truncated output, how many came from the evaluation
+ * cache (when any did), and the
  * results file. Covers every line of the results file, so a re-attached run summarises the
  * whole run, not only what this process received.
  */
@@ -60,6 +61,8 @@ export function formatSummary(input: SummaryInput): string {
   lines.push(MSG.summaryCounter('duplicates dropped', input.counters?.duplicatesDropped ?? 'n/a'));
   lines.push(MSG.summaryCost(formatCost(tally.cost.summary())));
   lines.push(MSG.summaryTruncated(tally.truncated, tally.truncatedOk));
+  // Only where a run used the cache (--class evaluation): its per-worker counts name the worker of the cached run.
+  if (tally.cached > 0) lines.push(MSG.summaryCached(tally.cached));
   lines.push(MSG.summaryFile(input.file));
   return lines.join('\n');
 }

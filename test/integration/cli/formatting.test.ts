@@ -106,7 +106,16 @@ describe('results file lines and the summary', () => {
     expect(text).toMatch(/redispatched\s+2/);
     expect(text).toMatch(/duplicates dropped\s+1/);
     expect(text).toMatch(/truncated output\s+0/);
+    expect(text).not.toContain('eval cache');
     expect(text).toContain('/tmp/out.jsonl');
+  });
+
+  // Review note: a run of --class evaluation said nothing of the Results the cache answered.
+  it('the summary counts Results answered from the evaluation cache, when any were', () => {
+    const tally = new RunTally();
+    [{ ...result(1, 'ok', 1, 'w1'), cached: true }, { ...result(2, 'ok', 1, 'w1'), cached: true }, result(3, 'ok', 1, 'w2')].forEach((r) => tally.add(toResultLine(r)));
+    const text = formatSummary({ runId: 'r1', total: 3, end: 'completed', tally, counters: undefined, file: '/tmp/out.jsonl' });
+    expect(text).toMatch(/from the eval cache\s+2\s+Result\(s\) of an earlier identical evaluation, not run again/);
   });
 
   it('the summary counts Results on truncated output and the rewards computed on it (BR-34)', () => {
