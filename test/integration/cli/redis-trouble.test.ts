@@ -121,6 +121,10 @@ describe('Redis at maxmemory', () => {
     const status = await runCli(['status', 'fat1', '--queue', 'oomq'], { env });
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toMatch(/Run fat1: completed/);
+    // Review note: cancel of the completed run failed in one OOM line; it only reads.
+    const cancel = await runCli(['cancel', 'fat1', '--queue', 'oomq'], { env });
+    expect(cancel.code, cancel.stderr).toBe(0);
+    expect(cancel.stdout).toContain('run fat1 is already completed: nothing to cancel');
 
     const purge = await runCli(['purge', 'fat1', '--queue', 'oomq'], { env });
     expect(purge.code, purge.stderr).toBe(0);
