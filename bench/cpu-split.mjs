@@ -5,13 +5,16 @@
 // fresh process, the sides interleaved A B A B; CPU is summed over every thread of a process from
 // /proc/<pid>/task/*/schedstat (ns, not the 10 ms ticks of /proc/<pid>/stat, which at 8 children
 // and 800 rollouts would blur a child's share by ±0.1 ms per rollout), over the timed section only.
+// The main process is also split into its JS thread and its other threads: V8's background
+// TurboFan compiles and GC helpers, libuv's pool (with --no-concurrent-recompilation the other
+// threads fell to ~12 ms per 800 rollouts on both sides, so there they are mostly compiles).
 // Usage: node bench/cpu-split.mjs [N=8000] [REPS=3]   (REDIS_URL, else a private redis-server)
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchRedis } from './bench-redis.mjs';
-import { threadsCpuMs } from './proc-cpu.mjs';
+import { threadCpuMs, threadsCpuMs } from './proc-cpu.mjs';
 
 const here = fileURLToPath(import.meta.url);
 
@@ -35,13 +38,16 @@ async function split(redis, n, body) {
   const kids = children();
   const k0 = kids.map(threadsCpuMs);
   const m0 = threadsCpuMs(process.pid);
+  const j0 = threadCpuMs(process.pid);
   const r0 = await redisCpuMs(redis);
   await body();
   const m1 = threadsCpuMs(process.pid);
+  const j1 = threadCpuMs(process.pid);
   const r1 = await redisCpuMs(redis);
   const k1 = kids.map(threadsCpuMs);
   const childMs = k1.reduce((sum, value, i) => sum + value - k0[i], 0);
-  return { main: (m1 - m0) / n, children: childMs / n, redis: (r1 - r0) / n };
+  const js = (j1 - j0) / n;
+  return { main: (m1 - m0) / n, 'main: JS thread': js, 'main: other threads': (m1 - m0) / n - js, children: childMs / n, redis: (r1 - r0) / n };
 }
 
 const echo = { $ref: 'rq-fixtures/failures:echo', config: {} };
@@ -136,4 +142,4 @@ const stats = (values) => {
 console.log(`CPU ms per no-op rollout by process, c=8, ${N} rollouts per trial, ${REPS} trials per side (min / median / max)`);
 console.log('| process | rollout-queue | BullMQ sandboxed |');
 console.log('|---|---|---|');
-for (const kind of ['main', 'children', 'redis']) console.log(`| ${kind} | ${stats(trials.ours.map((t) => t[kind]))} | ${stats(trials.sandboxed.map((t) => t[kind]))} |`);
+for (const kind of ['main', 'main: JS thread', 'main: other threads', 'children', 'redis']) console.log(`| ${kind} | ${stats(trials.ours.map((t) => t[kind]))} | ${stats(trials.sandboxed.map((t) => t[kind]))} |`);

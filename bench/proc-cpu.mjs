@@ -48,6 +48,15 @@ export function threadsCpuMs(pid) {
   return total;
 }
 
+/** CPU of the thread `tid` of `pid` (its main thread when `tid` is `pid`), ms, from schedstat (ns). */
+export function threadCpuMs(pid, tid = pid) {
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return 0;
+  }
+}
+
 /** Every live process below `root` in the process tree (one scan of /proc). */
 export function descendantsOf(root) {
   const parent = new Map();
