@@ -79,7 +79,7 @@ async function loadExport(ref: Ref, target: RefTarget, importer: Importer): Prom
     new RefError('cannot-import', {
       target: ref.$ref,
       problem,
-      fix: `The worker resolves the module against its own installed code, not the coordinator's: install the package on the worker (npm install ${packageOf(module)}) in a version that exports "${exportName}", and check that it loads there`,
+      fix: `The worker resolves the module against its own installed code, not the coordinator's: next to its rollout-queue install, then from its working directory (${process.cwd()}). Install the package on the worker (npm install ${packageOf(module)} in the project the worker runs from) in a version that exports "${exportName}", and check that it loads there`,
       cause,
     });
   let namespace: unknown;

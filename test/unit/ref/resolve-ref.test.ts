@@ -96,14 +96,15 @@ describe('resolveRef: every RefError code', () => {
     expect(error.message).toContain('Ref "fixture-pkg/missing:linear"');
     expect(error.message).toContain('ERR_MODULE_NOT_FOUND');
     expect(error.message).toContain('The worker resolves the module against its own installed code');
-    expect(error.message).toContain('install the package on the worker (npm install fixture-pkg)');
+    expect(error.message).toContain('Install the package on the worker (npm install fixture-pkg in the project the worker runs from)');
+    expect(error.message).toContain(`next to its rollout-queue install, then from its working directory (${process.cwd()})`);
     expect((error.cause as { code?: string }).code).toBe('ERR_MODULE_NOT_FOUND');
   });
 
   it('cannot-import names the export the Ref wants, not the module, as what the install must export (fresh-user report: my-rewards:score)', async () => {
     const error = await refErrorOf(resolveRef(ref('my-rewards:score'), { allow: ['my-rewards/*'] }));
     expect(error.code).toBe('cannot-import');
-    expect(error.message).toContain('(npm install my-rewards) in a version that exports "score"');
+    expect(error.message).toContain('(npm install my-rewards in the project the worker runs from) in a version that exports "score"');
     expect(error.message).not.toContain('exports "my-rewards"');
   });
 
