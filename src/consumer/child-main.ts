@@ -8,7 +8,7 @@ import { Allowlist, resolveRefJson } from '../ref/index.js';
 import { destroyLiveSandboxes, destroyLiveSandboxesSync, killSubtree, liveSandboxCount, useContainment, watchSpawns } from '../sandbox/index.js';
 import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
 import { checkCostReceipt } from '../spec/cost-receipt-check.js';
-import { findJsonDataIssue } from '../spec/json-data.js';
+import { findJsonDataIssue, type JsonDataIssue } from '../spec/json-data.js';
 import { redactSecrets, redactSecretsDeep, type SecretValues } from '../spec/redact-secrets.js';
 import { rolloutResidentBytes } from './child-rss.js';
 import { classifyError } from './classify.js';
@@ -156,7 +156,16 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
       // the same, and with the stage started from `Promise.resolve().then(...)` the child's heap
       // grew by ~2 MB at every young-generation collection (survivors promoted, freed only by full
       // GCs; measured on Node 20), which cost every rollout CPU.
-      output = await settled(abort, run(spec.rendered, spec.task, ctx));
+      const returned = await settled(abort, run(spec.rendered, spec.task, ctx));
+      const stored = storedOutput(returned);
+      if ('issue' in stored) {
+        // Nothing to score: what would be stored is not what the run returned (fresh-user
+        // report: a BigInt or a cycle was stored as "[object Object]" with reward 1).
+        const { path, message } = stored.issue;
+        return done({ kind: 'model', output: null, reward: null, error: { type: 'OutputNotJson', message: `the run returned output that is not JSON data, at ${path}: ${message}; return strings, finite numbers, booleans, null, arrays and plain objects` } });
+      }
+      // The reward scores what is stored.
+      output = stored.value;
       stage = 'reward';
       // On the board before the reward starts: a reward that blocks this event loop can only
       // be stopped (and named) from outside, by the worker reading it.
@@ -173,7 +182,7 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
       if (typeof value !== 'number' || !Number.isFinite(value) || value < lo || value > hi) {
         return done({
           kind: 'caller',
-          output: toJsonData(output),
+          output,
           reward: null,
           error: {
             type: 'RewardOutOfRange',
@@ -181,9 +190,9 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
           },
         });
       }
-      return done({ kind: 'ok', output: toJsonData(output), reward: value, error: null });
+      return done({ kind: 'ok', output, reward: value, error: null });
     } catch (err) {
-      const kept = stage === 'reward' ? toJsonData(output) : null;
+      const kept = stage === 'reward' ? output : null;
       if (abort.reason) {
         const { reason } = abort.reason;
         if (reason === 'run-timeout' || reason === 'reward-timeout') {
@@ -210,11 +219,38 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
   }
 }
 
+/** Deepest nesting of a run's output (deeper than a config or task may be: a parse tree, say). */
+const MAX_OUTPUT_DEPTH = 512;
+
 /**
- * Output must survive JSON (it is stored in Redis). Plain JSON data goes as it is: the IPC
- * channel serializes it once anyway, and a copy made here (a JSON text, then its parse) held
- * a codeRunner's kept stdout and stderr twice more on the child's heap, which `sandbox.memoryMb`
- * bounds. Anything else (a Date, a class instance, a cycle) becomes its JSON form, or its string.
+ * A run's output as it is stored (in Redis, the results file) and scored: plain JSON data as it
+ * is (the IPC channel serializes it once anyway, and a copy made here held a codeRunner's kept
+ * stdout and stderr twice more on the child's heap, which `sandbox.memoryMb` bounds); `undefined`
+ * as null; a value whose JSON form `JSON.stringify` writes faithfully (a Date, an `undefined`
+ * field) as that form. Anything JSON would lose or refuse (a BigInt, a cycle, a function, NaN, a
+ * Map or another class instance) is an issue naming its path.
+ */
+function storedOutput(output: unknown): { readonly value: unknown } | { readonly issue: JsonDataIssue } {
+  if (output === undefined) return { value: null };
+  // One walk for plain data (nearly every output); a second only for the rest.
+  if (findJsonDataIssue(output, 'output', { scalarArraysOnly: false, jsonForm: false, maxDepth: MAX_OUTPUT_DEPTH }) === undefined) return { value: output };
+  const issue = findJsonDataIssue(output, 'output', { scalarArraysOnly: false, jsonForm: true, maxDepth: MAX_OUTPUT_DEPTH });
+  let text: string;
+  try {
+    text = JSON.stringify(output);
+  } catch (error) {
+    // A cycle runs the walk to its depth limit, a path 512 steps long: V8's message names where
+    // it closes instead ("property 'self' closes the circle").
+    if (issue && !issue.message.startsWith('nesting deeper')) return { issue };
+    const why = error instanceof Error ? error.message.replace(/\s*\n\s*/g, ' ') : String(error);
+    return { issue: { path: 'output', message: `JSON cannot write it (${why})` } };
+  }
+  return issue ? { issue } : { value: JSON.parse(text) as unknown };
+}
+
+/**
+ * A log object as JSON data: plain data as it is, anything else (a Date, a class instance, a
+ * cycle) as its JSON form, or its string. Logs are best effort, never refused.
  */
 function toJsonData(output: unknown): unknown {
   if (output === undefined) return null;

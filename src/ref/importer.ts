@@ -1,6 +1,5 @@
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { resolve } from 'import-meta-resolve';
 
 /**
  * Loads a module by specifier and returns its namespace object, like `import()`.
@@ -39,6 +38,8 @@ export const defaultImporter: Importer = async (specifier) => {
     if (!packageMissingHere(error, specifier)) throw error;
     let url: string;
     try {
+      // Loaded only here: the rollout child, which imports this module, starts with no package.
+      const { resolve } = await import('import-meta-resolve');
       url = resolve(specifier, pathToFileURL(path.join(process.cwd(), path.sep)).href);
     } catch {
       throw error;

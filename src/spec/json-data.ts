@@ -25,6 +25,15 @@ export interface JsonDataRules {
   readonly scalarArraysOnly: boolean;
   /** Called for an object that has a `$ref` key; returns an issue or undefined. */
   readonly onRef?: (value: Record<string, unknown>, path: string, depth: number) => JsonDataIssue | undefined;
+  /**
+   * Also accept what `JSON.stringify` writes faithfully though it is not plain data: an object
+   * with a `toJSON` method (a Date: its JSON form is its own choice) and an object field that is
+   * `undefined` (left out); keys such as `__proto__` are data there. For a rollout's output,
+   * stored as its JSON form.
+   */
+  readonly jsonForm?: boolean;
+  /** Deepest nesting accepted. Default {@link MAX_JSON_DEPTH}. */
+  readonly maxDepth?: number;
 }
 
 function describe(value: unknown): string {
@@ -58,8 +67,9 @@ export function findJsonDataIssue(
   rules: JsonDataRules,
   depth = 0,
 ): JsonDataIssue | undefined {
-  if (depth > MAX_JSON_DEPTH) {
-    return { path, message: `nesting deeper than ${MAX_JSON_DEPTH} levels; flatten the value` };
+  const maxDepth = rules.maxDepth ?? MAX_JSON_DEPTH;
+  if (depth > maxDepth) {
+    return { path, message: `nesting deeper than ${maxDepth} levels (or a cycle); flatten the value` };
   }
   switch (typeof value) {
     case 'string':
@@ -87,6 +97,7 @@ export function findJsonDataIssue(
         return undefined;
       }
       if (!isPlainObject(value)) {
+        if (rules.jsonForm && typeof (value as { toJSON?: unknown }).toJSON === 'function') return undefined;
         return { path, message: `got ${describe(value)}; only plain objects are JSON data (pass its fields as a plain object)` };
       }
       if (rules.onRef && Object.prototype.hasOwnProperty.call(value, '$ref')) {
@@ -94,9 +105,11 @@ export function findJsonDataIssue(
       }
       for (const key of Object.keys(value)) {
         const keyPath = path ? `${path}.${key}` : key;
-        if (FORBIDDEN_KEYS.has(key)) {
+        // Output is data, never merged into objects: its keys are its own.
+        if (FORBIDDEN_KEYS.has(key) && !rules.jsonForm) {
           return { path: keyPath, message: `key "${key}" is not allowed (prototype pollution); rename it` };
         }
+        if (rules.jsonForm && value[key] === undefined) continue;
         const issue = findJsonDataIssue(value[key], keyPath, rules, depth + 1);
         if (issue) return issue;
       }

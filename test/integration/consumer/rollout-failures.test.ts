@@ -31,6 +31,32 @@ async function withWorker<T>(q: RawQueue, options: Record<string, unknown>, body
   }
 }
 
+// Fresh-user report (library pass): a run returning a BigInt or a cycle was stored as
+// "[object Object]" with reward 1 (the reward scored the object, the Result kept its String()).
+describe('a run output that is not JSON data', () => {
+  it('is a model OutputNotJson naming the path when JSON would lose or refuse it; a faithful JSON form is stored and scored', async () => {
+    const q = new RawQueue(redis.url);
+    await withWorker(q, {}, async () => {
+      const cases = ['bigint', 'cycle', 'map', 'fn', 'nan', 'classInstance', 'date', 'undefinedField', 'protoKeys'];
+      const specs = cases.map((returns) => makeSpec('odd', returns, { task: { id: returns, returns }, run: fixture('returnsOdd'), reward: fixture('answerIsThree') }));
+      await q.add(specs);
+      const { results } = await q.waitForAll(specs.map((spec) => spec.leaseId));
+      const of = (returns: string) => results.get(`odd.${returns}`);
+      expect(of('cycle')?.error?.message).toBe("the run returned output that is not JSON data, at output: JSON cannot write it (Converting circular structure to JSON --> starting at object with constructor 'Object' --- property 'self' closes the circle); return strings, finite numbers, booleans, null, arrays and plain objects");
+      for (const [returns, path] of [['bigint', 'output.n'], ['map', 'output.m'], ['fn', 'output.f'], ['nan', 'output.x'], ['classInstance', 'output.answer']] as const) {
+        expect(of(returns), returns).toMatchObject({ kind: 'model', output: null, reward: null, error: { type: 'OutputNotJson' } });
+        expect(of(returns)?.error?.message, returns).toMatch(new RegExp(`^the run returned output that is not JSON data, at ${path.replace('.', '\\.')}`));
+      }
+      expect(of('map')?.error?.message).toContain('instance of Map');
+      expect(of('date')).toMatchObject({ kind: 'ok', reward: 1, output: { answer: 3, at: '1970-01-01T00:00:00.000Z' } });
+      expect(of('undefinedField')).toMatchObject({ kind: 'ok', reward: 1, output: { answer: 3 } });
+      expect(Object.keys(of('undefinedField')?.output as object)).toEqual(['answer']);
+      expect(of('protoKeys')).toMatchObject({ kind: 'ok', reward: 1 });
+      expect(JSON.stringify(of('protoKeys')?.output)).toBe('{"answer":3,"__proto__":1,"constructor":2}');
+    });
+  });
+});
+
 describe('failures of the rollout itself', () => {
   it('a rollout that blocks forever is killed after hangMs, re-dispatched, then ends as infrastructure', async () => {
     const q = new RawQueue(redis.url);
