@@ -31,6 +31,7 @@ export const HELP = {
     name: 'worker name shown in results and status (default: host-pid)',
     metricsPort: 'serve Prometheus GET /metrics and a liveness GET /healthz on this port (0 picks a free one)',
     metricsHost: 'address the metrics endpoint binds (default 127.0.0.1; 0.0.0.0 lets a Kubernetes probe or a Prometheus server on another host reach it)',
+    maxOutputBytes: 'largest output a run function may return, bytes of its JSON text; a larger one ends model/OutputTooLarge (1024–536870912, default 67108864)',
     lockDurationMs: 'BullMQ lockDuration: a worker that stops renewing its lock this long is presumed dead (default 5000)',
     stalledIntervalMs: 'BullMQ stalledInterval: how often lost leases are looked for (default 2000)',
     shutdownGraceMs: 'on SIGTERM, how long active rollouts may finish before they are handed back (default 30000)',

@@ -22,6 +22,8 @@ watchSpawns();
 
 /** The worker's allowlist, compiled once (the worker compiled it at its start, so it compiles here too). */
 let allow = Allowlist.compile([]);
+/** The worker's `maxOutputBytes` (set by init). */
+let maxOutputBytes = Number.POSITIVE_INFINITY;
 let current: RolloutAbort | undefined;
 let costSeq = 0;
 /** Rollouts received, numbered as the worker numbers them on the stage board. */
@@ -164,6 +166,11 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
         const { path, message } = stored.issue;
         return done({ kind: 'model', output: null, reward: null, error: { type: 'OutputNotJson', message: `the run returned output that is not JSON data, at ${path}: ${message}; return strings, finite numbers, booleans, null, arrays and plain objects` } });
       }
+      if (jsonTextOver(stored.value, maxOutputBytes)) {
+        // Before the reward: a huge output was blamed on it (its JSON text was being written
+        // when timeouts.rewardMs ran out), and a Result is stored in Redis and held by the coordinator.
+        return done({ kind: 'model', output: null, reward: null, error: { type: 'OutputTooLarge', message: `the run returned output whose JSON text is over the worker's maxOutputBytes = ${maxOutputBytes} bytes; return a summary and keep large data elsewhere (a file, object storage), or raise maxOutputBytes (worker --max-output-bytes)` } });
+      }
       // The reward scores what is stored.
       output = stored.value;
       stage = 'reward';
@@ -249,6 +256,33 @@ function storedOutput(output: unknown): { readonly value: unknown } | { readonly
 }
 
 /**
+ * True when the JSON text of `value` (plain JSON data) is longer than `limit`, counted without
+ * writing it: string lengths (UTF-16 code units, at most the UTF-8 bytes) plus quotes, keys and
+ * separators. Stops as soon as it is over.
+ */
+function jsonTextOver(value: unknown, limit: number): boolean {
+  if (!Number.isFinite(limit)) return false;
+  let total = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (typeof item === 'string') total += item.length + 2;
+    else if (Array.isArray(item)) {
+      total += item.length + 1;
+      for (const element of item) stack.push(element);
+    } else if (item !== null && typeof item === 'object') {
+      for (const [key, field] of Object.entries(item)) {
+        total += key.length + 4;
+        stack.push(field);
+      }
+      total += 2;
+    } else total += 5;
+    if (total > limit) return true;
+  }
+  return false;
+}
+
+/**
  * A log object as JSON data: plain data as it is, anything else (a Date, a class instance, a
  * cycle) as its JSON form, or its string. Logs are best effort, never refused.
  */
@@ -287,6 +321,7 @@ process.on('message', (raw: ParentMessage) => {
   switch (raw.type) {
     case 'init':
       allow = Allowlist.compile(raw.allow);
+      maxOutputBytes = raw.maxOutputBytes;
       useContainment(raw.containment);
       try {
         writeRewardStage(STAGE_BOARD_FD, 0, 0); // seq 0 is no rollout's: a check that the board is there

@@ -6,6 +6,8 @@ import { RolloutChild } from './rollout-child.js';
 /** Options of {@link ChildPool}; see `CompiledWorkerOptions` for units and defaults. */
 export interface ChildPoolOptions {
   readonly allow: readonly string[];
+  /** Largest output of a run, bytes of JSON (see `RolloutWorkerOptions.maxOutputBytes`). */
+  readonly maxOutputBytes: number;
   readonly execArgv: readonly string[];
   readonly env: NodeJS.ProcessEnv;
   readonly startTimeoutMs: number;

@@ -15,6 +15,8 @@ export interface InitMessage {
   readonly allow: readonly string[];
   /** The worker's containment, used by every sandbox the child makes (it does not probe again). */
   readonly containment: Containment;
+  /** Largest output of a run, bytes of JSON (the worker's `maxOutputBytes`). */
+  readonly maxOutputBytes: number;
 }
 
 /** Starts one rollout in the child. */

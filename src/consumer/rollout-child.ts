@@ -92,6 +92,8 @@ export interface RolloutChildOptions {
   readonly onLog: (message: LogMessage) => void;
   /** The worker's containment: sent to the child; with `setpriv` the child dies with the worker. */
   readonly containment: Containment;
+  /** Largest output of a run, bytes of JSON: sent to the child. */
+  readonly maxOutputBytes: number;
 }
 
 /**
@@ -200,7 +202,7 @@ export class RolloutChild {
         // Give the stderr pipe a moment to drain so the tail holds the real reason.
         setImmediate(() => reject(new ChildStartError(child.exit?.code ?? null, child.exit?.signal ?? null, child.stderrTail)));
       });
-      child.post({ type: 'init', allow: options.allow, containment: options.containment });
+      child.post({ type: 'init', allow: options.allow, containment: options.containment, maxOutputBytes: options.maxOutputBytes });
     });
     return child;
   }

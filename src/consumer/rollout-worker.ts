@@ -177,6 +177,7 @@ export class RolloutWorker {
     const metrics = new WorkerMetrics();
     const pool = new ChildPool({
       allow: options.allowlist,
+      maxOutputBytes: options.maxOutputBytes,
       execArgv: options.childExecArgv,
       env: childEnv(),
       startTimeoutMs: options.childStartTimeoutMs,

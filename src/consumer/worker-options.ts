@@ -13,6 +13,13 @@ import { CONTAINMENT_MODES, LAUNCHER_CHOICES, type ContainmentMode, type Launche
  * user input into a frozen {@link CompiledWorkerOptions} once, so code below never
  * re-checks or re-defaults.
  */
+
+/**
+ * The default `maxOutputBytes`: 64 MiB, above what codeRunner keeps of an artifact's stdout and
+ * stderr at its own `maxOutputBytes` up to 32 MiB each (1 MiB each by default; a codeRunner
+ * configured to keep more needs the worker's limit raised too).
+ */
+export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 export const WorkerOptionsSchema = z
   .object({
     /** Redis URL (`redis://[user:pass@]host:port[/db]`, `rediss://…`, `redis+sentinel://…/<primary>`, `redis+cluster://…`; Cluster needs a hash-tagged `prefix`). Default env `REDIS_URL`, else redis://127.0.0.1:6379. */
@@ -75,6 +82,12 @@ export const WorkerOptionsSchema = z
      * RSS at most every 100 ms, and at once when V8's memory grew 16 MiB since (see child-rss.ts).
      */
     maxChildRssMb: z.number().int().min(16).default(2048),
+    /**
+     * Largest output a run function may return, bytes of its JSON text (counted as UTF-16 code
+     * units, a lower bound): a larger one ends `model` / `OutputTooLarge` before the reward runs.
+     * A Result is stored in Redis and held by the coordinator. Default 64 MiB.
+     */
+    maxOutputBytes: z.number().int().min(1024).max(512 * 1024 * 1024).default(DEFAULT_MAX_OUTPUT_BYTES),
     /** How long a new child may take to report ready, ms. Default 10 000. */
     childStartTimeoutMs: z.number().int().min(100).default(10_000),
     /** Extra node flags for children (e.g. `--enable-source-maps`). Default none. */
@@ -187,6 +200,11 @@ export interface WorkerOptions {
    * RSS at most every 100 ms, and at once when V8's memory grew 16 MiB since (see child-rss.ts).
    */
   readonly maxChildRssMb?: number;
+  /**
+   * Largest output a run function may return, bytes of its JSON text (a lower bound: UTF-16 code
+   * units); a larger one ends `model` / `OutputTooLarge`. Default 64 MiB (1 KiB–512 MiB).
+   */
+  readonly maxOutputBytes?: number;
   /** How long a new child may take to report ready, ms. Default 10 000. */
   readonly childStartTimeoutMs?: number;
   /** Extra node flags for children (e.g. `--enable-source-maps`). Default none. */

@@ -48,6 +48,7 @@ export async function workerAction(options: WorkerCommandOptions): Promise<void>
       ...(options.metricsPort !== undefined ? { metricsPort: options.metricsPort } : {}),
       ...(options.metricsHost !== undefined ? { metricsHost: options.metricsHost } : {}),
       ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
+      ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: options.maxOutputBytes } : {}),
       ...(options.stalledIntervalMs !== undefined ? { stalledIntervalMs: options.stalledIntervalMs } : {}),
       ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),
       ...(options.containment !== undefined ? { containment: options.containment } : {}),

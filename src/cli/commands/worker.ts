@@ -1,7 +1,7 @@
 import { Command, Option } from '@commander-js/extra-typings';
 import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
-import { hostOf, labelPair, portOf, positiveInteger, stringList } from '../option-parsers.js';
+import { hostOf, integerBetween, labelPair, portOf, positiveInteger, stringList } from '../option-parsers.js';
 
 /**
  * `rollout-queue worker [--queue rollouts] [--concurrency N] [--allow PATTERN ...] …`: serve a
@@ -23,6 +23,7 @@ export function workerCommand() {
     .addOption(new Option('--placement <label>', HELP.worker.placement).argParser(labelPair))
     .option('--fingerprint <value>', HELP.worker.fingerprint)
     .addOption(new Option('--eval-concurrency <n>', HELP.worker.evalConcurrency).argParser(positiveInteger))
+    .addOption(new Option('--max-output-bytes <bytes>', HELP.worker.maxOutputBytes).argParser(integerBetween(1024, 512 * 1024 * 1024)))
     .option('--allow-eviction', HELP.allowEviction);
 }
 

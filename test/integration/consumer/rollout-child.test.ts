@@ -14,7 +14,7 @@ describe('RolloutChild', () => {
   it('keeps nothing of a finished rollout: many rollouts on one child leave none of their messages reachable', async () => {
     const child = await RolloutChild.start({
       memoryMb: 256, execArgv: [], allow: ['rq-fixtures/*'], env: { PATH: process.env.PATH }, startTimeoutMs: 30_000,
-      onLog: () => undefined, containment: detectContainment('process-group'),
+      onLog: () => undefined, containment: detectContainment('process-group'), maxOutputBytes: 1024 * 1024,
     });
     try {
       // One rollout, in a frame of its own: only the child may still hold its message afterwards.

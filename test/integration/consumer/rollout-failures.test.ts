@@ -57,6 +57,21 @@ describe('a run output that is not JSON data', () => {
   });
 });
 
+// Fresh-user report (library pass): a 150 MB output ended ok (Redis and the coordinator grew by
+// hundreds of MB); a 200 MB one ended RewardTimeout, blaming an instant reward.
+it('an output over the worker\'s maxOutputBytes is a model OutputTooLarge, before the reward; one under it is ok', async () => {
+  const q = new RawQueue(redis.url);
+  await withWorker(q, { maxOutputBytes: 4096 }, async () => {
+    const over = makeSpec('big', 'over', { task: { id: 'over', returns: 'big', size: 5000 }, run: fixture('returnsOdd'), reward: fixture('answerIsThree') });
+    const under = makeSpec('big', 'under', { task: { id: 'under', returns: 'big', size: 3000 }, run: fixture('returnsOdd'), reward: fixture('answerIsThree') });
+    await q.add([over, under]);
+    const { results } = await q.waitForAll([over.leaseId, under.leaseId]);
+    expect(results.get(over.leaseId)).toMatchObject({ kind: 'model', output: null, reward: null, error: { type: 'OutputTooLarge' } });
+    expect(results.get(over.leaseId)?.error?.message).toBe("the run returned output whose JSON text is over the worker's maxOutputBytes = 4096 bytes; return a summary and keep large data elsewhere (a file, object storage), or raise maxOutputBytes (worker --max-output-bytes)");
+    expect(results.get(under.leaseId)).toMatchObject({ kind: 'ok', reward: 1 });
+  });
+});
+
 describe('failures of the rollout itself', () => {
   it('a rollout that blocks forever is killed after hangMs, re-dispatched, then ends as infrastructure', async () => {
     const q = new RawQueue(redis.url);
