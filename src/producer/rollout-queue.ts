@@ -5,6 +5,7 @@ import { queueKeys, readRunCost, readRunRecord, type QueueKeys, type RunRecord }
 import { redactRedisUrl, redisTopology } from '../platform/redis-connection.js';
 import { bullTelemetry } from '../platform/telemetry.js';
 import { isRunId, MAX_ID_LENGTH, RunIdSchema, type CostSummary, type Result } from '../spec/index.js';
+import { checkCallOptions, checkDraftSource } from './call-options.js';
 import { cancelRun, type CancelOutcome } from './cancel-run.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { connectProducerRedis } from './connect-producer-redis.js';
@@ -43,6 +44,11 @@ export interface MapRolloutsOptions {
   /** See {@link CoordinatorOptions.checkPreviousNote}. */
   readonly checkPreviousNote?: (previous: string | null) => void | Promise<void>;
 }
+
+/** The names of {@link MapRolloutsOptions}, {@link CoordinatorOptions} and `rollout`'s options, checked at run time. */
+const MAP_ROLLOUTS_OPTIONS = ['runId', 'signal', 'runAttemptId', 'specCount', 'sourceFingerprint', 'coordinatorNote', 'checkPreviousNote'] as const satisfies readonly (keyof MapRolloutsOptions)[];
+const COORDINATOR_OPTIONS = ['signal', 'coordinatorNote', 'checkPreviousNote'] as const satisfies readonly (keyof CoordinatorOptions)[];
+const ROLLOUT_OPTIONS = ['runId', 'signal'] as const;
 
 /** Options of {@link RolloutQueue.attach}. */
 export interface CoordinatorOptions {
@@ -210,6 +216,8 @@ export class RolloutQueue {
    */
   mapRollouts(drafts: Iterable<RolloutDraft> | AsyncIterable<RolloutDraft>, options: MapRolloutsOptions): AsyncGenerator<Result, void, undefined> {
     this.assertOpen();
+    checkDraftSource('mapRollouts', drafts);
+    checkCallOptions('mapRollouts', options, MAP_ROLLOUTS_OPTIONS, 'runId');
     const runId = this.checkRunId(options.runId);
     if (Array.isArray(drafts) && drafts.length === 0) return (async function* empty() {})();
     if (Array.isArray(drafts)) refuseRepeatedLeases(runId, drafts);
@@ -230,6 +238,7 @@ export class RolloutQueue {
    */
   attach(runId: string, options: CoordinatorOptions = {}): AsyncGenerator<Result, void, undefined> {
     this.assertOpen();
+    checkCallOptions('attach', options, COORDINATOR_OPTIONS);
     return this.session({ runId: this.checkRunId(runId), drafts: undefined, signal: options.signal, runAttemptId: randomUUID(), specCount: undefined, ...noteOf(options), stopOnCaller: this.options.stopOnCaller });
   }
 
@@ -245,6 +254,7 @@ export class RolloutQueue {
    */
   async rollout(draft: RolloutDraft, options: { readonly runId?: string; readonly signal?: AbortSignal } = {}): Promise<Result> {
     this.assertOpen();
+    checkCallOptions('rollout', options, ROLLOUT_OPTIONS);
     const runId = this.checkRunId(options.runId ?? `single-${randomUUID()}`);
     const results = this.session({ runId, drafts: [draft], signal: options.signal, runAttemptId: randomUUID(), specCount: 1, stopOnCaller: false });
     for await (const result of results) return result;

@@ -68,6 +68,22 @@ describe('mapRollouts', () => {
     await expect(rq.status()).rejects.toThrow(message);
   });
 
+  // Fresh-user report (library pass): plain-JavaScript misuse passed silently ({ signl } left a
+  // run no abort could cancel) or failed with an internal TypeError.
+  it('refuses options it does not take, a missing runId and drafts that are no iterable, synchronously and by name', async () => {
+    const rq = await fx.open(fx.queueName());
+    const controller = new AbortController();
+    const loose = rq as unknown as { mapRollouts(drafts: unknown, options?: unknown): unknown; attach(runId: string, options?: unknown): unknown; rollout(draft: unknown, options?: unknown): Promise<unknown> };
+    expect(() => loose.mapRollouts([draft({ id: 'a' })], { runId: 'opt1', signl: controller.signal, maxInFlight: 3 })).toThrow('mapRollouts option "signl" is not an option (did you mean "signal"?); its options are runId, signal, runAttemptId, specCount, sourceFingerprint, coordinatorNote, checkPreviousNote');
+    expect(() => loose.mapRollouts([draft({ id: 'a' })])).toThrow("mapRollouts takes its options as an object, with runId: mapRollouts(…, { runId: '…' }); got undefined");
+    expect(() => loose.mapRollouts([draft({ id: 'a' })], { runid: 'x' })).toThrow('mapRollouts option "runid" is not an option (did you mean "runId"?)');
+    expect(() => loose.mapRollouts(5, { runId: 'opt1' })).toThrow('mapRollouts takes its drafts as an array, an iterable or an async iterable; got number');
+    expect(() => loose.mapRollouts([draft({ id: 'a' })], { runId: 'opt1', signal: 'stop' })).toThrow('mapRollouts option signal must be an AbortSignal (new AbortController().signal); got string');
+    expect(() => loose.attach('opt1', { signl: controller.signal })).toThrow('attach option "signl" is not an option (did you mean "signal"?); its options are signal, coordinatorNote, checkPreviousNote');
+    await expect(loose.rollout(draft({ id: 'a' }), { runID: 'x' })).rejects.toThrow('rollout option "runID" is not an option (did you mean "runId"?); its options are runId, signal');
+    expect((await rq.status('opt1')).run).toBeNull();
+  });
+
   it('refuses a bad runId synchronously, naming the allowed form', async () => {
     const rq = await fx.open(fx.queueName());
     expect(() => rq.mapRollouts([draft({ id: 'a' })], { runId: 'a.b' })).toThrow(/runId "a\.b".*letters, digits/);
