@@ -271,7 +271,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     }
     if (outcome.kind === 'failed') throw failure(outcome.error, options);
     if (end === 'completed') return EXIT.ok;
-    stderr.write(`${MSG.runIncomplete(runId, file.count, total ?? 0, file.path)}\n`);
+    stderr.write(`${MSG.runIncomplete(runId, file.count, total ?? 0, file.path, queue)}\n`);
     return EXIT.failure;
   } finally {
     stopWatching();
@@ -302,11 +302,11 @@ async function attachTotal(q: RolloutQueue, options: ExecuteRunOptions): Promise
 /** The CLI error for a producer failure after the summary was printed. */
 function failure(error: Error, options: ExecuteRunOptions): CliError {
   const refusal = refusalLine(error);
-  if (refusal !== undefined) return new CliError(MSG.runRefused(options.runId, refusal));
+  if (refusal !== undefined) return new CliError(MSG.runRefused(options.runId, refusal, options.queue, options.out));
   // The producer's attach ends with a plain Error when specs were never enqueued (see
   // RolloutQueue.attach); only re-running `run` with the specs can finish such a run.
-  if (neverEnqueued(error)) return new CliError(MSG.resumeNeedsSpecs(options.runId, error.message));
-  return new CliError(MSG.runFailed(options.runId, error.message));
+  if (neverEnqueued(error)) return new CliError(MSG.resumeNeedsSpecs(options.runId, error.message, options.queue, options.out));
+  return new CliError(MSG.runFailed(options.runId, error.message, options.queue, options.out));
 }
 
 /** The producer's attach found specs of the run never enqueued (its `run` stopped while enqueuing). */

@@ -324,17 +324,19 @@ export const MSG = {
   runStopped: (leaseId: string, type: string, message: string) =>
     `run stopped on a caller result for lease ${leaseId}: ${type}: ${message}\nFix the caller contract (Ref, config, spec) and run again with a new --run-id; rollouts of this run that had not started were removed and get no Result.`,
   runStoppedEarlier: (why: string) => `the run was stopped before: ${why}`,
-  runIncomplete: (runId: string, count: number, total: number, file: string) =>
+  // Every hint to paste names --queue (and resume its --out): fresh-user report, `status r9`
+  // pasted from the "incomplete" line looked on queue "rollouts" and found no run.
+  runIncomplete: (runId: string, count: number, total: number, file: string, queue: string) =>
     `run ${runId} ended with ${count} of ${total} results in ${file}; nothing more will come. The rest were delivered earlier, ` +
-    `to another results file (a run's results are delivered once), or are missing: ${cliCommand()} status ${runId} shows the run record.`,
-  resumeNeedsSpecs: (runId: string, why: string) =>
+    `to another results file (a run's results are delivered once), or are missing: ${cliCommand()} status ${runId}${queueFlag(queue)} shows the run record.`,
+  resumeNeedsSpecs: (runId: string, why: string, queue: string, out: string) =>
     `run ${runId}: ${/(\d+) specs were never enqueued/.exec(why)?.[1] ?? 'some'} of its specs were never enqueued (its coordinator stopped while enqueuing them), ` +
-    `so resume collected only what was enqueued.\nTo finish run ${runId}, run the same \`${cliCommand()} run\` command again with --run-id ${runId}: it enqueues only what is missing.`,
+    `so resume collected only what was enqueued.\nTo finish run ${runId}, run the same \`${cliCommand()} run\` command again with --run-id ${runId}${queueFlag(queue)} --out ${shellWord(out)}: it enqueues only what is missing.`,
   /** Redis refused a write mid-run (`refusal`: the one line of refusalLine): it finishes once Redis has room again. */
-  runRefused: (runId: string, refusal: string) =>
-    `${refusal}\nrun ${runId} stopped there; nothing delivered is lost: once Redis takes writes again, ${cliCommand()} resume ${runId} (or the same run command with --run-id ${runId}) picks it up again.`,
-  runFailed: (runId: string, why: string) =>
-    `run ${runId} could not be followed to its end: ${why}\nNothing delivered is lost: ${cliCommand()} resume ${runId} (or the same run command with --run-id ${runId}) picks it up again.`,
+  runRefused: (runId: string, refusal: string, queue: string, out: string) =>
+    `${refusal}\nrun ${runId} stopped there; nothing delivered is lost: once Redis takes writes again, ${resumeInto(runId, queue, out)} (or the same run command with --run-id ${runId}) picks it up again.`,
+  runFailed: (runId: string, why: string, queue: string, out: string) =>
+    `run ${runId} could not be followed to its end: ${why}\nNothing delivered is lost: ${resumeInto(runId, queue, out)} (or the same run command with --run-id ${runId}) picks it up again.`,
   /** A second coordinator of a live run (RunBusyError); `out`: the results file the holder recorded, when it did. */
   coordinatorRefused: (runId: string, queue: string, command: 'run' | 'resume', holder: string, out: string | undefined) =>
     `run ${runId} is being delivered by another coordinator (${holder}), so this ${command} was refused and delivered no Result (one coordinator per run: no Result reaches two results files).\n` +

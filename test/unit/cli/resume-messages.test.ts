@@ -7,10 +7,18 @@ describe('CLI advice when a run was interrupted before every spec was enqueued',
   const producerError = 'run "mif1": 12 specs were never enqueued (the coordinator stopped while enqueuing); call mapRollouts again with the same runId to enqueue them';
 
   it('resume names the count and the CLI command that finishes the run, not the library call', () => {
-    const text = MSG.resumeNeedsSpecs('mif1', producerError);
+    const text = MSG.resumeNeedsSpecs('mif1', producerError, 'fq', 'r.jsonl');
     expect(text).toContain('12 of its specs were never enqueued');
-    expect(text).toContain('run the same `rollout-queue run` command again with --run-id mif1');
+    expect(text).toContain('run the same `rollout-queue run` command again with --run-id mif1 --queue fq --out r.jsonl');
     expect(text).not.toContain('mapRollouts');
+  });
+
+  // Fresh-user report: `status r9` pasted from the "incomplete" line looked on queue "rollouts".
+  it('the hints of an incomplete, refused or failed run name the queue (and resume its --out)', () => {
+    expect(MSG.runIncomplete('r9', 239, 240, '/tmp/r9.jsonl', 'fq')).toContain('rollout-queue status r9 --queue fq shows the run record');
+    expect(MSG.runRefused('r9', 'error line', 'fq', '/tmp/r9.jsonl')).toContain('rollout-queue resume r9 --queue fq --out /tmp/r9.jsonl (or the same run command with --run-id r9)');
+    expect(MSG.runFailed('r9', 'why', 'fq', '/tmp/r9.jsonl')).toContain('rollout-queue resume r9 --queue fq --out /tmp/r9.jsonl (or the same run command with --run-id r9)');
+    expect(MSG.runIncomplete('r9', 239, 240, '/tmp/r9.jsonl', 'rollouts')).toContain('rollout-queue status r9 shows');
   });
 
   it('the interrupt hint says when to re-run instead of resume', () => {
