@@ -427,6 +427,7 @@ export const MSG = {
     (workers === 0 && waiting > 0
       ? `  NO WORKER can take these leases: start \`${cliCommand()} worker${queueFlag(queue)}${Object.entries(labels).map(([key, value]) => ` --placement ${shellWord(`${key}=${value}`)}`).join('')}\` (they end NoWorker at timeouts.scheduleToStartMs)`
       : ''),
+  statusKindsOfDelivered: '  of the delivered Results, by kind:',
   statusRun: (runId: string, status: string, created: string | null) => `Run ${runId}: ${status}${created ? ` (created ${created})` : ''}`,
   /** `out`: the results file the run's coordinator recorded; undefined when none was (a run of the library, an older CLI). */
   statusUndelivered: (runId: string, queue: string, out: string | undefined) =>

@@ -103,6 +103,9 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
   }
   if (run.endedAt && run.retainMs !== null) lines.push(MSG.statusRetention(run.endedAt, new Date(Date.parse(run.endedAt) + run.retainMs).toISOString()));
   lines.push(row('specs', text(run.specCount)), row('enqueued', run.enqueued), row('delivered', run.delivered));
+  // The job counts above cover finished jobs; these only delivered Results (fresh-user report:
+  // "completed 240" above "ok 23" read as a contradiction on an interrupted run).
+  lines.push(MSG.statusKindsOfDelivered);
   for (const kind of KINDS) lines.push(row(kind, run.kinds[kind]));
   if (view.cost) lines.push(row('cost', formatCost(view.cost)));
   lines.push(row('redispatched', run.redispatched), row('duplicates dropped', run.duplicatesDropped), row('already enqueued', run.alreadyEnqueued), row('truncated output', run.truncated));

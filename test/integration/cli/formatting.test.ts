@@ -26,6 +26,7 @@ describe('status output', () => {
     expect(text).toMatch(/waiting\s+2/);
     expect(text).toContain('Workers connected: 1');
     expect(text).toContain('w1  addr=127.0.0.1:5000 age=12 idle=0');
+    expect(text).toMatch(/delivered\s+7\n  of the delivered Results, by kind:\n\s+ok\s+5\n/);
     expect(text).toMatch(/infrastructure\s+1/);
     expect(text).toMatch(/redispatched\s+3/);
     expect(text).toMatch(/duplicates dropped\s+1/);
