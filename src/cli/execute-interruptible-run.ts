@@ -5,6 +5,7 @@ import { MSG } from './messages.js';
 import { checkMetricsPort } from './plane.js';
 import { requireRedis } from './redis-preflight.js';
 import { checkOutFile } from './results-file.js';
+import { recordedResultsFile } from './recorded-results-file.js';
 import { defaultOutFile } from './run-id.js';
 import { interruptSignal } from './signals.js';
 
@@ -13,7 +14,7 @@ export interface InterruptibleRunOptions {
   readonly env: CliEnvironment;
   readonly queue: string;
   readonly runId: string;
-  /** Results file path; default `defaultOutFile(runId)`. */
+  /** Results file path; default the run's recorded results file for a resume (see recordedResultsFile), else `defaultOutFile(runId)`. */
   readonly out?: string | undefined;
   readonly source: RunSource;
   /** Print the run id line (a generated id) once Redis answered. */
@@ -42,10 +43,13 @@ export function metricsOf(options: { metricsPort?: number; metricsHost?: string 
  */
 export async function executeInterruptibleRun(options: InterruptibleRunOptions): Promise<ExitCode> {
   const { env, runId } = options;
-  const out = options.out ?? defaultOutFile(runId);
+  // A resume without --out collects into the run's own results file, which needs Redis first.
+  const resumeAnywhere = options.source.kind === 'attach' && options.out === undefined;
+  if (resumeAnywhere) await requireRedis(env);
+  const out = options.out ?? (resumeAnywhere ? await recordedResultsFile(env, options.queue, runId) : undefined) ?? defaultOutFile(runId);
   checkOutFile(out, runId);
   if (options.metrics) await checkMetricsPort(options.metrics);
-  await requireRedis(env);
+  if (!resumeAnywhere) await requireRedis(env);
   if (options.announceRunId) process.stderr.write(`${MSG.runIdGenerated(runId)}\n`);
   const interrupt = interruptSignal(EXIT.interrupted, { first: MSG.runStopping, forced: MSG.runForcedOut(runId, out, options.queue) });
   try {

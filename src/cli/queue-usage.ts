@@ -60,7 +60,7 @@ export async function unusedQueues(env: CliEnvironment, queues: readonly string[
 }
 
 /** Runs `look` on a connection of its own (one try per command), closed afterwards. */
-async function lookOnce<T>(env: CliEnvironment, look: (redis: Redis) => Promise<T>): Promise<T> {
+export async function lookOnce<T>(env: CliEnvironment, look: (redis: Redis) => Promise<T>): Promise<T> {
   const redis = createRedisClient(env.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
   redis.on('error', () => {});
   try {

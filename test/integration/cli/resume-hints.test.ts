@@ -88,12 +88,17 @@ describe('status of an interrupted run', () => {
 
     // Fresh-user report: an interrupted resume always added "(if not every task was enqueued
     // yet, run the same run command again …)"; the run's record says every task was.
-    const interrupted = startCli(['resume', 'hint1', '--queue', queue, '--out', out], { env, cwd: dir });
+    // Started elsewhere and without --out (fresh-user report, helper-24: from another directory
+    // it looked for results-hint1.jsonl there and was refused): it collects into the run's file.
+    const elsewhere = await mkdtemp(path.join(os.tmpdir(), 'rq-elsewhere-'));
+    const interrupted = startCli(['resume', 'hint1', '--queue', queue], { env, cwd: elsewhere });
     await waitFor(() => interrupted.stderr().includes('re-attaching to run hint1'), 30_000, 'the resume to start');
     interrupted.child.kill('SIGINT');
     const stopped = await interrupted.done;
     expect(stopped.code, stopped.stderr).toBe(130);
-    expect(stopped.stderr).toContain(`interrupted: run hint1 goes on in Redis. Collect the rest with\n  ${cliHint(dir)} resume hint1 --queue ${queue} --out ${out}\nor stop it with`);
+    expect(stopped.stderr).toContain(`interrupted: run hint1 goes on in Redis. Collect the rest with\n  ${cliHint(elsewhere)} resume hint1 --queue ${queue} --out ${out}\nor stop it with`);
+    expect(readdirSync(elsewhere)).toEqual([]);
+    await rm(elsewhere, { recursive: true, force: true });
     expect(stopped.stderr).not.toContain('if not every task was enqueued yet');
 
     await writeFile(gate, '');
