@@ -19,20 +19,29 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-/** Holds every RunStore.acknowledgeMany until `open()`; `reached` resolves at the first one. */
-function gateAcknowledgement(): { reached: Promise<void>; open: () => void } {
+/**
+ * Holds calls of RunStore's `method` from the `from`-th one on (1-based) until `open()`;
+ * `reached` resolves at the first call held.
+ */
+function gateRunStore(method: 'acknowledgeMany' | 'recordLeases', from = 1): { reached: Promise<void>; open: () => void } {
   let open!: () => void;
   let reach!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
   const reached = new Promise<void>((resolve) => (reach = resolve));
-  const acknowledgeMany = RunStore.prototype.acknowledgeMany;
-  vi.spyOn(RunStore.prototype, 'acknowledgeMany').mockImplementation(async function (this: RunStore, ...args) {
-    reach();
-    await gate;
-    return acknowledgeMany.apply(this, args);
-  });
+  const original = RunStore.prototype[method] as (...args: unknown[]) => Promise<unknown>;
+  let calls = 0;
+  vi.spyOn(RunStore.prototype, method).mockImplementation(async function (this: RunStore, ...args: unknown[]) {
+    if (++calls >= from) {
+      reach();
+      await gate;
+    }
+    return original.apply(this, args);
+  } as never);
   return { reached, open };
 }
+
+/** Holds every RunStore.acknowledgeMany until `open()`; `reached` resolves at the first one. */
+const gateAcknowledgement = (): { reached: Promise<void>; open: () => void } => gateRunStore('acknowledgeMany');
 
 /** A turn of the event loop past pending I/O callbacks: what could settle by itself has. */
 const aTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -175,19 +184,7 @@ it('a consumer that breaks out while a batch is being recorded: status() comes a
   await fx.worker(queue);
   const runId = fx.runId();
   // The second batch's record (its job is added by then) waits for the gate.
-  let open!: () => void;
-  let reach!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  const reached = new Promise<void>((resolve) => (reach = resolve));
-  const recordLeases = RunStore.prototype.recordLeases;
-  let calls = 0;
-  vi.spyOn(RunStore.prototype, 'recordLeases').mockImplementation(async function (this: RunStore, ...args) {
-    if (++calls === 2) {
-      reach();
-      await gate;
-    }
-    return recordLeases.apply(this, args);
-  });
+  const { reached, open } = gateRunStore('recordLeases', 2);
   for await (const result of rq.mapRollouts(Array.from({ length: 5 }, (_, i) => draft({ id: `t${i}` })), { runId })) {
     expect(result.kind).toBe('ok');
     await reached;
