@@ -10,7 +10,11 @@ import type { DispatchIdentity } from '../spec/index.js';
 
 /** A cost receipt of one paid call, as the harness' ledgers keep them: `callId` names the call and makes a replay idempotent. */
 export interface DispatchCostReceipt {
-  /** Unique per paid call (1–256 characters); a receipt is counted once per `callId`. */
+  /**
+   * Unique per paid call within one Dispatch call (one cell of one run attempt), 1–256
+   * characters; a receipt is counted once per `callId` of its cell (the same `callId` in two
+   * cells names two calls).
+   */
   readonly callId: string;
   /** Cost in US dollars, ≥ 0. */
   readonly usd: number;
@@ -28,7 +32,7 @@ export interface PaidCallCost {
 
 /**
  * The cost ledger of a Dispatch ctx. The coordinator's one only needs `record` (receipts of
- * remote work are replayed into it, once per `callId`); the worker's one also has
+ * remote work are replayed into it, once per `callId` of each cell); the worker's one also has
  * `runPaidCall`, which stores each receipt durably before it returns.
  */
 export interface DispatchCost {

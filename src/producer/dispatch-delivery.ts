@@ -5,20 +5,24 @@ import { DispatchOutputSchema, type CostReceipt, type Result } from '../spec/ind
 import type { DispatchContext, DispatchCost } from '../dispatch/index.js';
 import { DispatchError } from './dispatch-errors.js';
 
-/** Receipts already replayed, per coordinator ledger object: each `callId` reaches a ledger once. */
+/** Receipts already replayed, per coordinator ledger object: lease id and `callId`. */
 const replayed = new WeakMap<object, Set<string>>();
 
 /**
- * Replays worker receipts into the caller's `ctx.cost`, once per `callId` per ledger (a
- * retried call, or two calls attached to one lease, never count a receipt twice).
+ * Replays the receipts of one dispatch lease (`leaseId`, one cell of one run attempt) into the
+ * caller's `ctx.cost`, once per `callId` of that lease per ledger: a retried call, or two calls
+ * attached to one lease, never count a receipt twice. A `callId` is the Dispatch's own name of
+ * a paid call within its cell, so one ledger shared by every cell gets `call-1` of each cell
+ * (fresh-user report: only the first cell's `call-1` reached a shared ledger).
  */
-export async function replayReceipts(receipts: readonly CostReceipt[], cost: DispatchCost | undefined): Promise<void> {
+export async function replayReceipts(leaseId: string, receipts: readonly CostReceipt[], cost: DispatchCost | undefined): Promise<void> {
   if (!cost || typeof cost.record !== 'function' || receipts.length === 0) return;
   let seen = replayed.get(cost);
   if (!seen) replayed.set(cost, (seen = new Set()));
   for (const receipt of receipts) {
-    if (seen.has(receipt.id)) continue;
-    seen.add(receipt.id);
+    const key = `${leaseId}\n${receipt.id}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
     await cost.record({
       callId: receipt.id,
       usd: receipt.usd,
@@ -53,7 +57,7 @@ async function writeFiles(files: Readonly<Record<string, string>>, ctx: Dispatch
  * {@link DispatchError}: `caller` terminal, `infrastructure` retryable, `model` the dispatch's own error.
  */
 export async function deliverDispatch(result: Result, ctx: DispatchContext, runDir: string | undefined): Promise<unknown> {
-  await replayReceipts(result.cost, ctx.cost);
+  await replayReceipts(result.leaseId, result.cost, ctx.cost);
   if (result.kind !== 'ok') {
     throw new DispatchError(result.kind, result.error ?? { type: 'Unknown', message: `the dispatch ended as ${result.kind} without an error` }, result);
   }

@@ -112,7 +112,7 @@ class QueueDispatcher {
     try {
       result = await shared.join(ctx.signal, abortError);
     } catch (err) {
-      if (err instanceof AbortError) await replayReceipts((err as AbortError & { receipts?: CostReceipt[] }).receipts ?? [], ctx.cost);
+      if (err instanceof AbortError) await replayReceipts(leaseId, (err as AbortError & { receipts?: CostReceipt[] }).receipts ?? [], ctx.cost);
       throw err;
     }
     return deliverDispatch(result, ctx, this.options.runDir);

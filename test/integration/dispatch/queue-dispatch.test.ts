@@ -259,6 +259,17 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
     expect(cost.receipts).toHaveLength(2);
   }));
 
+  it('one ledger shared by every cell gets each cell\'s receipts, when cells name their paid calls alike (fresh-user report: one of three reached it)', () => withDispatch(async ({ dispatch }) => {
+    const cost = ledger();
+    const scenario = { paidCalls: 1, usd: 0.25, sameCallIds: true };
+    for (const cellId of ['c1', 'c2', 'c3']) await dispatch(scenario, { cellId, runAttemptId: 'attempt-shared-ledger', rep: 0, seed: 1, cost });
+    expect(cost.receipts.map((receipt) => receipt.callId)).toEqual(['call-0', 'call-0', 'call-0']);
+    expect(cost.receipts.reduce((sum, receipt) => sum + receipt.usd, 0)).toBeCloseTo(0.75);
+    // A retry of a cell attaches to its lease: its receipt is not replayed again.
+    await dispatch(scenario, { cellId: 'c2', runAttemptId: 'attempt-shared-ledger', rep: 0, seed: 1, cost });
+    expect(cost.receipts).toHaveLength(3);
+  }));
+
   it('a bad call is a terminal caller error naming the field; a Ref the workers refuse is caller too', () => withDispatch(async ({ dispatch, openOther }) => {
     const refused = openOther({ dispatch: { $ref: 'not-allowed-pkg:thing', config: {} } });
     await expect(dispatch({}, { cellId: 'c', runAttemptId: '', rep: 0, seed: 0 })).rejects.toMatchObject({ kind: 'caller', retryable: false, message: expect.stringContaining('ctx.runAttemptId') });
