@@ -23,7 +23,9 @@ export interface QueueDispatch extends Dispatch {
   ready(): Promise<void>;
   /**
    * Closes the producers and connections it opened; calls in flight on them reject (their leases
-   * keep running). A `producer` passed in is not closed: its calls reject when its owner closes it. Idempotent.
+   * keep running). First it finishes deleting the keys of aborted calls, waiting at most 10 s
+   * for a worker to let go of their jobs. A `producer` passed in is not closed: its calls reject
+   * when its owner closes it. Idempotent.
    */
   close(): Promise<void>;
 }
@@ -31,6 +33,20 @@ export interface QueueDispatch extends Dispatch {
 /** How often a cleanup of an aborted dispatch whose job is still active is tried again, ms, and how often at most. */
 const CLEANUP_RETRY_MS = 1000;
 const CLEANUP_TRIES = 120;
+/**
+ * Longest `close()` waits for the cleanups still pending (aborted calls whose jobs were still
+ * active: a worker stops a Dispatch that ignores `ctx.signal` after its `killGraceMs`, 2 s by
+ * default), ms; then it tries them every {@link CLOSE_CLEANUP_POLL_MS}.
+ */
+const CLOSE_CLEANUP_MS = 10_000;
+const CLOSE_CLEANUP_POLL_MS = 250;
+
+/** A call's keys still to delete: see {@link forgetDispatchRun}. */
+interface PendingCleanup {
+  readonly plane: Plane;
+  readonly runId: string;
+  readonly leaseId: string;
+}
 
 /** The producer, a BullMQ Queue handle (for removing jobs) and the key layout of one queue. */
 interface Plane {
@@ -57,7 +73,7 @@ interface Plane {
  * - `ctx.placement` picks the queue (a string, or `{ queue, ...labels }`);
  * - resolves to the artifact of an `ok` Result; rejects with {@link DispatchError}: `caller`
  *   terminal (`retryable: false`), `infrastructure` retryable, `model` the dispatch's own error;
- * - the Result's cost receipts are replayed into `ctx.cost.record` once per `callId`, also
+ * - the Result's cost receipts are replayed into `ctx.cost.record` once per `callId` of the cell, also
  *   when the dispatch failed after paying; files from `ctx.artifacts.write` go to the caller's
  *   `ctx.artifacts.write`, else under `runDir`.
  * - with a `ctx.trace.span`, the call runs inside a span `rollout-queue.dispatch` (attributes cellId, runAttemptId, queue).
@@ -78,6 +94,8 @@ class QueueDispatcher {
   private readonly planes = new Map<string, Promise<Plane>>();
   private readonly inflight = new Map<string, SharedCall>();
   private readonly cleanups = new Set<NodeJS.Timeout>();
+  /** Cleanups not done yet, by queue and run id: `close()` finishes them (fresh-user report: closed at once, they left the run with no expiry). */
+  private readonly pendingCleanups = new Map<string, PendingCleanup>();
   private redisValue: Promise<Redis> | undefined;
   private closed = false;
 
@@ -209,11 +227,12 @@ class QueueDispatcher {
 
   /** Deletes a delivered (or aborted) call's keys in the background; retried while its job is still active. */
   private cleanupLater(plane: Plane, runId: string, leaseId: string, tries: number): void {
+    const key = `${plane.queue.name}\n${runId}`;
+    this.pendingCleanups.set(key, { plane, runId, leaseId });
     const attempt = async (): Promise<void> => {
       if (this.closed) return;
-      await plane.rq.settled(runId);
-      const redis = await this.redis();
-      const done = await forgetDispatchRun(redis, plane.queue, plane.keys, runId, leaseId).catch(() => false);
+      const done = await this.forget({ plane, runId, leaseId });
+      if (done || tries + 1 >= CLEANUP_TRIES) this.pendingCleanups.delete(key);
       if (!done && tries + 1 < CLEANUP_TRIES) this.cleanupLater(plane, runId, leaseId, tries + 1);
     };
     if (tries === 0) {
@@ -226,6 +245,35 @@ class QueueDispatcher {
     }, CLEANUP_RETRY_MS);
     timer.unref();
     this.cleanups.add(timer);
+  }
+
+  /** One try of a cleanup, after the run's wrap-up: true when the call's keys are gone (see {@link forgetDispatchRun}). */
+  private async forget({ plane, runId, leaseId }: PendingCleanup): Promise<boolean> {
+    await plane.rq.settled(runId);
+    const redis = await this.redis();
+    return forgetDispatchRun(redis, plane.queue, plane.keys, runId, leaseId).catch(() => false);
+  }
+
+  /**
+   * Finishes the pending cleanups before the connections close, trying each every
+   * {@link CLOSE_CLEANUP_POLL_MS} for at most {@link CLOSE_CLEANUP_MS}; what is left then (a job
+   * a worker still holds) is logged with the way to remove it.
+   */
+  private async finishCleanups(): Promise<void> {
+    const deadline = Date.now() + CLOSE_CLEANUP_MS;
+    for (;;) {
+      for (const [key, pending] of this.pendingCleanups) if (await this.forget(pending)) this.pendingCleanups.delete(key);
+      if (this.pendingCleanups.size === 0 || Date.now() >= deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, CLOSE_CLEANUP_POLL_MS));
+    }
+    const left = [...this.pendingCleanups.values()];
+    this.pendingCleanups.clear();
+    if (left.length === 0) return;
+    const runIds = left.map(({ runId }) => runId);
+    this.options.logger?.warn(
+      { runIds },
+      `queueDispatch closed with ${left.length} aborted call(s) whose jobs a worker still holds after ${CLOSE_CLEANUP_MS} ms; their runs stay in Redis until purged (purge RUN_ID --discard-undelivered)`,
+    );
   }
 
   /** The producer of one queue, created on first use (the `producer` option serves its own queue). */
@@ -270,6 +318,7 @@ class QueueDispatcher {
     this.closed = true;
     for (const timer of this.cleanups) clearTimeout(timer);
     this.cleanups.clear();
+    await this.finishCleanups();
     const planes = await Promise.allSettled([...this.planes.values()]);
     for (const settled of planes) {
       if (settled.status !== 'fulfilled') continue;

@@ -292,6 +292,18 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
     expect(lines(logFile)).toHaveLength(2);
   }, { workers: [{ concurrency: 2 }] }));
 
+  it('close() right after an aborted call whose job a worker still holds deletes its keys before it returns (fresh-user report: the run stayed, with no expiry)', () => withDispatch(async ({ q, dispatch }) => {
+    const logFile = path.join(dir, 'close-after-abort.log');
+    const caller = new AbortController();
+    const call = dispatch({ logFile, stubbornMs: 60_000 }, { cellId: 'held', runAttemptId: 'attempt-close', rep: 0, seed: 1, signal: caller.signal });
+    await waitFor(() => lines(logFile).length === 1, 'the dispatch running on the worker');
+    caller.abort();
+    await expect(call).rejects.toMatchObject({ name: 'AbortError' });
+    // The worker holds the job for its killGraceMs (2 s) after the cancel: the cleanup is pending.
+    await dispatch.close();
+    expect(await leftoverKeys(q)).toEqual([]);
+  }));
+
   it('a worker SIGKILLed mid-dispatch: the lease is re-dispatched, one artifact, its receipt replayed once', async () => {
     const q = new RawQueue(redis.url);
     const victim = await startWorkerProcess(q.workerOptions({ ...FAST, concurrency: 1 }));
