@@ -17,6 +17,15 @@ const APPEND = redisScript('rqGatewayAppend', `
 if redis.call('HSETNX', KEYS[1], ARGV[1], '1') == 1 then redis.call('RPUSH', KEYS[2], ARGV[2]) end
 return redis.call('LLEN', KEYS[2])`, 2);
 
+// Records the fingerprint of the drafts a run is posted with, the first time (HSETNX), and
+// returns the one recorded. KEYS: gatewayRun. ARGV: field, fingerprint.
+const CLAIM_DRAFTS = redisScript('rqGatewayClaimDrafts', `
+redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
+return redis.call('HGET', KEYS[1], ARGV[1])`, 1);
+
+/** The field of `keys.gatewayRun` holding the sha256 of the canonical JSON of the run's drafts. */
+const DRAFTS_FIELD = 'draftsSha256';
+
 /** A run's state and the length of its Result list. */
 export interface RunLogHead {
   readonly state: RunLogState | null;
@@ -43,6 +52,20 @@ export class RunLog {
     const count = Number(await APPEND.run(this.redis, [this.keys.gatewayRun(runId), this.keys.gatewayResults(runId)], [`l:${result.leaseId}`, JSON.stringify(result)]));
     this.changed.emit(runId);
     return count;
+  }
+
+  /**
+   * Records `fingerprint` (hex sha256 of the drafts' canonical JSON) as the run's drafts unless
+   * the run was posted before; returns the fingerprint recorded, which differs from `fingerprint`
+   * when it was posted with other drafts.
+   */
+  async claimDrafts(runId: string, fingerprint: string): Promise<string> {
+    return String(await CLAIM_DRAFTS.run(this.redis, [this.keys.gatewayRun(runId)], [DRAFTS_FIELD, fingerprint]));
+  }
+
+  /** True while a coordinator session (a gateway's pump, here or elsewhere) holds the run's coordinator lease (`keys.runCoordinator`). */
+  async delivering(runId: string): Promise<boolean> {
+    return (await this.redis.exists(this.keys.runCoordinator(runId))) === 1;
   }
 
   async setState(runId: string, state: RunLogState, error: string | null = null): Promise<void> {

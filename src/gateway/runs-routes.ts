@@ -1,13 +1,40 @@
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../platform/logger.js';
 import { DuplicateLeaseError, firstRefusedDraft, refuseRepeatedLeases, type RolloutDraft, type RolloutQueue } from '../producer/index.js';
-import { RunIdSchema } from '../spec/index.js';
+import { canonicalJson, RunIdSchema } from '../spec/index.js';
 import { sendError, sendJson } from './http-io.js';
 import { ENDED_STATES, type RunLog } from './run-log.js';
 import { RunPump } from './run-pump.js';
 
 /** How often a results stream re-reads the log when no in-process append woke it (a run pumped by another gateway), ms. */
 const STREAM_POLL_MS = 1000;
+/**
+ * How long a results stream of a running run that no pump here delivers waits for another
+ * gateway's pump to hold the run's coordinator lease, ms (a pump sets the run `running` just
+ * before its session takes the lease), polling every {@link LEASE_POLL_MS}.
+ */
+const LEASE_GRACE_MS = 2000;
+const LEASE_POLL_MS = 100;
+
+/** What a client that reads a run nobody delivers is told (fresh-user report: its stream hung until the drafts were posted again). */
+const notDeliveredText = (runId: string): string =>
+  `run "${runId}" is running but no gateway is delivering its Results (the gateway that ran it restarted or stopped); POST /runs again with the same runId and drafts to resume it, then read again`;
+
+/**
+ * True when a pump here or a coordinator session elsewhere delivers the run, or the run has
+ * ended (its log is complete), waiting up to {@link LEASE_GRACE_MS} for one of them.
+ */
+async function delivered(runId: string, deps: RunsDeps): Promise<boolean> {
+  const deadline = Date.now() + LEASE_GRACE_MS;
+  for (;;) {
+    if (deps.pumps.has(runId) || (await deps.log.delivering(runId))) return true;
+    const state = (await deps.log.head(runId))?.state;
+    if (state !== null && state !== undefined && ENDED_STATES.has(state)) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, LEASE_POLL_MS));
+  }
+}
 
 /** What the runs routes share with the gateway. */
 export interface RunsDeps {
@@ -23,7 +50,9 @@ export interface RunsDeps {
  * without `v`, `leaseId`, `runId`, `runAttemptId`) → 202 `{ runId, state }`. Starts the run, or
  * resumes it after a gateway restart (posting the same drafts again enqueues nothing twice);
  * a run already pumping here, or ended, is left as it is. 400 before anything is enqueued for a
- * bad runId, no drafts, two drafts naming one lease, or a draft the producer would refuse.
+ * bad runId, no drafts, two drafts naming one lease, or a draft the producer would refuse; 409
+ * `RunConflict` for drafts other than those the run id was first posted with (their sha256 is
+ * kept in the run's log).
  */
 export async function postRun(res: ServerResponse, body: unknown, deps: RunsDeps): Promise<void> {
   const record = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
@@ -43,6 +72,12 @@ export async function postRun(res: ServerResponse, body: unknown, deps: RunsDeps
   // advised a library option (stopOnCaller) an HTTP client cannot set.
   const refused = firstRefusedDraft(id, record.drafts, deps.rq.options);
   if (refused) return sendError(res, 400, 'InvalidRunRequest', `body field drafts[${refused.index}]: ${refused.error.type}: ${refused.error.message}; nothing was enqueued`);
+  // Fresh-user report: other drafts under a run id in use got 202 and were dropped unseen.
+  const fingerprint = createHash('sha256').update(canonicalJson(record.drafts)).digest('hex');
+  const recorded = await deps.log.claimDrafts(id, fingerprint);
+  if (recorded !== fingerprint) {
+    return sendError(res, 409, 'RunConflict', `run "${id}" was posted before with other drafts (sha256 ${recorded.slice(0, 12)}…, this request's ${fingerprint.slice(0, 12)}…); nothing was enqueued: post the same drafts to resume that run, or these drafts under a new runId`);
+  }
   const head = await deps.log.head(id);
   // Checked again after the await, and the pump registered in the same tick: two posts at once start one pump.
   if (!deps.pumps.has(id) && !(head && ENDED_STATES.has(head.state ?? 'running') && head.state !== 'failed')) {
@@ -103,7 +138,9 @@ export async function cancelRunRoute(res: ServerResponse, runId: string, deps: R
  * client has the first N, which acknowledges them), waiting for new ones, then one trailer line
  * `{ "end": true, "state", "error", "count" }` once the run has ended. Without `after` it starts
  * at the last acknowledged cursor; header `x-rollout-queue-cursor` says where it started.
- * 400 for an `after` that is not a whole number from 0 to the Results listed, 404 for an unknown run.
+ * 400 for an `after` that is not a whole number from 0 to the Results listed, 404 for an unknown run,
+ * 409 `RunNotDelivered` for a running run that no pump (here or in another gateway) delivers; a
+ * stream whose deliverer goes away ends without the trailer, as when this gateway stops.
  */
 export async function streamResults(req: IncomingMessage, res: ServerResponse, runId: string, afterText: string | null, deps: RunsDeps): Promise<void> {
   const { log } = deps;
@@ -115,6 +152,7 @@ export async function streamResults(req: IncomingMessage, res: ServerResponse, r
   if (!Number.isSafeInteger(cursor) || cursor > head.count) {
     return sendError(res, 400, 'InvalidCursor', `query after=${JSON.stringify(afterText)}: must be a whole number from 0 to ${head.count} (the Results listed so far): the count of Results the client already has`);
   }
+  if (!(await delivered(runId, deps))) return sendError(res, 409, 'RunNotDelivered', notDeliveredText(runId));
   await log.acknowledge(runId, cursor);
   // The cursor the stream starts at, so a client that omitted `after` can reconnect at the right place.
   res.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store', 'x-rollout-queue-cursor': String(cursor) });
@@ -135,6 +173,9 @@ export async function streamResults(req: IncomingMessage, res: ServerResponse, r
         res.write(`${JSON.stringify({ end: true, state: now.state, error: now.error, count: cursor })}\n`);
         break;
       }
+      // A run whose deliverer went away meanwhile (another gateway stopped): the stream ends
+      // without its trailer, as when this gateway stops, and a reconnect is told what to do.
+      if (!(await delivered(runId, deps))) break;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, STREAM_POLL_MS);
         wake = () => {

@@ -278,6 +278,14 @@ describe('rollout-queue gateway: the harness dispatch wire over the durable queu
     const port = gateway.port;
     await stopGateway(gateway);
     gateway = await startGatewayProcess(port);
+    // Fresh-user report: a reader that only GETs after the restart hung until the drafts were posted again.
+    const orphan = await fetch(`${gateway.url}/runs/${runId}/results?after=${first.items.length}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(orphan.status).toBe(409);
+    expect(((await orphan.json()) as { error: unknown }).error).toEqual({ type: 'RunNotDelivered', message: `run "${runId}" is running but no gateway is delivering its Results (the gateway that ran it restarted or stopped); POST /runs again with the same runId and drafts to resume it, then read again` });
+    // Fresh-user report: other drafts under the run id got 202 and were dropped unseen.
+    const other = await fetch(`${gateway.url}/runs`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ runId, drafts: drafts.slice(1) }) });
+    expect(other.status).toBe(409);
+    expect(((await other.json()) as { error: { type: string; message: string } }).error).toMatchObject({ type: 'RunConflict', message: expect.stringMatching(new RegExp(`^run "${runId}" was posted before with other drafts \\(sha256 [0-9a-f]{12}…, this request's [0-9a-f]{12}…\\); nothing was enqueued: post the same drafts to resume that run, or these drafts under a new runId$`)) });
     expect((await post()).status).toBe(202);
     const rest = await readResults(gateway.url, runId, first.items.length);
     expect(rest.end).toMatchObject({ end: true, state: 'completed', count: 6 });
