@@ -1,6 +1,15 @@
 import type { Logger } from '../platform/logger.js';
-import { AbortError, RunStoppedError, type RolloutDraft, type RolloutQueue } from '../producer/index.js';
+import { AbortError, RunStoppedError, stoppedAtText, type RolloutDraft, type RolloutQueue } from '../producer/index.js';
 import type { RunLog } from './run-log.js';
+
+/**
+ * The end line's error of a run a caller Result stopped, with the fix an HTTP client has (the
+ * producer's own text advises `stopOnCaller`, a library option: fresh-user report).
+ */
+function stoppedText(err: RunStoppedError): string {
+  if (!err.result) return err.message;
+  return `${stoppedAtText(err.result)} No further drafts were enqueued and its waiting jobs were removed; fix the draft or its Ref and post the drafts under a new runId`;
+}
 
 /**
  * Drives one run of the runs API in the background: `mapRollouts(drafts, { runId })`, each
@@ -29,7 +38,7 @@ export class RunPump {
           // Fresh-user report: the stream ended without the rollouts still running, and the run never expired.
           await this.drain(rq, log, logger);
           if (this.stopping) return;
-          await log.setState(runId, err instanceof RunStoppedError ? 'stopped' : 'cancelled', err.message);
+          await log.setState(runId, err instanceof RunStoppedError ? 'stopped' : 'cancelled', err instanceof RunStoppedError ? stoppedText(err) : err.message);
         } else {
           logger.warn({ runId, err: (err as Error).message }, 'run of the runs API failed; posting it again resumes it');
           await log.setState(runId, 'failed', (err as Error).message).catch(() => undefined);

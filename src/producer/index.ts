@@ -4,7 +4,7 @@
  */
 export { RolloutQueue } from './rollout-queue.js';
 export type { CoordinatorOptions, MapRolloutsOptions, QueueStatus, RolloutQueueState } from './rollout-queue.js';
-export { ResultDeliveredError, RunStoppedError } from './run-stopped-error.js';
+export { ResultDeliveredError, RunStoppedError, stoppedAtText } from './run-stopped-error.js';
 export { RunBusyError, CoordinatorLeaseLostError, COORDINATOR_LEASE_MS, LEASE_LOST_WAIT_MS } from './coordinator-lease.js';
 export { AbortError } from './abort-error.js';
 export { ProducerOptionsSchema, compileProducerOptions, DEFAULT_MAX_SPEC_BYTES, DEFAULT_MAX_TASK_BYTES, MAX_PRODUCER_BYTES } from './producer-options.js';

@@ -26,15 +26,20 @@ export class RunStoppedError extends Error {
 
   /** The error for a run stopped by this caller Result, in words a caller can act on. */
   static fromResult(result: Result): RunStoppedError {
-    const why = result.error ? `${result.error.type}: ${result.error.message}` : 'caller error';
     return new RunStoppedError(
       result.runId,
       result,
-      `run "${result.runId}" stopped at lease ${result.leaseId}, a caller error (${why}). ` +
+      `${stoppedAtText(result)} ` +
         'No further specs were enqueued and its waiting jobs were removed; fix the spec or Ref and start a new run, ' +
         'or create the RolloutQueue with stopOnCaller: false to keep going past caller errors.',
     );
   }
+}
+
+/** "run "R" stopped at lease L, a caller error (Type: message)." for the caller Result that stopped a run. */
+export function stoppedAtText(result: Result): string {
+  const why = result.error ? `${result.error.type}: ${result.error.message}` : 'caller error';
+  return `run "${result.runId}" stopped at lease ${result.leaseId}, a caller error (${why}).`;
 }
 
 /**

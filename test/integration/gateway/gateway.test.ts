@@ -352,6 +352,15 @@ describe('rollout-queue gateway: the harness dispatch wire over the durable queu
     expect(ttl).toBeGreaterThan(0);
   });
 
+  it('runs API: a run a caller Result stopped ends with the fix an HTTP client has, not a library option (fresh-user report)', async () => {
+    const runId = 'gw-runs-stopped';
+    const drafts = [{ rendered: 'r', task: { id: 't0' }, run: { $ref: 'not-allowed-pkg:thing', config: {} }, reward: { $ref: 'rq-fixtures/failures:constant', config: {} } }];
+    expect((await fetch(`${gateway.url}/runs`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ runId, drafts }) })).status).toBe(202);
+    const { items, end } = await readResults(gateway.url, runId, 0);
+    expect(items.map((item) => item.kind)).toEqual(['caller']);
+    expect(end).toMatchObject({ end: true, state: 'stopped', error: expect.stringMatching(new RegExp(`^run "${runId}" stopped at lease ${runId}\\.t0, a caller error \\(RefError: .*not-allowed-pkg.*\\)\\. No further drafts were enqueued and its waiting jobs were removed; fix the draft or its Ref and post the drafts under a new runId$`)) });
+  });
+
   it('refuses to start without auth off loopback, and without any auth choice', async () => {
     const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: TEST_PREFIX };
     const offLoopback = await runCli(['gateway', '--port', '0', '--host', '0.0.0.0', '--dispatch', 'rq-fixtures/dispatches:scripted', '--no-auth'], { env });
