@@ -43,28 +43,40 @@ function refuse(leaseId: string, taskId: string, type: string, message: string):
   return { ok: false, leaseId, taskId, error: { type, message } };
 }
 
-/** The key naming a draft's lease: `taskKey`, else `task.id`, else its position (`index`); and its task id. */
-function keyOf(draft: unknown, index: number): { record: Record<string, unknown> | undefined; wanted: unknown; taskId: string } {
+/** Where the key naming a draft's lease came from. */
+export type LeaseKeySource = 'taskKey' | 'task.id' | 'position';
+
+/** The key naming a draft's lease: `taskKey`, else `task.id`, else its position (`index`); where it came from; and its task id. */
+function keyOf(draft: unknown, index: number): { record: Record<string, unknown> | undefined; wanted: unknown; by: LeaseKeySource; taskId: string } {
   const record = isPlainObject(draft) ? draft : undefined;
   const task = record && isPlainObject(record.task) ? record.task : undefined;
   const taskIdValue = task?.id;
   const idKey = typeof taskIdValue === 'string' || typeof taskIdValue === 'number' ? taskIdValue : undefined;
+  const by: LeaseKeySource = record?.taskKey !== undefined ? 'taskKey' : idKey !== undefined ? 'task.id' : 'position';
   const wanted = record?.taskKey ?? idKey ?? String(index);
-  return { record, wanted, taskId: String(idKey ?? wanted) };
+  return { record, wanted, by, taskId: String(idKey ?? wanted) };
+}
+
+/** How two drafts named one lease, in words (fresh-user report: a draft keyed by its position was said to repeat a task.id). */
+function namedBy(first: number, repeat: number, [firstBy, repeatBy]: readonly [LeaseKeySource, LeaseKeySource]): string {
+  const field = (by: LeaseKeySource): string => (by === 'position' ? 'position in the list (it has no taskKey or task.id)' : by);
+  return firstBy === repeatBy ? `both by their ${field(firstBy)}` : `#${first} by its ${field(firstBy)}, #${repeat} by its ${field(repeatBy)}`;
 }
 
 /**
  * Raised synchronously by `mapRollouts` (and `POST /runs`, as a 400) when two drafts of one
- * list name the same lease (same `taskKey`, or same `task.id`): a lease has one Result, so
- * one of them could not get its own. Nothing was enqueued. Names both positions, never a value.
+ * list name the same lease (by `taskKey`, `task.id`, or the position of a draft with neither):
+ * a lease has one Result, so one of them could not get its own. Nothing was enqueued. Names
+ * both positions and how each named the lease (`keys`), never a value.
  */
 export class DuplicateLeaseError extends TypeError {
   constructor(
     readonly leaseId: string,
     readonly first: number,
     readonly repeat: number,
+    readonly keys: readonly [LeaseKeySource, LeaseKeySource],
   ) {
-    super(`drafts #${first} and #${repeat} name the same lease ${leaseId} (same taskKey or task.id); give each draft a distinct taskKey or task.id; nothing was enqueued`);
+    super(`drafts #${first} and #${repeat} name the same lease ${leaseId} (${namedBy(first, repeat, keys)}); give each draft a distinct taskKey or task.id; nothing was enqueued`);
     this.name = 'DuplicateLeaseError';
   }
 }
@@ -76,9 +88,9 @@ export class DuplicateLeaseError extends TypeError {
  * @throws DuplicateLeaseError naming the first repeat.
  */
 export function refuseRepeatedLeases(runId: string, drafts: readonly unknown[]): void {
-  const seen = new Map<string, number>();
+  const seen = new Map<string, { index: number; by: LeaseKeySource }>();
   drafts.forEach((draft, index) => {
-    const { wanted } = keyOf(draft, index);
+    const { wanted, by } = keyOf(draft, index);
     if (typeof wanted !== 'string' && typeof wanted !== 'number') return;
     let leaseId: string;
     try {
@@ -87,8 +99,8 @@ export function refuseRepeatedLeases(runId: string, drafts: readonly unknown[]):
       return;
     }
     const first = seen.get(leaseId);
-    if (first !== undefined) throw new DuplicateLeaseError(leaseId, first, index);
-    seen.set(leaseId, index);
+    if (first !== undefined) throw new DuplicateLeaseError(leaseId, first.index, index, [first.by, by]);
+    seen.set(leaseId, { index, by });
   });
 }
 

@@ -266,7 +266,7 @@ describe('rollout-queue gateway: the harness dispatch wire over the durable queu
     // Fresh-user report: two identical drafts got 202 and one Result; refused before anything is enqueued now.
     const twice = await fetch(`${gateway.url}/runs`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ runId, drafts: [drafts[0], drafts[0]] }) });
     expect(twice.status).toBe(400);
-    expect(((await twice.json()) as { error: { type: string; message: string } }).error).toEqual({ type: 'InvalidRunRequest', message: `body field drafts: drafts #0 and #1 name the same lease ${runId}.t0 (same taskKey or task.id); give each draft a distinct taskKey or task.id; nothing was enqueued` });
+    expect(((await twice.json()) as { error: { type: string; message: string } }).error).toEqual({ type: 'InvalidRunRequest', message: `body field drafts: drafts #0 and #1 name the same lease ${runId}.t0 (both by their task.id); give each draft a distinct taskKey or task.id; nothing was enqueued` });
     // Fresh-user report: a draft without run/reward got 202 and then a caller Result.
     const invalid = await fetch(`${gateway.url}/runs`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ runId, drafts: [drafts[0], { task: { id: 'bad' } }] }) });
     expect(invalid.status).toBe(400);

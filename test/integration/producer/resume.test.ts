@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { queueKeys } from '../../../src/lease/index.js';
-import { DuplicateLeaseError } from '../../../src/producer/index.js';
+import { DuplicateLeaseError, type RolloutDraft } from '../../../src/producer/index.js';
 import type { Result } from '../../../src/spec/index.js';
 import { TEST_PREFIX, collect, useProducerFixture } from '../../helpers/producer-fixture.js';
 import { draft, drafts } from '../../helpers/rollout-drafts.js';
@@ -45,8 +45,12 @@ describe('re-submission', () => {
     const runId = fx.runId();
     const list = [draft({ id: 'x' }), draft({ id: 'y' }), draft({ id: 'x' }), draft({ id: 'z' })];
     expect(() => rq.mapRollouts(list, { runId })).toThrow(DuplicateLeaseError);
-    expect(() => rq.mapRollouts(list, { runId })).toThrow(`drafts #0 and #2 name the same lease ${runId}.x (same taskKey or task.id); give each draft a distinct taskKey or task.id; nothing was enqueued`);
+    expect(() => rq.mapRollouts(list, { runId })).toThrow(`drafts #0 and #2 name the same lease ${runId}.x (both by their task.id); give each draft a distinct taskKey or task.id; nothing was enqueued`);
     expect((await rq.status(runId)).run).toBeNull();
+    // Fresh-user report: a draft with neither taskKey nor task.id (keyed by its position) was
+    // said to repeat "the same taskKey or task.id".
+    const positional = [draft({ id: 'a' }), draft({ id: 5 }), { ...draft({}), task: { noid: true } }, draft({ id: 'b' }), draft({ id: 'c' }), { ...draft({}), task: 'str' } as unknown as RolloutDraft];
+    expect(() => rq.mapRollouts(positional, { runId })).toThrow(`drafts #1 and #5 name the same lease ${runId}.5 (#1 by its task.id, #5 by its position in the list (it has no taskKey or task.id)); give each draft a distinct taskKey or task.id; nothing was enqueued`);
   });
 
   it('re-submitting a finished run enqueues nothing, yields nothing again, keeps the stored spec', async () => {
