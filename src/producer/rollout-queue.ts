@@ -249,8 +249,10 @@ export class RolloutQueue {
    * ({@link settled}; `close()` waits for them). A process killed before the acknowledgement
    * gets the Result again from a new session of the run (at least once, as `mapRollouts`'
    * batched acknowledgements), counted once.
-   * @throws Error when the queue is closed.
+   * @throws Error when the queue is closed, or when a `rollout()`, `mapRollouts()` or `attach()`
+   *   of the same `runId` is still running on this queue.
    * @throws ResultDeliveredError when the run's Result was delivered before (a reused runId).
+   * @throws AbortError when `signal` aborts (the rollout is cancelled).
    */
   async rollout(draft: RolloutDraft, options: { readonly runId?: string; readonly signal?: AbortSignal } = {}): Promise<Result> {
     this.assertOpen();
@@ -410,7 +412,7 @@ export class RolloutQueue {
       wrappedUp: (runId) => this.wrapUps.get(runId) ?? Promise.resolve(),
       register: (s) => {
         this.assertOpen();
-        if (this.sessions.has(s.runId)) throw new Error(`run "${s.runId}" already has a live iterator on this RolloutQueue; consume that one (one iterator per run)`);
+        if (this.sessions.has(s.runId)) throw new Error(`run "${s.runId}" is already being collected on this RolloutQueue (by a rollout(), mapRollouts() or attach() call not yet finished); await that call, or use another runId (one live call per run)`);
         this.sessions.set(s.runId, s);
       },
       unregister: (s) => {

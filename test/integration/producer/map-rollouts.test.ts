@@ -186,16 +186,22 @@ describe('mapRollouts', () => {
     }
   });
 
-  it('allows one live iterator per run on a RolloutQueue', async () => {
+  it('allows one live call per run on a RolloutQueue (rollout, mapRollouts, attach)', async () => {
     const queue = fx.queueName();
     const rq = await fx.open(queue);
     const runId = fx.runId();
     const first = rq.mapRollouts(drafts(2, { delayMs: 50 }), { runId });
     const pending = first.next();
-    await expect(rq.attach(runId).next()).rejects.toThrow(/already has a live iterator/);
+    const busy = `run "${runId}" is already being collected on this RolloutQueue (by a rollout(), mapRollouts() or attach() call not yet finished); await that call, or use another runId (one live call per run)`;
+    await expect(rq.attach(runId).next()).rejects.toThrow(busy);
     await fx.worker(queue);
     expect((await pending).value).toMatchObject({ kind: 'ok' });
     await first.return();
+    // Fresh-user report: two rollout() calls of one runId at once were told of "a live iterator" they never made.
+    const single = fx.runId('single');
+    const running = rq.rollout(draft({ id: 'a', delayMs: 200 }), { runId: single });
+    await expect(rq.rollout(draft({ id: 'a', delayMs: 200 }), { runId: single })).rejects.toThrow(busy.replaceAll(runId, single));
+    expect(await running).toMatchObject({ kind: 'ok' });
   });
 
   it('delivers by reconciliation alone when QueueEvents is off', async () => {
