@@ -6,6 +6,7 @@ import type { Dispatch, DispatchContext } from '../dispatch/index.js';
 import { AbortError } from './abort-error.js';
 import { connectProducerRedis } from './connect-producer-redis.js';
 import { RunBusyError } from './coordinator-lease.js';
+import { RunStoppedError } from './run-stopped-error.js';
 import { deliverDispatch, replayReceipts } from './dispatch-delivery.js';
 import { DispatchError } from './dispatch-errors.js';
 import { compileQueueDispatchOptions, type CompiledQueueDispatchOptions, type QueueDispatchOptions } from './dispatch-options.js';
@@ -46,6 +47,14 @@ interface PendingCleanup {
   readonly plane: Plane;
   readonly runId: string;
   readonly leaseId: string;
+}
+
+/** The retryable error of a call that found the run of an earlier, cancelled call of its cell still there. */
+function earlierCallCancelled(request: DispatchRequest): DispatchError {
+  return new DispatchError('infrastructure', {
+    type: 'EarlierCallCancelled',
+    message: `an earlier call of cell ${JSON.stringify(request.cellId)} (run attempt ${JSON.stringify(request.runAttemptId)}) was cancelled (its client went away, or it was aborted) and is still being cleaned up; retry: the retry runs the cell again`,
+  });
 }
 
 /** The producer, a BullMQ Queue handle (for removing jobs) and the key layout of one queue. */
@@ -178,6 +187,12 @@ class QueueDispatcher {
         this.cleanupLater(plane, runId, leaseId, 0);
         return late;
       }
+      if (err instanceof RunStoppedError && err.status === 'cancelled') {
+        // The run of an earlier, aborted call of the cell, found after its session ended and
+        // before its keys were deleted (fresh-user report: DispatchFailed, "start a new run id").
+        this.cleanupLater(plane, runId, leaseId, 0);
+        throw earlierCallCancelled(request);
+      }
       throw new DispatchError('infrastructure', { type: 'DispatchFailed', message: `dispatch of cell ${JSON.stringify(request.cellId)}: ${(err as Error).message}` });
     }
     if (result.kind === 'caller' && result.error?.type === 'Cancelled' && !signal.aborted) {
@@ -187,10 +202,7 @@ class QueueDispatcher {
       // hang-up got a kept 400 for 10 minutes). Once the cancelled job ended and its keys are
       // gone, a retry runs the cell afresh.
       this.cleanupLater(plane, runId, leaseId, 0);
-      throw new DispatchError('infrastructure', {
-        type: 'EarlierCallCancelled',
-        message: `an earlier call of cell ${JSON.stringify(request.cellId)} (run attempt ${JSON.stringify(request.runAttemptId)}) was cancelled (its client went away) and is still being cleaned up; retry: the retry runs the cell again`,
-      });
+      throw earlierCallCancelled(request);
     }
     // A transient is not kept, and its keys go before the call returns: the caller's retry
     // must run the cell again, on a fresh lease. Otherwise the kept answer covers a retry that

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Dispatch, DispatchCostReceipt } from '../../../src/dispatch/index.js';
 import { createLogger } from '../../../src/platform/logger.js';
 import { leaseIdFor } from '../../../src/lease/index.js';
-import { DispatchError, dispatchRunId, LEASE_LOST_WAIT_MS, queueDispatch, type QueueDispatch } from '../../../src/producer/index.js';
+import { DispatchError, dispatchRunId, LEASE_LOST_WAIT_MS, queueDispatch, RolloutQueue, type QueueDispatch } from '../../../src/producer/index.js';
 import { RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { waitFor } from '../../helpers/wait-for.js';
@@ -303,6 +303,26 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
     await dispatch.close();
     expect(await leftoverKeys(q)).toEqual([]);
   }));
+
+  it('a call that finds the run of an earlier call of its cell cancelled, its Results delivered and its keys not yet deleted, is a retryable EarlierCallCancelled (fresh-user report: DispatchFailed, "start a new run id")', () => withDispatch(async ({ q, dispatch }) => {
+    const ctx = { cellId: 'again', runAttemptId: 'attempt-again', rep: 0, seed: 1 };
+    const runId = dispatchRunId(ctx.runAttemptId, ctx.cellId);
+    // The state an aborted call leaves for up to a cleanup interval: the run cancelled, its one
+    // Result delivered by the aborted call's session, the keys still there (made here directly).
+    const rq = await RolloutQueue.create({ redisUrl: redis.url, queue: q.name, prefix: TEST_PREFIX, logger: quiet });
+    try {
+      const session = rq.mapRollouts([{ rendered: '', task: { id: ctx.cellId }, run: { $ref: 'rq-fixtures/failures:echo', config: {} }, reward: { $ref: 'rq-fixtures/failures:constant', config: {} } }], { runId });
+      const ended = session.next().catch((err: unknown) => err);
+      await waitFor(async () => (await rq.status(runId)).run !== null, 'the run recorded');
+      await rq.cancel(runId);
+      expect(await ended).toMatchObject({ name: 'AbortError' });
+    } finally {
+      await rq.close();
+    }
+    const retry = await dispatch({}, ctx).catch((err: unknown) => err);
+    expect(retry).toBeInstanceOf(DispatchError);
+    expect(retry).toMatchObject({ kind: 'infrastructure', retryable: true, type: 'EarlierCallCancelled', message: expect.stringContaining('retry: the retry runs the cell again') });
+  }, { workers: [] }));
 
   it('a worker SIGKILLed mid-dispatch: the lease is re-dispatched, one artifact, its receipt replayed once', async () => {
     const q = new RawQueue(redis.url);
