@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../platform/logger.js';
 import type { RolloutDraft } from './build-drafts.js';
+import { workerAllowFlags } from './worker-allow-hint.js';
 import { collectResults, type CollectOutcome } from './collect-results.js';
 import type { CliEnvironment } from './environment.js';
 import { CliError, EXIT, type ExitCode } from './errors.js';
@@ -170,8 +171,9 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     const known = await refuseDeliveredElsewhere(q, runId, options.out, checkPreviousNote);
     if (options.warnNoWorker !== false) {
       const workers = await within(readStatus(q), WIND_DOWN_MS);
-      if (workers && workers.workers.length === 0) stderr.write(`${MSG.noWorker(queue, env.prefix)}\n`);
-      stopWatching = watchNoWorker(q, queue, env.prefix, stderr);
+      const allowFlags = source.kind === 'map' ? workerAllowFlags(source.drafts) : '';
+      if (workers && workers.workers.length === 0) stderr.write(`${MSG.noWorker(queue, env.prefix, allowFlags)}\n`);
+      stopWatching = watchNoWorker(q, queue, env.prefix, stderr, undefined, allowFlags);
     }
     file = ResultsFile.open(options.out, runId);
     if (file.reopened.count > 0 || file.reopened.droppedPartial) {

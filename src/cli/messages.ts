@@ -373,8 +373,9 @@ export const MSG = {
   runForcedOut: (runId: string, out: string, queue: string) =>
     `interrupted twice: exited at once, without a summary; ${out} holds the results written so far and run ${runId} goes on in Redis. Collect the rest with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${out}\n` +
     `(it first waits, up to ${LEASE_LOST_WAIT_MS / 1000} s, for this coordinator's lease to expire) or stop it with\n  ${cliCommand()} cancel ${runId}${queueFlag(queue)}`,
-  noWorker: (queue: string, prefix: string) =>
-    `no worker is serving queue "${queue}" (prefix "${prefix}") yet; start one with: ${cliCommand()} worker --queue ${queue}`,
+  /** `allowFlags`: the worker's `--allow` flags the run needs (`workerAllowFlags`), or ''. */
+  noWorker: (queue: string, prefix: string, allowFlags = '') =>
+    `no worker is serving queue "${queue}" (prefix "${prefix}") yet; start one with: ${cliCommand()} worker --queue ${queue}${allowFlags}`,
   purgeNeedsOne: `purge needs a run id or --older-than <duration> (not both): e.g. ${cliCommand()} purge RUN_ID, or ${cliCommand()} purge --older-than 7d`,
   runPurged: (runId: string, leases: number, undelivered: number) =>
     `purged run ${runId}: ${leases} lease(s), their jobs, records and stored artifact removed from Redis${undelivered > 0 ? ` (${undelivered} finished Result(s) never delivered were dropped, as --discard-undelivered asked)` : ''}`,
@@ -388,8 +389,8 @@ export const MSG = {
     `collect them with \`${resumeInto(runId, queue, out)}\`${out === undefined ? ' (the run\'s results file)' : ''}, or drop them with \`${cliCommand()} purge ${runId}${queueFlag(queue)} --discard-undelivered\``,
   notADuration: (value: string) =>
     `"${value}" is not a duration: write a whole number with a unit, ms, s, m, h or d (e.g. 500ms, 90s, 30m, 12h, 3d)`,
-  noWorkerStill: (queue: string, prefix: string, seconds: number) =>
-    `still no worker serving queue "${queue}" (prefix "${prefix}") after ${seconds} s; leases no worker starts within timeouts.scheduleToStartMs (default 5 min) end as infrastructure / NoWorker. Start one with: ${cliCommand()} worker --queue ${queue}`,
+  noWorkerStill: (queue: string, prefix: string, seconds: number, allowFlags = '') =>
+    `still no worker serving queue "${queue}" (prefix "${prefix}") after ${seconds} s; leases no worker starts within timeouts.scheduleToStartMs (default 5 min) end as infrastructure / NoWorker. Start one with: ${cliCommand()} worker --queue ${queue}${allowFlags}`,
   /** `workers`: the workers listening on the queue's cancel channel, whether or not they run one of its rollouts. */
   runCancelled: (runId: string, removed: number, workers: number) =>
     `cancelled run ${runId}: ${removed} waiting rollout(s) removed; the ${workers} worker(s) serving the queue were told to stop any of its rollouts they are running`,

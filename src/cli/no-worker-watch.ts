@@ -8,10 +8,11 @@ export const NO_WORKER_CHECK_MS = 30_000;
 /**
  * Warns on `stderr` every {@link NO_WORKER_CHECK_MS} for as long as no worker serves the queue
  * (BullMQ `getWorkers()`), saying for how long and what happens to the leases (they end as
- * `NoWorker` after `timeouts.scheduleToStartMs`). A failed look (Redis down) says nothing.
+ * `NoWorker` after `timeouts.scheduleToStartMs`), and how to start one (`allowFlags`: the
+ * `--allow` flags the run needs). A failed look (Redis down) says nothing.
  * @returns a function that stops watching.
  */
-export function watchNoWorker(q: RolloutQueue, queue: string, prefix: string, stderr: NodeJS.WritableStream, everyMs = NO_WORKER_CHECK_MS): () => void {
+export function watchNoWorker(q: RolloutQueue, queue: string, prefix: string, stderr: NodeJS.WritableStream, everyMs = NO_WORKER_CHECK_MS, allowFlags = ''): () => void {
   let since: number | undefined = performance.now();
   const timer = setInterval(() => {
     readStatus(q).then(
@@ -21,7 +22,7 @@ export function watchNoWorker(q: RolloutQueue, queue: string, prefix: string, st
           return;
         }
         since ??= performance.now();
-        stderr.write(`${MSG.noWorkerStill(queue, prefix, Math.round((performance.now() - since) / 1000))}\n`);
+        stderr.write(`${MSG.noWorkerStill(queue, prefix, Math.round((performance.now() - since) / 1000), allowFlags)}\n`);
       },
       () => undefined,
     );

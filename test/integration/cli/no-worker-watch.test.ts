@@ -14,10 +14,11 @@ describe('watchNoWorker', () => {
     const stderr = new PassThrough();
     let text = '';
     stderr.on('data', (chunk: Buffer) => void (text += chunk.toString()));
-    const stop = watchNoWorker(rq, queue, 'rqt', stderr, 100);
+    const stop = watchNoWorker(rq, queue, 'rqt', stderr, 100, " --allow 'my-rewards/*'");
     try {
       await waitFor(() => (text.match(/still no worker serving queue/g) ?? []).length >= 2, 'two warnings');
-      expect(text).toContain(`rollout-queue worker --queue ${queue}`);
+      // With the --allow flags the run's own Refs need (a worker started without them refused the run).
+      expect(text).toContain(`rollout-queue worker --queue ${queue} --allow 'my-rewards/*'\n`);
       await fx.worker(queue);
       await waitFor(async () => (await rq.status()).workers.length > 0, 'the worker to be listed');
       const count = (): number => (text.match(/still no worker serving queue/g) ?? []).length;
