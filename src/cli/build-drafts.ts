@@ -2,7 +2,7 @@ import type { RolloutDraft } from '../producer/index.js';
 import * as builtinRewards from '../rewards/index.js';
 import { checkOutputFits, compileCodeRunnerOptions } from '../runners/code-runner-options.js';
 import { checkBareSpecifier, isSpecifierRefusal } from '../ref/index.js';
-import { parseRefTarget, RefSchema, type Ref, type Rendered } from '../spec/index.js';
+import { DEFAULT_HANG_MS, DEFAULT_RUN_MS, parseRefTarget, RefSchema, type Ref, type Rendered } from '../spec/index.js';
 import { UsageError } from './errors.js';
 import { MSG, typeName } from './messages.js';
 import type { TaskLine } from './tasks-file.js';
@@ -153,8 +153,12 @@ export function checkBuiltinRewardConfig(reward: Ref): void {
 
 /** One draft per task, all sharing the template. */
 export function buildDrafts(tasks: readonly TaskLine[], template: DraftTemplate): RolloutDraft[] {
-  if (template.runMs !== undefined && template.hangMs !== undefined && template.hangMs <= template.runMs) {
-    throw new UsageError(MSG.hangBelowRun(template.hangMs, template.runMs));
+  // Against the other's default when only one is given (fresh-user report: --hang-ms 1000 alone
+  // killed a slow, healthy rollout as wedged three times, then ended it infrastructure).
+  if (template.runMs !== undefined || template.hangMs !== undefined) {
+    const runMs = template.runMs ?? DEFAULT_RUN_MS;
+    const hangMs = template.hangMs ?? DEFAULT_HANG_MS;
+    if (hangMs <= runMs) throw new UsageError(MSG.hangBelowRun(hangMs, runMs, { runDefault: template.runMs === undefined, hangDefault: template.hangMs === undefined }));
   }
   const timeouts = {
     ...(template.runMs !== undefined ? { runMs: template.runMs } : {}),

@@ -56,7 +56,7 @@ export const HELP = {
     env: 'names of environment variables the worker passes to the rollout (names only, never values)',
     runMs: "the rollout's own time limit for run and reward together, ms; past it: a model result, RunTimeout or RewardTimeout (default 600000)",
     rewardMs: "the reward's own limit, ms, inside what is left of --run-ms; past it: a model result, RewardTimeout (default 60000)",
-    hangMs: "the plane's limit, ms; past it the child is killed and the lease re-dispatched (default 900000)",
+    hangMs: "the plane's limit, ms; past it the child is killed and the lease re-dispatched (default 900000); must be above --run-ms",
     memoryMb: `memory limit of each rollout, MiB: its child process' heap, and a codeRunner artifact's whole process tree (${MIN_MEMORY_MB}–65536, default ${DEFAULT_MEMORY_MB})`,
     retain: 'how long the run stays in Redis once every result is delivered, e.g. 3d, 12h, 30m (default 3d; 0 removes it at once)',
     metricsPort: 'serve the coordinator\'s Prometheus metrics (in flight, delivered, duplicates) on this port while the run lasts (0 picks a free one; default: none)',
@@ -183,8 +183,10 @@ export const MSG = {
   badPrefix: (why: string) => `ROLLOUT_QUEUE_PREFIX: ${why}`,
   badRedisUrl: (why: string) => `${why}. Set REDIS_URL, e.g. REDIS_URL=redis://127.0.0.1:6379`,
 
-  hangBelowRun: (hangMs: number, runMs: number) =>
-    `--hang-ms (${hangMs}) must be above --run-ms (${runMs}): a slow rollout is judged (model) before it is presumed wedged (re-dispatch)`,
+  /** `defaults`: which of the two was not given (its default was compared). */
+  hangBelowRun: (hangMs: number, runMs: number, defaults: { runDefault: boolean; hangDefault: boolean } = { runDefault: false, hangDefault: false }) =>
+    `--hang-ms (${hangMs}${defaults.hangDefault ? ', the default' : ''}) must be above --run-ms (${runMs}${defaults.runDefault ? ', the default' : ''}): a slow rollout is judged (model) before it is presumed wedged (re-dispatch)` +
+    (defaults.runDefault ? '; give a --run-ms below it too' : defaults.hangDefault ? '; give a --hang-ms above it too' : ''),
   /** `why` may end with a full stop (an allowlist error's fix): it is not doubled (fresh-user report: "…scope).; see"). */
   badWorkerOption: (why: string) => `${why.replace(/\.$/, '')}; see ${cliCommand()} worker --help`,
   containmentRefused: (why: string) => `worker not started: ${why}`,

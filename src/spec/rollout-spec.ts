@@ -58,6 +58,10 @@ export type SandboxSpec = z.infer<typeof SandboxSpecSchema>;
 export const DEFAULT_SCHEDULE_TO_START_MS = 300_000;
 /** Default of `timeouts.rewardMs`: 60 000 ms (1 min). */
 export const DEFAULT_REWARD_MS = 60_000;
+/** Default of `timeouts.runMs`: 600 000 ms (10 min). */
+export const DEFAULT_RUN_MS = 600_000;
+/** Default of `timeouts.hangMs`: 900 000 ms (15 min). */
+export const DEFAULT_HANG_MS = 900_000;
 
 /**
  * Time limits of one rollout, in milliseconds.
@@ -85,9 +89,9 @@ export const DEFAULT_REWARD_MS = 60_000;
  */
 export const TimeoutsSchema = z
   .object({
-    runMs: z.number().int().min(1).max(86_400_000).default(600_000),
+    runMs: z.number().int().min(1).max(86_400_000).default(DEFAULT_RUN_MS),
     rewardMs: z.number().int().min(1).max(86_400_000).default(DEFAULT_REWARD_MS),
-    hangMs: z.number().int().min(100).max(86_400_000).default(900_000),
+    hangMs: z.number().int().min(100).max(86_400_000).default(DEFAULT_HANG_MS),
     scheduleToStartMs: z.number().int().min(0).max(30 * 86_400_000).default(DEFAULT_SCHEDULE_TO_START_MS),
     scheduleToCloseMs: z.number().int().min(1000).max(30 * 86_400_000).optional(),
   })
@@ -165,7 +169,7 @@ export const RolloutSpecSchema = z
       .record(z.string().max(64), z.string().max(256))
       .default({})
       .describe('Labels for where the rollout should run (e.g. {"gpu":"a100"}); passed to ctx.placement.'),
-    timeouts: TimeoutsSchema.default({ runMs: 600_000, rewardMs: DEFAULT_REWARD_MS, hangMs: 900_000, scheduleToStartMs: DEFAULT_SCHEDULE_TO_START_MS }),
+    timeouts: TimeoutsSchema.default({ runMs: DEFAULT_RUN_MS, rewardMs: DEFAULT_REWARD_MS, hangMs: DEFAULT_HANG_MS, scheduleToStartMs: DEFAULT_SCHEDULE_TO_START_MS }),
     class: z.enum(['rollout', 'evaluation']).default('rollout'),
     traceparent: z
       .string()

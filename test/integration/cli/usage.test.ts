@@ -66,6 +66,9 @@ describe('usage errors exit 2 naming the option', () => {
     ['a --reward-config that is an array', runArgs({ '--reward-config': '[1]' }), '--reward-config'],
     ['an --env value instead of a name', runArgs({ '--env': 'sk-live-123' }), '--env'],
     ['a --hang-ms below --run-ms', runArgs({ '--run-ms': '5000', '--hang-ms': '1000' }), '--hang-ms'],
+    // Fresh-user report: --hang-ms 1000 alone killed a slow, healthy rollout as wedged three times (infrastructure).
+    ['a --hang-ms below the default --run-ms', runArgs({ '--hang-ms': '1000' }), '--hang-ms (1000) must be above --run-ms (600000, the default): a slow rollout is judged (model) before it is presumed wedged (re-dispatch); give a --run-ms below it too'],
+    ['a --run-ms above the default --hang-ms', runArgs({ '--run-ms': '1000000' }), '--hang-ms (900000, the default) must be above --run-ms (1000000): a slow rollout is judged (model) before it is presumed wedged (re-dispatch); give a --hang-ms above it too'],
     ['a missing --artifact path', runArgs({ '--artifact': path.join(os.tmpdir(), 'no-such-artifact') }), '--artifact'],
     // Regression (fresh-user report): every lease ended infrastructure after 2 re-dispatches, exit 0.
     ['a codeRunner entrypoint that is not a file of a directory artifact', runArgs({ '--artifact': artifactDir, '--run-config': '{"entrypoint":["python3","nomain.py"]}' }), '"nomain.py" is not a file of --artifact (its files: "main.py")'],
