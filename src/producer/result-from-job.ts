@@ -44,7 +44,7 @@ export function resultFromReturnValue(leaseId: string, runId: string, returnvalu
 /**
  * The Result of a job BullMQ failed (the contract: workers complete every lease, so a failed
  * job means the plane itself gave up): `infrastructure`, error type `WorkerLost` when the
- * stall limit ended it, else `WorkerError`, with BullMQ's failedReason as message.
+ * stall limit ended it (its message says what that means), else `WorkerError`, with BullMQ's failedReason as message.
  * `attempts` = BullMQ `attemptsStarted`; `redispatched` = the worker's count for the lease or
  * the stalls BullMQ re-queued (`stalledCounter`, less the final one when the stall limit ended
  * the job), whichever is larger (a stall the worker never saw still counts).
@@ -52,8 +52,11 @@ export function resultFromReturnValue(leaseId: string, runId: string, returnvalu
  */
 export function resultFromFailedJob(leaseId: string, runId: string, outcome: FailedOutcome, nowMs?: number): Result {
   const stalled = outcome.failedReason === STALL_LIMIT_REASON;
-  const result = plane(leaseId, runId, outcome.taskId ?? taskKeyOf(leaseId, runId), stalled ? 'WorkerLost' : 'WorkerError',
-    outcome.failedReason || 'BullMQ failed the job without a reason');
+  // BullMQ's own words for the stall limit name no cause (fresh-user report): said as the Hang case is.
+  const message = stalled
+    ? `the worker running lease ${leaseId} was lost more often than the re-dispatch limit allows (killed, frozen or cut off from Redis before it renewed its lock), so the lease ended (BullMQ: ${STALL_LIMIT_REASON})`
+    : outcome.failedReason || 'BullMQ failed the job without a reason';
+  const result = plane(leaseId, runId, outcome.taskId ?? taskKeyOf(leaseId, runId), stalled ? 'WorkerLost' : 'WorkerError', message);
   const started = outcome.processedOn;
   return {
     ...result,

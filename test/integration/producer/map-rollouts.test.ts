@@ -116,7 +116,8 @@ describe('mapRollouts', () => {
     expect(error).toBeUndefined();
     const byTask = Object.fromEntries(items.map((r) => [r.taskId, r])) as Record<string, Result>;
     expect(byTask.err).toMatchObject({ kind: 'infrastructure', error: { type: 'WorkerError', message: 'worker blew up' }, attempts: 1, redispatched: 0 });
-    expect(byTask.lost).toMatchObject({ kind: 'infrastructure', error: { type: 'WorkerLost', message: 'job stalled more than allowable limit' }, redispatched: 2 });
+    // Fresh-user report: BullMQ's bare "job stalled more than allowable limit" named no cause.
+    expect(byTask.lost).toMatchObject({ kind: 'infrastructure', error: { type: 'WorkerLost', message: `the worker running lease ${runId}.lost was lost more often than the re-dispatch limit allows (killed, frozen or cut off from Redis before it renewed its lock), so the lease ended (BullMQ: job stalled more than allowable limit)` }, redispatched: 2 });
     const record = (await rq.status(runId)).run;
     expect(record?.quarantined).toEqual({ [`${runId}.lost`]: { reason: 'job stalled more than allowable limit', exitCode: null, signal: null, stderrTail: '' } });
     expect(record).toMatchObject({ status: 'completed', kinds: { infrastructure: 2 } });
