@@ -1,5 +1,6 @@
 import { isPlainObject, parseRolloutSpec, type ErrorInfo, type RolloutSpec, type RolloutSpecInput } from '../spec/index.js';
 import { leaseIdFor } from '../lease/index.js';
+import { specIssueText } from './spec-issue-text.js';
 import { SecretScan } from './find-leaked-secret.js';
 
 /**
@@ -140,7 +141,7 @@ export function prepareDraft(draft: unknown, ctx: DraftContext): PreparedDraft {
   input.runAttemptId = ctx.runAttemptId;
   const parsed = parseRolloutSpec(input);
   if (!parsed.success) {
-    const issues = parsed.error.issues.slice(0, 3).map((issue) => `spec field "${pathText(issue.path)}": ${issue.message}`);
+    const issues = parsed.error.issues.slice(0, 3).map((issue) => `spec field "${pathText(issue.path)}": ${specIssueText(issue)}`);
     const more = parsed.error.issues.length > 3 ? ` (and ${parsed.error.issues.length - 3} more)` : '';
     return refuse(leaseId, taskId, 'InvalidSpec', `lease ${leaseId}: ${issues.join('; ')}${more}; fix these fields of the draft (see schema/rollout-spec.json)`);
   }
