@@ -1,6 +1,6 @@
 import type { RolloutDraft } from '../producer/index.js';
 import * as builtinRewards from '../rewards/index.js';
-import { checkOutputFits, compileCodeRunnerOptions } from '../runners/code-runner-options.js';
+import { checkOutputFits, CODE_RUNNER_OPTION_KEYS, compileCodeRunnerOptions } from '../runners/code-runner-options.js';
 import { checkBareSpecifier, isSpecifierRefusal } from '../ref/index.js';
 import { DEFAULT_HANG_MS, DEFAULT_RUN_MS, parseRefTarget, RefSchema, type Ref, type Rendered } from '../spec/index.js';
 import { UsageError } from './errors.js';
@@ -113,6 +113,15 @@ export function checkBuiltinRun(run: Ref, rendered: Rendered, memoryMb: number):
   // A directory artifact has no file name to default to: say which option to add and with what
   // (fresh-user report: it said "config.entrypoint must be … got undefined" of an option never given).
   if (run.config.entrypoint === undefined && typeof rendered !== 'string' && 'files' in rendered) {
+    // A misspelt key is the likelier fault then (fresh-user report: "entrypont" got "needs … entrypoint").
+    const allowed = new Set<string>(CODE_RUNNER_OPTION_KEYS);
+    if (Object.keys(run.config).some((key) => !allowed.has(key))) {
+      try {
+        compileCodeRunnerOptions(run.config);
+      } catch (err) {
+        throw new UsageError(MSG.runConfigRefused((err as Error).message));
+      }
+    }
     throw new UsageError(MSG.entrypointMissing(Object.keys(rendered.files)));
   }
   let compiled: ReturnType<typeof compileCodeRunnerOptions>;

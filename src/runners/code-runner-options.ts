@@ -105,14 +105,15 @@ export interface CompiledCodeRunnerOptions {
 }
 
 const FACTORY = 'codeRunner';
-const KEYS = ['entrypoint', 'timeoutMs', 'maxOutputBytes', 'command'] as const;
+/** The keys a codeRunner config may have (any other is refused, naming it). */
+export const CODE_RUNNER_OPTION_KEYS = ['entrypoint', 'timeoutMs', 'maxOutputBytes', 'command'] as const;
 
 /**
  * Checks `config` once, at factory time, into a {@link CompiledCodeRunnerOptions}.
  * @throws CallerError naming the field, the bad value and the fix.
  */
 export function compileCodeRunnerOptions(config: unknown): CompiledCodeRunnerOptions {
-  const record = configRecord(FACTORY, config, KEYS);
+  const record = configRecord(FACTORY, config, CODE_RUNNER_OPTION_KEYS);
   const argv = Array.isArray(record.entrypoint) ? argvEntrypoint(record.entrypoint as unknown[], record.command) : undefined;
   const rawEntrypoint = argv ? argv.file : record.entrypoint;
   if (typeof rawEntrypoint !== 'string') {

@@ -76,6 +76,8 @@ describe('usage errors exit 2 naming the option', () => {
     ['a codeRunner --run-config without entrypoint for a directory artifact', runArgs({ '--artifact': artifactDir, '--run-config': '{"timeoutMs":5000}' }), `--run-config: codeRunner needs the file of the --artifact directory to run, in "entrypoint": pass --run-config '{"entrypoint":"main.py"}' (its files: "main.py")`],
     // Fresh-user report: with no --run-config at all it blamed "--run-config: … got undefined", an option never given.
     ['no --run-config for a directory artifact', runArgs({ '--artifact': artifactDir }), `pass --run-config '{"entrypoint":"main.py"}'`],
+    // Fresh-user report: a misspelt "entrypont" was told codeRunner "needs … entrypoint", not which key was wrong.
+    ['a misspelt entrypoint key for a directory artifact', runArgs({ '--artifact': artifactDir, '--run-config': '{"entrypont":"main.py"}' }), '--run-config: codeRunner: config.entrypont is not an option; allowed options are entrypoint, timeoutMs, maxOutputBytes, command (check the spelling)'],
     ['a codeRunner --run-config with a misspelt key', runArgs({ '--artifact': artifactDir, '--run-config': '{"entrypoint":"main.py","timeoutms":5000}' }), 'timeoutms'],
     ['a codeRunner --run-config with a misspelt key, single-file artifact', runArgs({ '--run-config': '{"timeoutms":5000}' }), '--run-config: codeRunner'],
     // Fresh-user report: these passed the up-front checks and ended every lease caller after enqueueing (exit 3).
