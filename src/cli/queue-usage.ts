@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { queuesByPrefix } from '../dashboard/discover-queues.js';
-import { bullEventsKey, bullMetaKey, queueKeys } from '../lease/index.js';
+import { bullEventsKey, bullMetaKey, queueKeys, RUN_FIELDS } from '../lease/index.js';
 import { createRedisClient } from '../platform/redis-connection.js';
 import type { CliEnvironment } from './environment.js';
 import { CliError } from './errors.js';
@@ -36,7 +36,23 @@ export async function queuesUsedInstead(
 export async function runNotFound(env: CliEnvironment, queue: string, runId: string): Promise<CliError> {
   // A failed look: the run is unknown either way.
   const used = await lookOnce(env, (redis) => queuesUsedInstead(redis, env.prefix, queue, [queueKeys(env.prefix, queue).run(runId)])).catch(() => undefined);
-  return new CliError(MSG.runNotFound(runId, queue, env.prefix, used));
+  const elsewhere = await lookOnce(env, (redis) => queuesHoldingRun(redis, env.prefix, queue, runId)).catch(() => []);
+  return new CliError(MSG.runNotFound(runId, queue, env.prefix, used, elsewhere));
+}
+
+/**
+ * The other queues under `prefix` (those with a BullMQ `meta` key, one SCAN) whose run record of
+ * `runId` exists, i.e. has a status or a run attempt id (fresh-user report: `resume q1` of a run on
+ * `--queue evals` said only "check the id, --queue…", and `status` lists the default queue's runs).
+ */
+async function queuesHoldingRun(redis: Redis, prefix: string, queue: string, runId: string): Promise<string[]> {
+  const queues = ((await queuesByPrefix(redis)).get(prefix) ?? []).filter((other) => other !== queue);
+  const found: string[] = [];
+  for (const other of queues) {
+    const [status, attempt] = await redis.hmget(queueKeys(prefix, other).run(runId), RUN_FIELDS.status, RUN_FIELDS.runAttemptId);
+    if (status !== null || attempt !== null) found.push(other);
+  }
+  return found;
 }
 
 /**

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { queueKeys, RUN_FIELDS } from '../../../src/lease/index.js';
+import { bullMetaKey, queueKeys, RUN_FIELDS } from '../../../src/lease/index.js';
 import { freePort, startRedis, type TestRedis } from '../../helpers/redis.js';
 import { cliHint, killLeftovers, runCli, startCli, uniquePrefix, waitFor } from './cli-process.js';
 
@@ -253,6 +253,14 @@ describe('a run record Redis lost, with counters written after', () => {
         const outcome = await runCli(args, { env });
         expect(outcome.code, outcome.stdout + outcome.stderr).toBe(1);
         expect(outcome.stderr.trim()).toBe(`error: no run "rr" on queue "rollouts" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliHint()} status lists the runs)`);
+      }
+      // Fresh-user report: a run on another queue of the prefix was only "not found"; it is named now.
+      const evals = queueKeys(prefix, 'evals');
+      await client.hset(evals.run('q1'), RUN_FIELDS.status, 'running', RUN_FIELDS.runAttemptId, 'a1');
+      await client.hset(bullMetaKey(prefix, 'evals'), 'opts.maxLenEvents', '10000');
+      for (const args of [['status', 'q1'], ['resume', 'q1', '--out', 'q1.jsonl'], ['cancel', 'q1']]) {
+        const outcome = await runCli(args, { env });
+        expect(outcome.stderr.trim(), args.join(' ')).toBe(`error: no run "q1" on queue "rollouts" (prefix "${prefix}"); it is on queue "evals": add --queue evals`);
       }
     } finally {
       client.disconnect();
