@@ -28,10 +28,11 @@ export async function queuesUsedInstead(
 }
 
 /**
- * The error of a run id that is not on `queue`: `MSG.runNotFound`, naming the queues used under
- * the prefix when nothing used this one (see {@link queuesUsedInstead}; fresh-user report:
- * `status RUN --queue <typo>` said only "check the id, --queue …", while `status --queue <typo>`
- * named the used queues). A failed look adds nothing.
+ * The error of a run id that is not on `queue`: `MSG.runNotFound`, naming the prefix's other
+ * queues that hold the run ({@link queuesHoldingRun}), else the queues used under the prefix
+ * when nothing used this one (see {@link queuesUsedInstead}; fresh-user report: `status RUN
+ * --queue <typo>` said only "check the id, --queue …", while `status --queue <typo>` named the
+ * used queues). A failed look adds nothing.
  */
 export async function runNotFound(env: CliEnvironment, queue: string, runId: string): Promise<CliError> {
   // A failed look: the run is unknown either way.
