@@ -176,9 +176,10 @@ class Client:
         drafts are rollout drafts as in schema/rollout-spec.json without v, leaseId, runId and
         runAttemptId (e.g. {"rendered": ..., "task": {"id": ...}, "run": {"$ref": ...},
         "reward": {"$ref": ...}}). Results of kind model/infrastructure are yielded, not raised.
-        Resumable: calling it again with the same run_id (also from a new process, or after the
-        gateway restarted) enqueues nothing twice and continues after the last acknowledged
-        Result. A Result counts as consumed once the caller asks for the next one; consumed
+        Resumable: calling it again with the same run_id and drafts (also from a new process, or
+        after the gateway restarted) enqueues nothing twice and continues after the last
+        acknowledged Result; other drafts under a run_id used before raise CallerError
+        (RunConflict): use a new run_id for them. A Result counts as consumed once the caller asks for the next one; consumed
         Results are acknowledged to the gateway (POST /runs/ID/ack) at most every
         ack_interval_s seconds, so a process killed even with SIGKILL sees again only the Result
         it was handling and those consumed in the last ack_interval_s (0: acknowledge each one).
