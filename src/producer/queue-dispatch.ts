@@ -262,8 +262,12 @@ class QueueDispatcher {
   /** One try of a cleanup, after the run's wrap-up: true when the call's keys are gone (see {@link forgetDispatchRun}). */
   private async forget({ plane, runId, leaseId }: PendingCleanup): Promise<boolean> {
     await plane.rq.settled(runId);
-    const redis = await this.redis();
-    return forgetDispatchRun(redis, plane.queue, plane.keys, runId, leaseId).catch(() => false);
+    try {
+      return await forgetDispatchRun(await this.redis(), plane.queue, plane.keys, runId, leaseId);
+    } catch {
+      // Redis trouble: tried again later (or left to close()'s last tries).
+      return false;
+    }
   }
 
   /**
