@@ -6,7 +6,6 @@ import type { Dispatch, DispatchContext } from '../dispatch/index.js';
 import { AbortError } from './abort-error.js';
 import { connectProducerRedis } from './connect-producer-redis.js';
 import { RunBusyError } from './coordinator-lease.js';
-import { RunStoppedError } from './run-stopped-error.js';
 import { deliverDispatch, replayReceipts } from './dispatch-delivery.js';
 import { DispatchError } from './dispatch-errors.js';
 import { compileQueueDispatchOptions, type CompiledQueueDispatchOptions, type QueueDispatchOptions } from './dispatch-options.js';
@@ -16,6 +15,7 @@ import { forgetDispatchRun } from './forget-dispatch-run.js';
 import { compileProducerOptions } from './producer-options.js';
 import type { RolloutDraft } from './rollout-draft.js';
 import { RolloutQueue } from './rollout-queue.js';
+import { RunStoppedError } from './run-stopped-error.js';
 import { SharedCall } from './shared-dispatch-call.js';
 
 /** A Dispatch over the durable queue, with a `close()` for its connections. */
