@@ -24,8 +24,8 @@ export interface QueueDispatch extends Dispatch {
   ready(): Promise<void>;
   /**
    * Closes the producers and connections it opened; calls in flight on them reject (their leases
-   * keep running). First it finishes deleting the keys of aborted calls, waiting at most 10 s
-   * for a worker to let go of their jobs. A `producer` passed in is not closed: its calls reject
+   * keep running). First it lets calls being cancelled end and finishes deleting the keys of
+   * aborted calls, waiting at most 10 s for a worker to let go of their jobs. A `producer` passed in is not closed: its calls reject
    * when its owner closes it. Idempotent.
    */
   close(): Promise<void>;
@@ -128,6 +128,9 @@ class QueueDispatcher {
     const fingerprint = requestFingerprint(request);
     let shared = this.inflight.get(key);
     if (shared && shared.fingerprint !== fingerprint) throw conflictError(request);
+    // The lease of an aborted call still being cancelled: joining it would reject this call
+    // with that call's AbortError, which is never retried (fresh-user report).
+    if (shared?.controller.signal.aborted) throw earlierCallCancelled(request);
     if (!shared) {
       const fresh = new SharedCall(fingerprint);
       fresh.done = this.run(queue, runId, leaseId, request, fingerprint, labels, fresh.controller.signal);
@@ -334,6 +337,10 @@ class QueueDispatcher {
     this.closed = true;
     for (const timer of this.cleanups) clearTimeout(timer);
     this.cleanups.clear();
+    // Calls being cancelled (their callers aborted) end first, so their cleanups are known
+    // (fresh-user report: close() right after an abort, before its rejection, left the keys).
+    const cancelling = [...this.inflight.values()].filter((call) => call.controller.signal.aborted).map((call) => call.done.catch(() => undefined));
+    await Promise.race([Promise.all(cancelling), new Promise((resolve) => setTimeout(resolve, CLOSE_CLEANUP_MS).unref())]);
     await this.finishCleanups();
     const planes = await Promise.allSettled([...this.planes.values()]);
     for (const settled of planes) {

@@ -298,10 +298,26 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
     const call = dispatch({ logFile, stubbornMs: 60_000 }, { cellId: 'held', runAttemptId: 'attempt-close', rep: 0, seed: 1, signal: caller.signal });
     await waitFor(() => lines(logFile).length === 1, 'the dispatch running on the worker');
     caller.abort();
+    // Closed before the call's rejection (fresh-user report: its cleanup was not known yet), while
+    // the worker holds the job for its killGraceMs (2 s) after the cancel.
+    const closing = dispatch.close();
     await expect(call).rejects.toMatchObject({ name: 'AbortError' });
-    // The worker holds the job for its killGraceMs (2 s) after the cancel: the cleanup is pending.
-    await dispatch.close();
+    await closing;
     expect(await leftoverKeys(q)).toEqual([]);
+  }));
+
+  it('a retry of an aborted cell made while its lease is still being cancelled is a retryable EarlierCallCancelled, not the aborted call\'s AbortError (fresh-user report)', () => withDispatch(async ({ dispatch }) => {
+    const logFile = path.join(dir, 'retry-while-cancelling.log');
+    const scenario = { logFile, stubbornMs: 60_000 };
+    const ctx = { cellId: 'again-soon', runAttemptId: 'attempt-again-soon', rep: 0, seed: 1 };
+    const caller = new AbortController();
+    const call = dispatch(scenario, { ...ctx, signal: caller.signal });
+    await waitFor(() => lines(logFile).length === 1, 'the dispatch running on the worker');
+    caller.abort();
+    const retry = await dispatch(scenario, ctx).catch((err: unknown) => err);
+    expect(retry).toBeInstanceOf(DispatchError);
+    expect(retry).toMatchObject({ kind: 'infrastructure', retryable: true, type: 'EarlierCallCancelled' });
+    await expect(call).rejects.toMatchObject({ name: 'AbortError' });
   }));
 
   it('a call that finds the run of an earlier call of its cell cancelled, its Results delivered and its keys not yet deleted, is a retryable EarlierCallCancelled (fresh-user report: DispatchFailed, "start a new run id")', () => withDispatch(async ({ q, dispatch }) => {
