@@ -15,7 +15,7 @@ import { watchNoWorker } from './no-worker-watch.js';
 import { createProgress } from './progress.js';
 import { ResultsFile } from './results-file.js';
 import { formatSummary, type RunEnd } from './summary.js';
-import { runNotFound } from './queue-usage.js';
+import { queuesWithRun, runNotFound } from './queue-usage.js';
 import { refusalLine } from './refusal-line.js';
 import { leaseIdFor } from '../lease/index.js';
 
@@ -183,6 +183,9 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     // tasks all run again and the file keeps its old Results, whatever inputs made them (the file
     // does not record them; fresh-user report: changed tasks after a purge, old Results kept, exit 0).
     if (source.kind === 'map' && !known && file.reopened.count > 0) {
+      // Not gone: on another queue of the prefix (fresh-user report: "Redis has no run c1 any
+      // more", exit 0, for a run on --queue cliq run again without --queue).
+      if ((await queuesWithRun(env, queue, runId)).length > 0) throw await runNotFound(env, queue, runId);
       // Every task already has its Result there: nothing runs again, as for a run Redis still
       // has completed (fresh-user report: after a purge, the same command ran all 240 tasks
       // again and threw every new Result away).
@@ -295,7 +298,9 @@ async function attachTotal(q: RolloutQueue, options: ExecuteRunOptions): Promise
     // The results file says the run existed: Redis no longer has it (fresh-user report: after
     // Redis lost its data, resume said only "check the id").
     const held = ResultsFile.resultsOf(options.out, options.runId);
-    if (held > 0) throw new CliError(MSG.resumeRunGone(options.runId, options.queue, options.out, held));
+    if (held > 0 && (await queuesWithRun(options.env, options.queue, options.runId)).length === 0) {
+      throw new CliError(MSG.resumeRunGone(options.runId, options.queue, options.out, held));
+    }
     throw await runNotFound(options.env, options.queue, options.runId);
   }
   return status.run.specCount;

@@ -37,8 +37,13 @@ export async function queuesUsedInstead(
 export async function runNotFound(env: CliEnvironment, queue: string, runId: string): Promise<CliError> {
   // A failed look: the run is unknown either way.
   const used = await lookOnce(env, (redis) => queuesUsedInstead(redis, env.prefix, queue, [queueKeys(env.prefix, queue).run(runId)])).catch(() => undefined);
-  const elsewhere = await lookOnce(env, (redis) => queuesHoldingRun(redis, env.prefix, queue, runId)).catch(() => []);
+  const elsewhere = await queuesWithRun(env, queue, runId);
   return new CliError(MSG.runNotFound(runId, queue, env.prefix, used, elsewhere));
+}
+
+/** The prefix's other queues that hold a run of `runId` (see {@link queuesHoldingRun}); none when the look fails. */
+export async function queuesWithRun(env: CliEnvironment, queue: string, runId: string): Promise<string[]> {
+  return lookOnce(env, (redis) => queuesHoldingRun(redis, env.prefix, queue, runId)).catch(() => []);
 }
 
 /**

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -258,9 +259,16 @@ describe('a run record Redis lost, with counters written after', () => {
       const evals = queueKeys(prefix, 'evals');
       await client.hset(evals.run('q1'), RUN_FIELDS.status, 'running', RUN_FIELDS.runAttemptId, 'a1');
       await client.hset(bullMetaKey(prefix, 'evals'), 'opts.maxLenEvents', '10000');
-      for (const args of [['status', 'q1'], ['resume', 'q1', '--out', 'q1.jsonl'], ['cancel', 'q1']]) {
-        const outcome = await runCli(args, { env });
-        expect(outcome.stderr.trim(), args.join(' ')).toBe(`error: no run "q1" on queue "rollouts" (prefix "${prefix}"); it is on queue "evals": add --queue evals`);
+      // A results file holding its Results made resume say Redis had lost the run (helper-28).
+      const held = path.join(os.tmpdir(), `rq-status-q1-${prefix}.jsonl`);
+      writeFileSync(held, `${JSON.stringify({ leaseId: 'q1.t0', runId: 'q1', taskId: 't0', kind: 'ok' })}\n`);
+      try {
+        for (const args of [['status', 'q1'], ['resume', 'q1', '--out', 'q1.jsonl'], ['resume', 'q1', '--out', held], ['cancel', 'q1']]) {
+          const outcome = await runCli(args, { env });
+          expect(outcome.stderr.trim(), args.join(' ')).toBe(`error: no run "q1" on queue "rollouts" (prefix "${prefix}"); it is on queue "evals": add --queue evals`);
+        }
+      } finally {
+        rmSync(held, { force: true });
       }
     } finally {
       client.disconnect();
