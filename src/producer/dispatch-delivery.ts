@@ -5,22 +5,24 @@ import { DispatchOutputSchema, type CostReceipt, type Result } from '../spec/ind
 import type { DispatchContext, DispatchCost } from '../dispatch/index.js';
 import { DispatchError } from './dispatch-errors.js';
 
-/** Receipts already replayed, per coordinator ledger object: lease id and `callId`. */
+/** Receipts already replayed, per coordinator ledger object: replay scope and `callId`. */
 const replayed = new WeakMap<object, Set<string>>();
 
 /**
- * Replays the receipts of one dispatch lease (`leaseId`, one cell of one run attempt) into the
- * caller's `ctx.cost`, once per `callId` of that lease per ledger: a retried call, or two calls
- * attached to one lease, never count a receipt twice. A `callId` is the Dispatch's own name of
- * a paid call within its cell, so one ledger shared by every cell gets `call-1` of each cell
- * (fresh-user report: only the first cell's `call-1` reached a shared ledger).
+ * Replays the receipts of one dispatch lease into the caller's `ctx.cost`, once per `callId` of
+ * `scope` per ledger: `scope` names the lease (one cell of one run attempt) and its incarnation
+ * (`queueDispatch` counts one more each time the call's keys are deleted without a kept answer,
+ * after which the cell runs afresh and pays again). A retried call, or two calls attached to one
+ * lease, never count a receipt twice. A `callId` is the Dispatch's own name of a paid call within
+ * its cell, so one ledger shared by every cell gets `call-1` of each cell (fresh-user report:
+ * only the first cell's `call-1` reached a shared ledger).
  */
-export async function replayReceipts(leaseId: string, receipts: readonly CostReceipt[], cost: DispatchCost | undefined): Promise<void> {
+export async function replayReceipts(scope: string, receipts: readonly CostReceipt[], cost: DispatchCost | undefined): Promise<void> {
   if (!cost || typeof cost.record !== 'function' || receipts.length === 0) return;
   let seen = replayed.get(cost);
   if (!seen) replayed.set(cost, (seen = new Set()));
   for (const receipt of receipts) {
-    const key = `${leaseId}\n${receipt.id}`;
+    const key = `${scope}\n${receipt.id}`;
     if (seen.has(key)) continue;
     seen.add(key);
     await cost.record({
@@ -53,11 +55,11 @@ async function writeFiles(files: Readonly<Record<string, string>>, ctx: Dispatch
 
 /**
  * Turns the Result of a dispatch lease into what the call returns: receipts replayed first
- * (also for a failed dispatch), then the artifact of an `ok` Result (its files written), or a
+ * (also for a failed dispatch; `replayScope` as {@link replayReceipts}' scope), then the artifact of an `ok` Result (its files written), or a
  * {@link DispatchError}: `caller` terminal, `infrastructure` retryable, `model` the dispatch's own error.
  */
-export async function deliverDispatch(result: Result, ctx: DispatchContext, runDir: string | undefined): Promise<unknown> {
-  await replayReceipts(result.leaseId, result.cost, ctx.cost);
+export async function deliverDispatch(result: Result, ctx: DispatchContext, runDir: string | undefined, replayScope: string = result.leaseId): Promise<unknown> {
+  await replayReceipts(replayScope, result.cost, ctx.cost);
   if (result.kind !== 'ok') {
     throw new DispatchError(result.kind, result.error ?? { type: 'Unknown', message: `the dispatch ended as ${result.kind} without an error` }, result);
   }

@@ -16,7 +16,16 @@ for i = 2, 1 + marks do
 end
 if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
 for i = 2 + marks, #KEYS - 1 do redis.call('DEL', KEYS[i]) end
-redis.call('SREM', KEYS[#KEYS], ARGV[1])`, 'any');
+redis.call('SREM', KEYS[#KEYS], ARGV[1])
+if ttl > 0 then return 1 end
+return 0`, 'any');
+
+/**
+ * What {@link forgetDispatchRun} did: nothing (`active`: the job is still held by a worker), or
+ * deleted the call's keys, those saying its lease was delivered kept with its answer (`kept`) or
+ * not (`deleted`: a later call of the cell runs it afresh).
+ */
+export type ForgetOutcome = 'active' | 'kept' | 'deleted';
 
 /**
  * Ends what one dispatch run left in Redis once its call has returned (delivered, or aborted):
@@ -30,15 +39,15 @@ redis.call('SREM', KEYS[#KEYS], ARGV[1])`, 'any');
  * answer (`keepAnswerMs: 0`, a transient, an abort) every key goes now: a retry runs afresh. The
  * answer stays (its expiry moves by at most the script's run time). Idempotent: a later call
  * expires the marks with the answer again, undoing the retention a session of the run applied meanwhile.
- * @returns false when the job is still active (an aborted dispatch whose worker has not
- *   stopped yet): nothing was deleted, try again later.
+ * @returns `active` when the job is still active (an aborted dispatch whose worker has not
+ *   stopped yet): nothing was deleted, try again later; else `kept` or `deleted` ({@link ForgetOutcome}).
  */
-export async function forgetDispatchRun(redis: Redis, queue: Queue, keys: QueueKeys, runId: string, leaseId: string): Promise<boolean> {
+export async function forgetDispatchRun(redis: Redis, queue: Queue, keys: QueueKeys, runId: string, leaseId: string): Promise<ForgetOutcome> {
   const removed = await queue.remove(leaseId);
-  if (removed === 0 && (await redis.exists(queue.toKey(leaseId))) === 1) return false;
+  if (removed === 0 && (await redis.exists(queue.toKey(leaseId))) === 1) return 'active';
   const artifacts = await redis.smembers(keys.runArtifacts(runId));
   const marks = [keys.run(runId), keys.runLeases(runId), keys.runDelivered(runId)];
   const rest = runOwnKeys(keys, runId).filter((key) => !marks.includes(key));
-  await FORGET.run(redis, [keys.dispatchAnswer(runId), ...marks, ...rest, ...artifacts.map((sha) => keys.runArtifact(runId, sha)), keys.lease(leaseId), keys.runs()], [runId, marks.length]);
-  return true;
+  const kept = await FORGET.run(redis, [keys.dispatchAnswer(runId), ...marks, ...rest, ...artifacts.map((sha) => keys.runArtifact(runId, sha)), keys.lease(leaseId), keys.runs()], [runId, marks.length]);
+  return Number(kept) === 1 ? 'kept' : 'deleted';
 }

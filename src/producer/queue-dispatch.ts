@@ -103,6 +103,13 @@ class QueueDispatcher {
   private readonly planes = new Map<string, Promise<Plane>>();
   private readonly inflight = new Map<string, SharedCall>();
   private readonly cleanups = new Set<NodeJS.Timeout>();
+  /**
+   * How often the keys of each call (by queue and run id) were deleted without a kept answer (an
+   * abort, a transient, `keepAnswerMs: 0`). A run of the cell after that pays its calls again under
+   * the same lease id and callIds, so receipts are replayed once per incarnation of the lease
+   * (fresh-user report: a cell re-run after an abort paid twice and the ledger got one receipt).
+   */
+  private readonly incarnations = new Map<string, number>();
   /** Cleanups not done yet, by queue and run id: `close()` finishes them (fresh-user report: closed at once, they left the run with no expiry). */
   private readonly pendingCleanups = new Map<string, PendingCleanup>();
   private redisValue: Promise<Redis> | undefined;
@@ -125,6 +132,8 @@ class QueueDispatcher {
     const abortError = (): AbortError => new AbortError(runId, `dispatch of cell ${JSON.stringify(request.cellId)} (run attempt ${JSON.stringify(request.runAttemptId)}) was aborted by the caller`, { cause: ctx.signal?.reason });
     if (ctx.signal?.aborted) throw abortError();
     const key = `${queue}\n${runId}`;
+    // Receipts of this call are replayed once per callId of this incarnation of the lease.
+    const replayScope = `${leaseId}#${this.incarnations.get(key) ?? 0}`;
     const fingerprint = requestFingerprint(request);
     let shared = this.inflight.get(key);
     if (shared && shared.fingerprint !== fingerprint) throw conflictError(request);
@@ -142,10 +151,10 @@ class QueueDispatcher {
     try {
       result = await shared.join(ctx.signal, abortError);
     } catch (err) {
-      if (err instanceof AbortError) await replayReceipts(leaseId, (err as AbortError & { receipts?: CostReceipt[] }).receipts ?? [], ctx.cost);
+      if (err instanceof AbortError) await replayReceipts(replayScope, (err as AbortError & { receipts?: CostReceipt[] }).receipts ?? [], ctx.cost);
       throw err;
     }
-    return deliverDispatch(result, ctx, this.options.runDir);
+    return deliverDispatch(result, ctx, this.options.runDir, replayScope);
   }
 
   /** The lease's Result: the kept answer of an earlier delivery, or a (resumed) one-spec run. */
@@ -213,7 +222,7 @@ class QueueDispatcher {
     if (result.kind === 'infrastructure' || options.keepAnswerMs === 0) {
       // rollout() returned before the run's wrap-up (completion mark, retention): forget after it.
       await plane.rq.settled(runId);
-      if (!(await forgetDispatchRun(redis, plane.queue, plane.keys, runId, leaseId).catch(() => false))) this.cleanupLater(plane, runId, leaseId, 1);
+      if (!(await this.forget({ plane, runId, leaseId }))) this.cleanupLater(plane, runId, leaseId, 1);
     } else {
       await redis.set(answerKey, answerText(result, fingerprint), 'PX', options.keepAnswerMs);
       this.cleanupLater(plane, runId, leaseId, 0);
@@ -262,11 +271,18 @@ class QueueDispatcher {
     this.cleanups.add(timer);
   }
 
-  /** One try of a cleanup, after the run's wrap-up: true when the call's keys are gone (see {@link forgetDispatchRun}). */
+  /**
+   * One try of a cleanup, after the run's wrap-up: true when the call's keys are gone (see
+   * {@link forgetDispatchRun}). Gone without a kept answer, a later call of the cell runs it
+   * afresh: a new incarnation of the lease, whose receipts are new ({@link incarnations}).
+   */
   private async forget({ plane, runId, leaseId }: PendingCleanup): Promise<boolean> {
     await plane.rq.settled(runId);
     try {
-      return await forgetDispatchRun(await this.redis(), plane.queue, plane.keys, runId, leaseId);
+      const outcome = await forgetDispatchRun(await this.redis(), plane.queue, plane.keys, runId, leaseId);
+      const key = `${plane.queue.name}\n${runId}`;
+      if (outcome === 'deleted') this.incarnations.set(key, (this.incarnations.get(key) ?? 0) + 1);
+      return outcome !== 'active';
     } catch {
       // Redis trouble: tried again later (or left to close()'s last tries).
       return false;

@@ -270,6 +270,35 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
     expect(cost.receipts).toHaveLength(3);
   }));
 
+  it('a cell run afresh after an abort pays again, and a shared ledger gets both receipts though their callIds are the same (fresh-user report: one of two)', () => withDispatch(async ({ q, dispatch }) => {
+    const cost = ledger();
+    const logFile = path.join(dir, 'pays-twice.log');
+    const scenario = { logFile, paidCalls: 1, usd: 0.25, sameCallIds: true, delayFirstMs: 60_000 };
+    const ctx = { cellId: 'pays-twice', runAttemptId: 'attempt-pays-twice', rep: 0, seed: 1, cost };
+    const caller = new AbortController();
+    const first = dispatch(scenario, { ...ctx, signal: caller.signal });
+    await waitFor(() => lines(logFile).length === 1 && cost.receipts.length === 0, 'the first attempt paying and waiting');
+    await waitFor(async () => (await q.redis.hkeys(q.keys.lease(leaseIdFor(dispatchRunId(ctx.runAttemptId, ctx.cellId), ctx.cellId)))).some((field) => field.startsWith('cost:')), 'its receipt stored');
+    caller.abort();
+    await expect(first).rejects.toMatchObject({ name: 'AbortError' });
+    expect(cost.receipts).toHaveLength(1);
+    // The harness retries the cell: EarlierCallCancelled while the aborted run is cleaned up, then a fresh run that pays again.
+    let artifact: unknown;
+    for (let tries = 0; artifact === undefined; tries++) {
+      try {
+        artifact = await dispatch(scenario, ctx);
+      } catch (err) {
+        if (!(err instanceof DispatchError && err.type === 'EarlierCallCancelled') || tries > 100) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    expect(lines(logFile)).toHaveLength(2);
+    expect(cost.receipts.map((receipt) => receipt.callId)).toEqual(['call-0', 'call-0']);
+    // A retry of the delivered call gets its kept answer: nothing is replayed again.
+    await dispatch(scenario, ctx);
+    expect(cost.receipts).toHaveLength(2);
+  }));
+
   it('a bad call is a terminal caller error naming the field; a Ref the workers refuse is caller too', () => withDispatch(async ({ dispatch, openOther }) => {
     const refused = openOther({ dispatch: { $ref: 'not-allowed-pkg:thing', config: {} } });
     await expect(dispatch({}, { cellId: 'c', runAttemptId: '', rep: 0, seed: 0 })).rejects.toMatchObject({ kind: 'caller', retryable: false, message: expect.stringContaining('ctx.runAttemptId') });
