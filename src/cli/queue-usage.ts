@@ -35,15 +35,21 @@ export async function queuesUsedInstead(
  * used queues). A failed look adds nothing.
  */
 export async function runNotFound(env: CliEnvironment, queue: string, runId: string): Promise<CliError> {
-  // A failed look: the run is unknown either way.
-  const used = await lookOnce(env, (redis) => queuesUsedInstead(redis, env.prefix, queue, [queueKeys(env.prefix, queue).run(runId)])).catch(() => undefined);
-  const elsewhere = await queuesWithRun(env, queue, runId);
+  // One connection and at most one SCAN for both looks; a failed look: the run is unknown either way.
+  const { used, elsewhere } = await lookOnce(env, async (redis) => {
+    let scanned: Promise<Map<string, string[]>> | undefined;
+    const scan = (): Promise<Map<string, string[]>> => (scanned ??= queuesByPrefix(redis));
+    return {
+      used: await queuesUsedInstead(redis, env.prefix, queue, [queueKeys(env.prefix, queue).run(runId)], scan),
+      elsewhere: await queuesHoldingRun(redis, env.prefix, queue, runId, scan),
+    };
+  }).catch(() => ({ used: undefined, elsewhere: [] }));
   return new CliError(MSG.runNotFound(runId, queue, env.prefix, used, elsewhere));
 }
 
 /** The prefix's other queues that hold a run of `runId` (see {@link queuesHoldingRun}); none when the look fails. */
 export async function queuesWithRun(env: CliEnvironment, queue: string, runId: string): Promise<string[]> {
-  return lookOnce(env, (redis) => queuesHoldingRun(redis, env.prefix, queue, runId)).catch(() => []);
+  return lookOnce(env, (redis) => queuesHoldingRun(redis, env.prefix, queue, runId, () => queuesByPrefix(redis))).catch(() => []);
 }
 
 /**
@@ -51,14 +57,10 @@ export async function queuesWithRun(env: CliEnvironment, queue: string, runId: s
  * `runId` exists, i.e. has a status or a run attempt id (fresh-user report: `resume q1` of a run on
  * `--queue evals` said only "check the id, --queue…", and `status` lists the default queue's runs).
  */
-async function queuesHoldingRun(redis: Redis, prefix: string, queue: string, runId: string): Promise<string[]> {
-  const queues = ((await queuesByPrefix(redis)).get(prefix) ?? []).filter((other) => other !== queue);
-  const found: string[] = [];
-  for (const other of queues) {
-    const [status, attempt] = await redis.hmget(queueKeys(prefix, other).run(runId), RUN_FIELDS.status, RUN_FIELDS.runAttemptId);
-    if (status !== null || attempt !== null) found.push(other);
-  }
-  return found;
+async function queuesHoldingRun(redis: Redis, prefix: string, queue: string, runId: string, scan: () => Promise<Map<string, string[]>>): Promise<string[]> {
+  const queues = ((await scan()).get(prefix) ?? []).filter((other) => other !== queue);
+  const heads = await Promise.all(queues.map((other) => redis.hmget(queueKeys(prefix, other).run(runId), RUN_FIELDS.status, RUN_FIELDS.runAttemptId)));
+  return queues.filter((_, i) => heads[i]?.some((field) => field !== null));
 }
 
 /**
