@@ -4,6 +4,7 @@ import { findJsonDataIssue, isPlainObject, MAX_JSON_DEPTH } from './json-data.js
 import { isLeaseId, isRunId, LeaseIdSchema, RunIdSchema } from './ids.js';
 import { RefSchema } from './ref-schema.js';
 import { findRefIssue } from './ref-target.js';
+import { describeValue } from './factory-config.js';
 
 /** Name of an environment variable: what `sandbox.env` lists, never its value. */
 export const EnvNameSchema = z
@@ -142,7 +143,8 @@ export const TaskSchema = z
     if (issue) ctx.addIssue({ code: 'custom', message: `${issue.path || '(task)'}: ${issue.message}` });
     const id = task.id;
     if (id !== undefined && typeof id !== 'string' && typeof id !== 'number') {
-      ctx.addIssue({ code: 'custom', path: ['id'], message: 'task.id must be a string or a number when present' });
+      // Fresh-user report: `"id": null` was refused where leaving it out was taken; say that.
+      ctx.addIssue({ code: 'custom', path: ['id'], message: `task.id must be a string or a number when present, got ${describeValue(id)}; leave it out and the task is named by its position (its line in a tasks file)` });
     }
   })
   .meta({ id: 'Task', description: 'JSON object; task.id names it.' });

@@ -166,6 +166,13 @@ describe('4. a task with an empty id', () => {
     await writeFile(file, '{"id":"a","answer":1}\n{"id": "", "answer": 2}\n');
     await expectUsageError(runArgs([], file), `${file}:2: task.id is empty; give it a non-empty id or remove it to use the line number`);
   });
+
+  // Fresh-user report: "id": null was refused without saying that leaving it out names the task by its line.
+  it('a null id says leaving it out names the task by its line', async () => {
+    const file = path.join(dir, 'null-id.jsonl');
+    await writeFile(file, '{"id":null,"a":1,"b":1,"answer":1}\n');
+    await expectUsageError(runArgs([], file), `${file}:1: task.id: task.id must be a string or a number when present, got null; leave it out and the task is named by its position (its line in a tasks file)`);
+  });
 });
 
 describe('a task over the task size limit in the middle of the file', () => {
