@@ -98,6 +98,18 @@ export class RunReconciler {
   async check(leaseIds: readonly string[]): Promise<void> {
     const { redis, bull, keys, store, runId } = this.deps;
     const [head, outcomes] = await Promise.all([store.readHead(runId), readJobOutcomes(redis, bull, keys, leaseIds)]);
+    await this.settle(outcomes, head);
+  }
+
+  /**
+   * Hands `outcomes` to the session. A job found missing is judged by the run record as read
+   * after the jobs were: the head read before them may predate a Redis that restarted empty in
+   * between, and would make a job Redis lost look removed by hand (JobMissing) instead of one to
+   * add again (CI, redis-lost-run: all 5 unfinished leases of a run ended JobMissing).
+   */
+  private async settle(outcomes: ReadonlyMap<string, JobOutcome>, headBefore: RunHead | undefined): Promise<void> {
+    let head = headBefore;
+    if (head !== undefined && [...outcomes.values()].some((outcome) => outcome.state === 'missing')) head = await this.deps.store.readHead(this.deps.runId);
     for (const [leaseId, outcome] of outcomes) await this.deps.onOutcome(leaseId, outcome, head);
   }
 
@@ -144,8 +156,7 @@ export class RunReconciler {
           } else {
             this.cursorMs = Math.max(this.cursorMs, cursor);
           }
-          const outcomes = await readJobOutcomes(this.deps.redis, this.deps.bull, this.deps.keys, rest);
-          for (const [leaseId, outcome] of outcomes) await this.deps.onOutcome(leaseId, outcome, head);
+          await this.settle(await readJobOutcomes(this.deps.redis, this.deps.bull, this.deps.keys, rest), head);
         }
       } catch (err) {
         if (!this.stopped) logger.warn({ runId, err: (err as Error).message }, 'reconciliation pass failed; retrying on the next tick');
