@@ -10,6 +10,16 @@ export interface ExitReport {
   readonly signal: NodeJS.Signals | null;
 }
 
+/**
+ * Workers still running: a test that fails before it stops its worker must not leave it to
+ * retry a stopped Redis and compete for the CPU with the test files after it (seen: one alive
+ * 30 s on).
+ */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const proc of running) proc.kill('SIGKILL');
+});
+
 /** A worker running in its own OS process, killed with real signals. */
 export interface WorkerProcess {
   readonly pid: number;
@@ -35,6 +45,8 @@ export async function startWorkerProcess(options: Record<string, unknown>, env: 
     env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(proc);
+  proc.once('exit', () => running.delete(proc));
   let out = '';
   proc.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
   proc.stderr?.on('data', (chunk: Buffer) => (out += chunk.toString()));
