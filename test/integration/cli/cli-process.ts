@@ -9,9 +9,12 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 /** The real launcher, as users run it. */
 export const BIN = path.join(REPO_ROOT, 'bin', 'rollout-queue.js');
 
-/** How the CLI started by {@link startCli} in `cwd` names itself in its hints (see cliCommandFor). */
-export function cliHint(cwd: string = REPO_ROOT): string {
-  return cliCommandFor({ script: BIN, pathEnv: process.env.PATH, cwd });
+/**
+ * How the CLI started by {@link startCli} with `env` (its REDIS_URL and ROLLOUT_QUEUE_PREFIX) in
+ * `cwd` names itself in its hints (see cliCommandFor).
+ */
+export function cliHint(env: Readonly<Record<string, string | undefined>>, cwd: string = REPO_ROOT): string {
+  return cliCommandFor({ script: BIN, pathEnv: process.env.PATH, cwd, env });
 }
 
 /** How a CLI process ended, with everything it printed. */

@@ -63,7 +63,7 @@ describe('run --placement', () => {
       let status = '';
       await waitFor(async () => (status = (await runCli(['status', '--queue', queue], { env })).stdout).includes('gpu=a100  waiting=1'), 30_000, 'the placement in status');
       // Fresh-user report: the hint said `--placement KEY=VALUE …` while the labels were known.
-      expect(status).toContain(`gpu=a100  waiting=1 active=0 workers=0  NO WORKER can take these leases: start \`${cliHint()} worker --queue ${queue} --placement gpu=a100\``);
+      expect(status).toContain(`gpu=a100  waiting=1 active=0 workers=0  NO WORKER can take these leases: start \`${cliHint(env)} worker --queue ${queue} --placement gpu=a100\``);
       expect(status).toMatch(/gpu=h100,region=eu-west {2}waiting=0 active=0 workers=1/);
       const json = JSON.parse((await runCli(['status', '--json', '--queue', queue], { env })).stdout) as { placements: { labels: Record<string, string>; waiting: number; workers: number }[] };
       expect(json.placements).toContainEqual(expect.objectContaining({ labels: { gpu: 'a100' }, waiting: 1, workers: 0 }));

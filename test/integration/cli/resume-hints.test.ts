@@ -38,9 +38,9 @@ const runArgs = (tasks: string, extra: string[]): string[] => [
 
 /** The arguments of the `resume` command line a hint prints (after the CLI's own name). */
 function hintedResume(text: string): string[] {
-  const line = text.split('\n').find((l) => l.includes(`${cliHint(dir)} resume `));
+  const line = text.split('\n').find((l) => l.includes(`${cliHint(env, dir)} resume `));
   if (!line) throw new Error(`no resume command in:\n${text}`);
-  return line.trim().slice(cliHint(dir).length + 1).split(' ');
+  return line.trim().slice(cliHint(env, dir).length + 1).split(' ');
 }
 
 beforeAll(async () => {
@@ -83,7 +83,7 @@ describe('status of an interrupted run', () => {
 
     const status = await runCli(['status', 'hint1', '--queue', queue], { env, cwd: dir });
     expect(status.code, status.stderr).toBe(0);
-    expect(status.stdout).toContain(`${cliHint(dir)} resume hint1 --queue ${queue} --out ${out}`);
+    expect(status.stdout).toContain(`${cliHint(env, dir)} resume hint1 --queue ${queue} --out ${out}`);
     expect(status.stdout).not.toContain('results-hint1.jsonl');
 
     // Fresh-user report: an interrupted resume always added "(if not every task was enqueued
@@ -96,7 +96,7 @@ describe('status of an interrupted run', () => {
     interrupted.child.kill('SIGINT');
     const stopped = await interrupted.done;
     expect(stopped.code, stopped.stderr).toBe(130);
-    expect(stopped.stderr).toContain(`interrupted: run hint1 goes on in Redis. Collect the rest with\n  ${cliHint(elsewhere)} resume hint1 --queue ${queue} --out ${out}\nor stop it with`);
+    expect(stopped.stderr).toContain(`interrupted: run hint1 goes on in Redis. Collect the rest with\n  ${cliHint(env, elsewhere)} resume hint1 --queue ${queue} --out ${out}\nor stop it with`);
     expect(readdirSync(elsewhere)).toEqual([]);
     await rm(elsewhere, { recursive: true, force: true });
     expect(stopped.stderr).not.toContain('if not every task was enqueued yet');
@@ -128,7 +128,7 @@ describe('a second coordinator of a run whose coordinator is alive', () => {
       expect(end.stderr).not.toMatch(/result\(s\), failed|could not be followed/);
       expect(end.stderr).toContain(`run hint2 is being delivered by another coordinator (pid ${first.child.pid} on ${os.hostname()}), so this ${command} was refused and delivered no Result`);
       expect(end.stderr).toContain(`writes the run's Results to ${out}`);
-      expect(end.stderr).toContain(`${cliHint(dir)} resume hint2 --queue ${queue} --out ${out}`);
+      expect(end.stderr).toContain(`${cliHint(env, dir)} resume hint2 --queue ${queue} --out ${out}`);
     }
     await writeFile(gate, '');
     const done = await first.done;
@@ -169,13 +169,13 @@ describe('a run cancelled while rollouts were running', () => {
     const missing = 3 - lineCount(out);
     expect(missing).toBeGreaterThan(0);
     expect(end.stderr).toContain(`${missing} Result(s) are not in ${out} yet, of rollouts that had finished but were not delivered, or were still running, when the run was cancelled`);
-    expect(end.stderr).toContain(`${cliHint(dir)} resume hint4 --queue ${queue} --out ${out}`);
+    expect(end.stderr).toContain(`${cliHint(env, dir)} resume hint4 --queue ${queue} --out ${out}`);
 
     const status = await runCli(['status', 'hint4', '--queue', queue], { env, cwd: dir });
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toContain('Run hint4: cancelled');
     expect(status.stdout).toContain(`${missing} Result(s) are not delivered yet, of rollouts that had finished, or were still running, when it was cancelled`);
-    expect(status.stdout).toContain(`${cliHint(dir)} resume hint4 --queue ${queue} --out ${out}`);
+    expect(status.stdout).toContain(`${cliHint(env, dir)} resume hint4 --queue ${queue} --out ${out}`);
 
     const resumed = await runCli(hintedResume(status.stdout), { env, cwd: dir });
     expect(resumed.code, resumed.stderr).toBe(1);

@@ -74,7 +74,7 @@ describe('BR-43: a delivered run does not stay in Redis for good', () => {
     // Fresh-user report: purge of an unknown run printed "error: Error: no run …" and a stack trace.
     const again = await runCli(['purge', runId, '--queue', queue], { env });
     expect(again.code).toBe(1);
-    expect(again.stderr.trim().split('\n')).toEqual([`error: no run "${runId}" on queue "${queue}" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliHint()} status lists the runs)`]);
+    expect(again.stderr.trim().split('\n')).toEqual([`error: no run "${runId}" on queue "${queue}" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliHint(env)} status lists the runs)`]);
   });
 });
 
@@ -113,7 +113,7 @@ describe('purge of a run with finished Results never delivered', () => {
     // it said `rollout-queue cancel` where every other hint says `node bin/rollout-queue.js`).
     const running = await runCli(['purge', runId, '--queue', queue], { env });
     expect(running.code).toBe(1);
-    expect(running.stderr).toContain(`run ${runId} is still running: cancel it first with \`${cliHint()} cancel ${runId} --queue ${queue}\``);
+    expect(running.stderr).toContain(`run ${runId} is still running: cancel it first with \`${cliHint(env)} cancel ${runId} --queue ${queue}\``);
     expect((await runCli(['cancel', runId, '--queue', queue], { env })).code).toBe(0);
     // Counted from the run's delivered set, not the file: the coordinator writes a line before it
     // acknowledges it, so a SIGKILL between the two leaves a line whose Result is still
@@ -124,7 +124,7 @@ describe('purge of a run with finished Results never delivered', () => {
     // Fresh-user report: a second cancel said "purge removes it", and purge then refused.
     const again = await runCli(['cancel', runId, '--queue', queue], { env });
     expect(again.code).toBe(0);
-    expect(again.stdout).toContain(`run ${runId} is already cancelled: nothing to cancel. It has ${undelivered} finished Result(s) not delivered yet: collect them with \`${cliHint()} resume ${runId} --queue ${queue} --out ${out}\`, or drop them with \`${cliHint()} purge ${runId} --queue ${queue} --discard-undelivered\``);
+    expect(again.stdout).toContain(`run ${runId} is already cancelled: nothing to cancel. It has ${undelivered} finished Result(s) not delivered yet: collect them with \`${cliHint(env)} resume ${runId} --queue ${queue} --out ${out}\`, or drop them with \`${cliHint(env)} purge ${runId} --queue ${queue} --discard-undelivered\``);
     const refused = await runCli(['purge', runId, '--queue', queue], { env });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain(`run ${runId} has ${undelivered} Result(s) that finished but were never delivered; nothing was removed`);

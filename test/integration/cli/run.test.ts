@@ -123,7 +123,7 @@ describe('rollout-queue run', () => {
     first.child.kill('SIGINT');
     const interrupted = await first.done;
     expect(interrupted.code, interrupted.stderr).toBe(130);
-    expect(interrupted.stderr).toContain(`${cliHint(dir)} resume resumed --queue ${queue} --out ${out}`);
+    expect(interrupted.stderr).toContain(`${cliHint(env, dir)} resume resumed --queue ${queue} --out ${out}`);
     expect(interrupted.stdout).toMatch(/Run resumed: \d+ of 40 result\(s\), interrupted/);
 
     const resumed = await runCli(['resume', 'resumed', '--queue', queue, '--out', out], { env, cwd: dir });

@@ -40,9 +40,10 @@ describe('status on an empty queue', () => {
   // Fresh-user report: `status --queue demo-…` said "start one with `… worker`"; followed as
   // printed, that worker served the default queue and the run never moved.
   it('of another queue, its no-worker hint names that queue', async () => {
-    const outcome = await runCli(['status', '--queue', 'demo-x'], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('st') } });
+    const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('st') };
+    const outcome = await runCli(['status', '--queue', 'demo-x'], { env });
     expect(outcome.code, outcome.stderr).toBe(0);
-    expect(outcome.stdout).toContain(`none: start one with \`${cliHint()} worker --queue demo-x\``);
+    expect(outcome.stdout).toContain(`none: start one with \`${cliHint(env)} worker --queue demo-x\``);
   });
 
   it('--json gives the same as data', async () => {
@@ -253,7 +254,7 @@ describe('a run record Redis lost, with counters written after', () => {
       for (const args of [['status', 'rr'], ['cancel', 'rr']]) {
         const outcome = await runCli(args, { env });
         expect(outcome.code, outcome.stdout + outcome.stderr).toBe(1);
-        expect(outcome.stderr.trim()).toBe(`error: no run "rr" on queue "rollouts" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliHint()} status lists the runs)`);
+        expect(outcome.stderr.trim()).toBe(`error: no run "rr" on queue "rollouts" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliHint(env)} status lists the runs)`);
       }
       // Fresh-user report: a run on another queue of the prefix was only "not found"; it is named now.
       const evals = queueKeys(prefix, 'evals');
@@ -287,10 +288,11 @@ describe('a running run whose coordinator stopped while enqueuing', () => {
       const keys = queueKeys(prefix, 'rollouts');
       await client.hset(keys.run('half'), RUN_FIELDS.status, 'running', RUN_FIELDS.runAttemptId, 'a1', RUN_FIELDS.specCount, '10', RUN_FIELDS.enqueued, '4', RUN_FIELDS.coordinatorNote, '/data/half.jsonl');
       await client.sadd(keys.runs(), 'half');
-      const outcome = await runCli(['status', 'half'], { env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix } });
+      const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix };
+      const outcome = await runCli(['status', 'half'], { env });
       expect(outcome.code, outcome.stderr).toBe(0);
-      expect(outcome.stdout).toContain(`no coordinator is delivering it, and only 4 of its 10 specs were enqueued (its run command stopped while enqueuing); run the same \`${cliHint()} run …\` command again with --run-id half --out /data/half.jsonl`);
-      expect(outcome.stdout).not.toContain(`${cliHint()} resume`);
+      expect(outcome.stdout).toContain(`no coordinator is delivering it, and only 4 of its 10 specs were enqueued (its run command stopped while enqueuing); run the same \`${cliHint(env)} run …\` command again with --run-id half --out /data/half.jsonl`);
+      expect(outcome.stdout).not.toContain(`${cliHint(env)} resume`);
     } finally {
       client.disconnect();
     }
@@ -338,11 +340,11 @@ describe('a running run whose coordinator on this host was killed', () => {
       const gone = await runCli(['status', 'gone'], { env });
       expect(gone.code, gone.stderr).toBe(0);
       expect(gone.stdout).toContain(`its coordinator (pid ${deadPid} on this host) is gone; its lease lapses within 6 s`);
-      expect(gone.stdout).toContain(`${cliHint()} resume gone --out /data/gone.jsonl`);
+      expect(gone.stdout).toContain(`${cliHint(env)} resume gone --out /data/gone.jsonl`);
       const live = await runCli(['status', 'live'], { env });
       expect(live.code, live.stderr).toBe(0);
       expect(live.stdout).not.toContain('is gone');
-      expect(live.stdout).not.toContain(`${cliHint()} resume`);
+      expect(live.stdout).not.toContain(`${cliHint(env)} resume`);
     } finally {
       client.disconnect();
     }

@@ -101,7 +101,7 @@ describe('1. --out is checked before Redis is touched', () => {
     const errors = stderr.split('\n').filter((line) => line.startsWith('error:'));
     expect(errors, stderr).toHaveLength(1);
     expect(errors[0]).toContain(`writing a result to ${out} failed`);
-    expect(errors[0]).toContain(`${cliHint()} resume limited --queue ${served.queue} --out ${out}`);
+    expect(errors[0]).toContain(`${cliHint({ REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: served.prefix })} resume limited --queue ${served.queue} --out ${out}`);
     expect(stderr).not.toMatch(/\n\s+at /);
     expect(readFileSync(out).length).toBeLessThanOrEqual(1024);
     worker.child.kill('SIGTERM');
@@ -207,9 +207,8 @@ describe('5. directory artifacts', () => {
 describe('6. a queue without workers', () => {
   it('warns once, and the Ctrl-C hints name the queue', async () => {
     const prefix = uniquePrefix('rep');
-    const run = startCli(runArgs(['--queue', 'nobody-home', '--out', path.join(dir, 'lonely.jsonl')]), {
-      env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix },
-    });
+    const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix };
+    const run = startCli(runArgs(['--queue', 'nobody-home', '--out', path.join(dir, 'lonely.jsonl')]), { env });
     await waitFor(() => run.stderr().includes('rollout(s) on queue'), 30_000, 'the run to start');
     // Interrupted once its task is enqueued (the hint names resume then; before, the run command).
     const runId = /run id: (\S+)/.exec(run.stderr())?.[1] ?? '';
@@ -219,10 +218,10 @@ describe('6. a queue without workers', () => {
     run.child.kill('SIGINT');
     const end = await run.done;
     expect(end.code, end.stderr).toBe(130);
-    const warning = `no worker is serving queue "nobody-home" (prefix "${prefix}") yet; start one with: ${cliHint()} worker --queue nobody-home`;
+    const warning = `no worker is serving queue "nobody-home" (prefix "${prefix}") yet; start one with: ${cliHint(env)} worker --queue nobody-home`;
     expect(end.stderr.split(warning)).toHaveLength(2);
-    expect(end.stderr).toContain(`${cliHint()} resume ${runId} --queue nobody-home --out `);
-    expect(end.stderr).toContain(`${cliHint()} cancel ${runId} --queue nobody-home`);
+    expect(end.stderr).toContain(`${cliHint(env)} resume ${runId} --queue nobody-home --out `);
+    expect(end.stderr).toContain(`${cliHint(env)} cancel ${runId} --queue nobody-home`);
   }, 60_000);
 });
 

@@ -55,3 +55,30 @@ describe('cliCommandFor: the command a pasted hint runs', () => {
     expect(cliCommandFor({ script: path.join(spaced, 'bin', 'rollout-queue.js'), pathEnv: '', cwd: root })).toBe(`node '${path.join(spaced, 'bin', 'rollout-queue.js')}'`);
   });
 });
+
+// Fresh-user reports (helpers 26 and 28): with REDIS_URL and ROLLOUT_QUEUE_PREFIX exported in one
+// shell, a hint pasted into another (`… worker --queue q`, `… resume r --queue q`) went to
+// redis://127.0.0.1:6379 and prefix "rq": a worker served another Redis, a resume found no run.
+describe('cliCommandFor: the environment a pasted hint carries', () => {
+  const hint = (env: NodeJS.ProcessEnv): string => cliCommandFor({ script, pathEnv: '/usr/bin', cwd: clone, env });
+
+  it('carries REDIS_URL and ROLLOUT_QUEUE_PREFIX when they are not the defaults', () => {
+    expect(hint({ REDIS_URL: 'redis://127.0.0.1:17721', ROLLOUT_QUEUE_PREFIX: 'evals' })).toBe('REDIS_URL=redis://127.0.0.1:17721 ROLLOUT_QUEUE_PREFIX=evals node bin/rollout-queue.js');
+  });
+
+  it('carries nothing for the defaults, a blank REDIS_URL or an empty prefix', () => {
+    expect(hint({ REDIS_URL: 'redis://127.0.0.1:6379', ROLLOUT_QUEUE_PREFIX: 'rq' })).toBe('node bin/rollout-queue.js');
+    expect(hint({ REDIS_URL: '  ', ROLLOUT_QUEUE_PREFIX: '' })).toBe('node bin/rollout-queue.js');
+    expect(hint({})).toBe('node bin/rollout-queue.js');
+  });
+
+  it('never prints the password of REDIS_URL: *** stands for it', () => {
+    const text = hint({ REDIS_URL: 'redis://worker:s3cr3t-value@redis.internal:6380/2' });
+    expect(text).toBe('REDIS_URL=\'redis://worker:***@redis.internal:6380/2\' node bin/rollout-queue.js');
+    expect(text).not.toContain('s3cr3t-value');
+  });
+
+  it('quotes a value the shell would split', () => {
+    expect(hint({ ROLLOUT_QUEUE_PREFIX: '{team a}' })).toBe("ROLLOUT_QUEUE_PREFIX='{team a}' node bin/rollout-queue.js");
+  });
+});
