@@ -24,14 +24,6 @@ export class RunActiveError extends Error {
   }
 }
 
-/** `purge` found no run of that id on the queue (never made, or gone past its retention). Nothing was removed. */
-export class RunNotFoundError extends Error {
-  constructor(readonly runId: string, readonly queue: string, readonly prefix: string) {
-    super(`no run "${runId}" on queue "${queue}" (prefix "${prefix}"); nothing to purge (a run past its retention is gone already)`);
-    this.name = 'RunNotFoundError';
-  }
-}
-
 /**
  * `purge` refused: Results of the run finished on workers but were never delivered (its
  * coordinator stopped before collecting them, e.g. a cancelled run nobody resumed). Nothing was

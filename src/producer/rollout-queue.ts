@@ -11,7 +11,8 @@ import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { connectProducerRedis } from './connect-producer-redis.js';
 import { compileProducerOptions, type CompiledProducerOptions, type ProducerOptions } from './producer-options.js';
 import { refuseRepeatedLeases, type RolloutDraft } from './rollout-draft.js';
-import { purgeOlderThan, purgeRun, RunActiveError, RunNotFoundError, type PurgeOlderOutcome, type PurgeOptions, type PurgeOutcome } from './purge-run.js';
+import { RunNotFoundError } from './run-not-found-error.js';
+import { purgeOlderThan, purgeRun, RunActiveError, type PurgeOlderOutcome, type PurgeOptions, type PurgeOutcome } from './purge-run.js';
 import { COORDINATOR_LEASE_MS, leaseHolder } from './coordinator-lease.js';
 import { PRUNE_EVERY_RUNS, pruneRunList } from './run-list-pruner.js';
 import { RunSession, type SessionPlan } from './run-session.js';
@@ -233,8 +234,9 @@ export class RolloutQueue {
    * Yields every Result of an existing run not yet acknowledged (a new coordinator taking over
    * after a crash), waiting for unfinished leases. Enqueues nothing.
    * @throws Error at the end when the run's record counts specs that were never enqueued
-   * (re-run `mapRollouts` with the specs), `RunStoppedError` for a stopped/cancelled run,
-   * and synchronously when the queue is closed or the run id is invalid.
+   * (re-run `mapRollouts` with the specs), `RunStoppedError` for a stopped/cancelled run (after
+   * yielding what it had left), `RunNotFoundError` (from the iterator) when the queue has no such
+   * run, and synchronously when the queue is closed or the run id is invalid.
    */
   attach(runId: string, options: CoordinatorOptions = {}): AsyncGenerator<Result, void, undefined> {
     this.assertOpen();
@@ -267,13 +269,14 @@ export class RolloutQueue {
    * Cancels a run without a live iterator (the CLI's `cancel`): status `cancelled`, workers
    * told to abort its active rollouts, its waiting jobs removed. A live iterator of the run in
    * this process throws `AbortError`; in another process it does so at its next reconciliation.
-   * @throws Error when the queue is closed or no such run exists.
+   * @throws RunNotFoundError when the queue has no such run.
+   * @throws Error when the queue is closed.
    */
   async cancel(runId: string, reason = 'cancelled by RolloutQueue.cancel'): Promise<CancelOutcome> {
     this.assertOpen();
     this.checkRunId(runId);
     const outcome = await cancelRun(this.redis, this.placements, this.store, this.options.logger, runId, reason);
-    if (!outcome.found) throw new Error(`no run "${runId}" on queue "${this.options.queue}" (prefix "${this.options.prefix}"); nothing to cancel`);
+    if (!outcome.found) throw new RunNotFoundError(runId, this.options.queue, this.options.prefix, 'nothing to cancel');
     this.sessions.get(runId)?.cancelledElsewhere(reason);
     return outcome;
   }
@@ -293,7 +296,7 @@ export class RolloutQueue {
     if (this.sessions.has(runId)) throw new RunActiveError(runId, 'has a live iterator in this process', 'iterator');
     await this.settled(runId);
     const outcome = await purgeRun(this.redis, this.placements, this.keys, runId, options);
-    if (!outcome.found) throw new RunNotFoundError(runId, this.options.queue, this.options.prefix);
+    if (!outcome.found) throw new RunNotFoundError(runId, this.options.queue, this.options.prefix, 'nothing to purge (a run past its retention is gone already)');
     this.options.logger.info({ runId, leases: outcome.leases, undelivered: outcome.undelivered }, 'run purged');
     return outcome;
   }

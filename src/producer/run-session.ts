@@ -17,6 +17,7 @@ import { resultForMissingJob, resultFromFailedJob, resultFromReturnValue } from 
 import { RunEnding, type Ending } from './run-ending.js';
 import { RunReconciler } from './run-reconciler.js';
 import { applyRetention, persistRun, redisNowMs } from './run-retention.js';
+import { RunNotFoundError } from './run-not-found-error.js';
 import { RunStoppedError } from './run-stopped-error.js';
 import type { OpenedRun, RunCreation, RunHead, RunStore } from './run-store.js';
 
@@ -268,7 +269,7 @@ export class RunSession {
     this.runAttemptId = created?.runAttemptId ?? head?.runAttemptId ?? undefined;
     this.madeRun = !head;
     if (!head && !drafts) {
-      throw new Error(`no run "${this.runId}" on queue "${this.deps.keys.queue}" (prefix "${this.deps.keys.prefix}"); check the run id, queue and prefix`);
+      throw new RunNotFoundError(this.runId, this.deps.keys.queue, this.deps.keys.prefix, 'check the run id, queue and prefix');
     }
     // Only now, holding the run: a coordinator refused as busy never overwrites the note of the one
     // that delivers. A completed run's note says where its Results went: it changes only once this
@@ -286,6 +287,8 @@ export class RunSession {
         // Finish what a coordinator killed mid-stop left: no waiting job of a stopped run may start.
         for (const leaseId of await removeWaitingJobs(this.deps.redis, this.deps.queue, this.runId)) this.tracker.forget(leaseId);
       } else if (head.status === 'completed' && drafts) {
+        // Fresh-user report (helper-30): a finished runId used again yielded nothing, without a word.
+        logger.warn({ runId: this.runId }, 'this run id completed earlier: a draft whose lease it delivered then is neither run nor yielded again, even if changed; only drafts of new leases run (a new runId runs them all)');
         // Running again inside its retention window: its records must not expire mid-run.
         const reopened = opened.created ? opened.created.reopened : await store.setStatus(this.runId, 'running', ['completed']);
         if (reopened) await persistRun(this.deps.redis, this.deps.keys, this.runId);

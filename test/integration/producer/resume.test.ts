@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { queueKeys } from '../../../src/lease/index.js';
 import { DuplicateLeaseError, type RolloutDraft } from '../../../src/producer/index.js';
+import * as packageRoot from '../../../src/index.js';
 import type { Result } from '../../../src/spec/index.js';
 import { TEST_PREFIX, collect, useProducerFixture } from '../../helpers/producer-fixture.js';
 import { draft, drafts } from '../../helpers/rollout-drafts.js';
@@ -62,6 +63,8 @@ describe('re-submission', () => {
     expect((await collect(rq.mapRollouts([draft({ id: 't0', x: 1 })], { runId }))).items).toHaveLength(1);
     const again = await collect(rq.mapRollouts([draft({ id: 't0', x: 2 })], { runId }));
     expect(again).toEqual({ items: [], error: undefined });
+    // Fresh-user report (helper-30): it said nothing; a changed draft was silently not run.
+    expect(fx.logs.join('\n')).toContain('this run id completed earlier: a draft whose lease it delivered then is neither run nor yielded again, even if changed');
     expect((await inspect.getJob(`${runId}.t0`))?.data.task.x).toBe(1);
     expect((await rq.status(runId)).run).toMatchObject({ enqueued: 1, alreadyEnqueued: 1, delivered: 1, status: 'completed', kinds: { ok: 1 } });
   });
@@ -179,9 +182,11 @@ describe('resume after the coordinator went away', () => {
     const { items, error } = await collect(second.attach(runId));
     expect(items).toHaveLength(2);
     expect((error as Error).message).toMatch(/8 specs were never enqueued.*mapRollouts again with the same runId/);
-    await expect(async () => {
-      for await (const _ of second.attach('never-ran')) void _;
-    }).rejects.toThrow(/no run "never-ran"/);
+    // Fresh-user report (helper-30): attach threw a plain Error, and RunNotFoundError (which
+    // purge threw) was not exported from the package, so `instanceof` could not tell it apart.
+    const unknown = await collect(second.attach('never-ran'));
+    expect(unknown.error).toBeInstanceOf(packageRoot.RunNotFoundError);
+    expect((unknown.error as Error).message).toMatch(/no run "never-ran"/);
   });
 
   it('a failed job of a resumed run is still turned into its infrastructure Result', async () => {

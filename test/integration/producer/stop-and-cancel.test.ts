@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
 import { queueKeys } from '../../../src/lease/index.js';
-import { AbortError, RunStoppedError } from '../../../src/producer/index.js';
+import { AbortError, RunNotFoundError, RunStoppedError } from '../../../src/producer/index.js';
 import { DeliveryFence } from '../../../src/producer/delivery-fence.js';
 import { RunEnding } from '../../../src/producer/run-ending.js';
 import type { Result } from '../../../src/spec/index.js';
@@ -212,5 +212,6 @@ describe('cancellation', () => {
     expect((error as Error).message).toContain('cancelled from the CLI');
     expect((await inspect.getJobCounts('waiting')).waiting).toBe(0);
     await expect(cli.cancel('no-such-run')).rejects.toThrow(/no run "no-such-run"/);
+    await expect(cli.cancel('no-such-run')).rejects.toBeInstanceOf(RunNotFoundError);
   });
 });
