@@ -8,6 +8,7 @@ import { RolloutWorker } from '../../../dist/consumer/index.js';
 import { RolloutQueue } from '../../../src/producer/index.js';
 import { createLogger } from '../../../src/platform/logger.js';
 import { until } from '../../helpers/attempt-traces.js';
+import { waitFor } from '../../helpers/wait-for.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { fixture, makeSpec, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { isAlive, startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
@@ -184,6 +185,36 @@ describe('failures of the rollout itself', () => {
       expect(results.get(spec.leaseId)).toMatchObject({ kind: 'infrastructure', redispatched: 2 });
       expect(results.get(spec.leaseId)?.error?.message).toContain('RQ_TEST_ABSENT_SECRET');
     });
+  });
+
+  // Fresh-user report (helper-30): `sandbox.env` naming a variable one worker lacks ended
+  // infrastructure/RedispatchLimit in 45 ms, all three attempts on that worker: each hand-back went
+  // straight back to it, and a worker of the fleet that has the secret never got the lease.
+  it('a secret missing on one worker: the lease waits out the back-off, and a worker that has the secret runs it', async () => {
+    const q = new RawQueue(redis.url);
+    // A long back-off on the worker without the secret: it is stopped well before the lease is due again.
+    const lacking = await startWorkerProcess(q.workerOptions({ transientBackoffMs: 6000 }));
+    let having: WorkerProcess | undefined;
+    try {
+      const spec = makeSpec('secret', 'fleet', { sandbox: { env: ['RQ_TEST_FLEET_SECRET'], memoryMb: 256 } });
+      await q.add([spec]);
+      await waitFor(() => lacking.output().includes('lease re-dispatched'), 'the first hand-back', 30_000);
+      const handBack = JSON.parse(lacking.output().split('\n').find((line) => line.includes('lease re-dispatched')) ?? '{}') as { reason?: string; delayMs?: number };
+      expect(handBack.reason).toBe('MissingSecret');
+      expect(handBack.delayMs).toBeGreaterThan(0);
+      lacking.signal('SIGTERM');
+      expect((await lacking.exited()).code).toBe(0);
+      having = await startWorkerProcess(q.workerOptions(), { RQ_TEST_FLEET_SECRET: 'fleet-secret-value' });
+      const { results } = await q.waitForAll([spec.leaseId]);
+      expect(results.get(spec.leaseId)).toMatchObject({ kind: 'ok', redispatched: 1, worker: having.name });
+    } finally {
+      if (having) {
+        having.signal('SIGTERM');
+        await having.exited();
+      }
+      await lacking.kill();
+      await q.close();
+    }
   });
 
   it('cost receipts reach the Result once each, also when the rollout failed after paying', async () => {
