@@ -5,7 +5,7 @@
  * (an allowlist), so a malformed job written by another client cannot smuggle values through,
  * and `sandbox.env` shows variable names only, never values.
  */
-import { EnvNameSchema } from '../spec/index.js';
+import { EnvNameSchema, StoredRenderedSchema, type StoredRendered } from '../spec/index.js';
 
 /** Keys whose values are never shown, at any depth of a Ref config or a return value. */
 const SECRET_KEY = /pass(word)?|secret|token|api[-_]?key|auth|credential|private[-_]?key|cookie|^env$/i;
@@ -46,13 +46,42 @@ export function summarizeTask(task: unknown): unknown {
   return { ...(id !== undefined ? { id: shortValue(id) } : {}), fields: Object.keys(task).slice(0, 50), bytes: byteLength(task) };
 }
 
-/** A rendered artifact as its size (a string) or its file list and size (files). */
+/** Hex digits of a stored artifact's hash shown: enough to tell a run's artifacts apart at a glance. */
+const SHOWN_HASH_CHARS = 12;
+
+/**
+ * A stored artifact's reference as `{ kind: 'stored', bytes, sha256, note }`: `bytes` is the
+ * artifact's size in bytes (UTF-8 JSON text, from the reference), `sha256` the hash's first 12
+ * hex digits and `…`, `note` a sentence saying where the artifact is. Pure: the dashboard never
+ * reads the run's artifact from Redis, so no file list is shown.
+ */
+function summarizeStoredRendered(ref: StoredRendered): unknown {
+  return {
+    kind: 'stored',
+    bytes: ref.bytes,
+    sha256: `${ref.sha256.slice(0, SHOWN_HASH_CHARS)}…`,
+    // A stored artifact may be one string as well as files; the dashboard cannot tell which.
+    note: 'the artifact (its text or files) is stored once per run in Redis; the job carries its hash',
+  };
+}
+
+/**
+ * A rendered artifact as its size (a string: `{ kind: 'string', chars }`), its file list and
+ * size (files: `{ kind: 'files', files, count, bytes }`), or its stored size and hash (the
+ * producer's reference for artifacts of 1 KiB or more: see `summarizeStoredRendered`).
+ * Anything else is `{ kind: 'unknown', bytes }`, `bytes` being the size of its JSON.
+ */
 export function summarizeRendered(rendered: unknown): unknown {
   if (typeof rendered === 'string') return { kind: 'string', chars: rendered.length };
   if (isRecord(rendered) && isRecord(rendered.files)) {
     const paths = Object.keys(rendered.files);
     return { kind: 'files', files: paths.slice(0, 50), count: paths.length, bytes: byteLength(rendered.files) };
   }
+  // Fresh-user report: the reference showed as `unknown` with the size of its own JSON (90
+  // bytes) instead of the artifact's. The schema (strict: exactly `sha256` and `bytes`) is the
+  // allowlist, so a malformed reference still shows as `unknown`.
+  const stored = StoredRenderedSchema.safeParse(rendered);
+  if (stored.success) return summarizeStoredRendered(stored.data);
   return { kind: 'unknown', bytes: byteLength(rendered) };
 }
 
