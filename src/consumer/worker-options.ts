@@ -7,6 +7,7 @@ import { DEFAULT_REDIS_URL, redisTopology } from '../platform/redis-connection.j
 import type { Logger } from '../platform/logger.js';
 import { Allowlist, DEFAULT_ALLOWLIST } from '../ref/index.js';
 import { CONTAINMENT_MODES, LAUNCHER_CHOICES, type ContainmentMode, type LauncherChoice } from '../sandbox/index.js';
+import { unknownOptionsText } from '../spec/closest-key.js';
 
 /**
  * Options of a rollout worker. Every option has a default; `compileWorkerOptions` turns
@@ -288,6 +289,9 @@ export function compileWorkerOptions(input: WorkerOptions): CompiledWorkerOption
   const parsed = WorkerOptionsSchema.safeParse(rest);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
+    if (issue?.code === 'unrecognized_keys' && issue.path.length === 0) {
+      throw new Error(`RolloutWorker.create: ${unknownOptionsText(issue.keys, [...Object.keys(WorkerOptionsSchema.shape), 'logger'])}`);
+    }
     throw new Error(`worker option ${issue?.path.join('.') || '(options)'}: ${issue?.message ?? 'invalid'}`);
   }
   const options = parsed.data;

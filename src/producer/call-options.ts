@@ -1,4 +1,8 @@
 import { closestKey } from '../spec/closest-key.js';
+import { ProducerOptionsSchema } from './producer-options.js';
+
+/** Options of `RolloutQueue.create`: one of them passed to a call is named as the queue's. */
+const QUEUE_OPTION_KEYS: readonly string[] = Object.keys(ProducerOptionsSchema.shape);
 
 /**
  * Checks the options object of a `RolloutQueue` call at run time, as `create()` checks its own
@@ -7,8 +11,9 @@ import { closestKey } from '../spec/closest-key.js';
  * @param method the call, for messages (`mapRollouts`).
  * @param known the option names the call takes.
  * @param required the one option that must be there, or undefined when `options` may be omitted.
- * @throws TypeError naming an unknown option (with the closest known one), a missing required
- *   option, options that are no object, or a `signal` that is no AbortSignal.
+ * @throws TypeError naming an unknown option (with the closest known one, or saying it is an
+ *   option of `RolloutQueue.create`), a missing required option, options that are no object, or
+ *   a `signal` that is no AbortSignal.
  */
 export function checkCallOptions(method: string, options: unknown, known: readonly string[], required?: string): void {
   if (options === undefined && required === undefined) return;
@@ -17,6 +22,11 @@ export function checkCallOptions(method: string, options: unknown, known: readon
   }
   for (const key of Object.keys(options)) {
     if (known.includes(key)) continue;
+    // Fresh-user report: `mapRollouts(drafts, { maxInFlight: 5 })`, as README's "mapRollouts keeps
+    // at most maxInFlight" reads, was refused without a word that it is the queue's option.
+    if (QUEUE_OPTION_KEYS.includes(key)) {
+      throw new TypeError(`${method} option "${key}" is an option of the whole queue, not of one call: pass it to RolloutQueue.create({ ${key}: … }); ${method}'s options are ${known.join(', ')}`);
+    }
     const near = closestKey(key, known);
     throw new TypeError(`${method} option "${key}" is not an option${near ? ` (did you mean "${near}"?)` : ''}; its options are ${known.join(', ')}`);
   }

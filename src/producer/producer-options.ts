@@ -4,6 +4,7 @@ import { clusterPrefixProblem, DEFAULT_PREFIX, DEFAULT_QUEUE, queueKeys } from '
 import { createLogger, type Logger } from '../platform/logger.js';
 import { DEFAULT_REDIS_URL, redisTopology } from '../platform/redis-connection.js';
 import { DEFAULT_RETAIN_MS } from './run-retention.js';
+import { unknownOptionsText } from '../spec/closest-key.js';
 
 /** 1 MiB in bytes: the default {@link ProducerOptions.maxSpecBytes}. */
 export const ONE_MIB = 1024 * 1024;
@@ -282,6 +283,9 @@ export function compileProducerOptions(input: ProducerOptions = {}, env: NodeJS.
   const parsed = ProducerOptionsSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
+    if (issue?.code === 'unrecognized_keys' && issue.path.length === 0) {
+      throw new Error(`RolloutQueue.create: ${unknownOptionsText(issue.keys, Object.keys(ProducerOptionsSchema.shape))}`);
+    }
     const path = issue?.path.map(String).join('.') || '(options)';
     throw new Error(`RolloutQueue option ${path}: ${issue?.message ?? 'invalid'}; see ProducerOptions for the allowed values`);
   }

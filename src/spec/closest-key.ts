@@ -37,6 +37,21 @@ export function closestKey(wanted: string, keys: readonly string[]): string | un
   return best;
 }
 
+/**
+ * Keys an options object does not take, in words: each as `unknown option "concurency" (did you
+ * mean "concurrency"?)`, then every key it does take, so the fix is on the line (fresh-user report:
+ * `RolloutWorker.create({ concurency: 2 })` said only `Unrecognized key: "concurency"`).
+ * @param keys the keys given that are not options.
+ * @param known the options, in their documented order.
+ */
+export function unknownOptionsText(keys: readonly string[], known: readonly string[]): string {
+  const each = keys.map((key) => {
+    const near = closestKey(key, known);
+    return `unknown option "${key}"${near ? ` (did you mean "${near}"?)` : ''}`;
+  });
+  return `${each.join(', ')}; its options are ${known.join(', ')}`;
+}
+
 /** Edits (insert, delete, substitute one UTF-16 unit) that turn `a` into `b`. */
 export function levenshtein(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
