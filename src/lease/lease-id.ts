@@ -14,7 +14,8 @@ const DIGEST_SUFFIX = /-[0-9a-f]{16}$/;
  */
 export function safeTaskKey(taskKey: string | number): string {
   const raw = String(taskKey);
-  if (raw.length === 0) throw new Error('task key is empty; give the task an "id" or use its line number');
+  // Callers add the fix in their own terms (a draft's taskKey or task.id, a tasks file's line).
+  if (raw.length === 0) throw new Error('task key is empty');
   if (raw.length <= MAX_ID_LENGTH && SAFE_ID.test(raw) && !DIGEST_SUFFIX.test(raw)) return raw;
   const cut = raw.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, MAX_ID_LENGTH - 17);
   return `${cut}-${digest(raw)}`;

@@ -121,7 +121,7 @@ export function prepareDraft(draft: unknown, ctx: DraftContext): PreparedDraft {
     leaseId = leaseIdFor(ctx.runId, wanted);
   } catch (err) {
     const fallback = leaseIdFor(ctx.runId, fallbackKey);
-    return refuse(fallback, taskId, 'InvalidSpec', `draft #${ctx.index}: ${(err as Error).message}; give the draft a non-empty taskKey or task.id`);
+    return refuse(fallback, taskId, 'InvalidSpec', `draft #${ctx.index}: ${(err as Error).message}; give the draft a non-empty taskKey or task.id, or leave both out and the task is named by its position`);
   }
   if (!record) {
     return refuse(leaseId, taskId, 'InvalidSpec', `draft #${ctx.index} is not a plain object; pass { rendered, task, run, reward, ... }`);
