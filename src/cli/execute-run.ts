@@ -301,7 +301,7 @@ async function attachTotal(q: RolloutQueue, options: ExecuteRunOptions): Promise
     if (held > 0 && (await queuesWithRun(options.env, options.queue, options.runId)).length === 0) {
       throw new CliError(MSG.resumeRunGone(options.runId, options.queue, options.out, held));
     }
-    throw await runNotFound(options.env, options.queue, options.runId);
+    throw await runNotFound(options.env, options.queue, options.runId, MSG.resumeRunLost(options.runId, options.queue));
   }
   return status.run.specCount;
 }

@@ -319,13 +319,23 @@ export const MSG = {
   resumeRunGone: (runId: string, queue: string, out: string, held: number) =>
     `no run "${runId}" on queue "${queue}" any more, though ${out} holds ${held} of its Results: Redis no longer has it (purged, past its retention, or lost when Redis restarted without persistence). ` +
     `To finish it, run the same \`${cliCommand()} run …\` command again with --run-id ${runId} --out ${shellWord(out)}: it runs the tasks again and writes only the Results the file lacks.`,
-  /** `elsewhere`: the prefix's other queues that hold a run of this id. */
-  runNotFound: (runId: string, queue: string, prefix: string, unused?: QueuesUsed, elsewhere: readonly string[] = []) =>
+  /**
+   * `elsewhere`: the prefix's other queues that hold a run of this id. `lost`: a sentence added
+   * when the queue was used and holds no such run (resume: what to do if Redis lost it).
+   */
+  runNotFound: (runId: string, queue: string, prefix: string, unused?: QueuesUsed, elsewhere: readonly string[] = [], lost?: string) =>
     `no run "${runId}" on queue "${queue}" (prefix "${prefix}"); ${elsewhere.length > 0
       ? `it is on queue ${elsewhere.map((name) => `"${name}"`).join(', ')}: add --queue ${shellWord(elsewhere[0] as string)}`
       : unused
         ? `nothing has used queue "${queue}" under prefix "${prefix}" (${queuesUsedThere(unused)}); check --queue and ROLLOUT_QUEUE_PREFIX`
-        : `check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliCommand()} status lists the runs)`}`,
+        : `check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliCommand()} status lists the runs)${lost ? `. ${lost}` : ''}`}`,
+  /**
+   * Resume of a run Redis does not have, with no results file of it at hand (fresh-user report,
+   * helper-30: after Redis restarted empty, resume said only "check the id", while running the
+   * same run command again finished the run).
+   */
+  resumeRunLost: (runId: string, queue: string) =>
+    `If Redis lost it (restarted without persistence, or flushed), run the same \`${cliCommand()} run …\` command again with --run-id ${runId}${queueFlag(queue)} and the --out it wrote to: it keeps the Results in that file and runs the rest`,
   runStopped: (leaseId: string, type: string, message: string) =>
     `run stopped on a caller result for lease ${leaseId}: ${type}: ${message}\nFix the caller contract (Ref, config, spec) and run again with a new --run-id; rollouts of this run that had not started were removed and get no Result.`,
   runStoppedEarlier: (why: string) => `the run was stopped before: ${why}`,

@@ -33,8 +33,9 @@ export async function queuesUsedInstead(
  * when nothing used this one (see {@link queuesUsedInstead}; fresh-user report: `status RUN
  * --queue <typo>` said only "check the id, --queue …", while `status --queue <typo>` named the
  * used queues). A failed look adds nothing.
+ * @param lost a sentence for when the queue was used and holds no such run (see `MSG.runNotFound`).
  */
-export async function runNotFound(env: CliEnvironment, queue: string, runId: string): Promise<CliError> {
+export async function runNotFound(env: CliEnvironment, queue: string, runId: string, lost?: string): Promise<CliError> {
   // One connection and at most one SCAN for both looks; a failed look: the run is unknown either way.
   const { used, elsewhere } = await lookOnce(env, async (redis) => {
     let scanned: Promise<Map<string, string[]>> | undefined;
@@ -44,7 +45,7 @@ export async function runNotFound(env: CliEnvironment, queue: string, runId: str
       elsewhere: await queuesHoldingRun(redis, env.prefix, queue, runId, scan),
     };
   }).catch(() => ({ used: undefined, elsewhere: [] }));
-  return new CliError(MSG.runNotFound(runId, queue, env.prefix, used, elsewhere));
+  return new CliError(MSG.runNotFound(runId, queue, env.prefix, used, elsewhere, lost));
 }
 
 /** The prefix's other queues that hold a run of `runId` (see {@link queuesHoldingRun}); none when the look fails. */

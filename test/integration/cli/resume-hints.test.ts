@@ -306,6 +306,9 @@ describe('resume of a run Redis no longer has, into a file holding its Results',
     const unknown = await runCli(['resume', 'gone2', '--queue', queue, '--out', path.join(dir, 'none.jsonl')], { env, cwd: dir });
     expect(unknown.stderr).toContain('no run "gone2"');
     expect(unknown.stderr).not.toContain('any more');
+    // Fresh-user report (helper-30): with no file of the run at hand, resume said only "check the
+    // id"; re-running the run command with its --out is what finishes a run Redis lost.
+    expect(unknown.stderr).toContain(`If Redis lost it (restarted without persistence, or flushed), run the same \`${cliHint(env, dir)} run …\` command again with --run-id gone2 --queue ${queue} and the --out it wrote to: it keeps the Results in that file and runs the rest`);
   });
 });
 
