@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { cliCommand } from '../../../src/cli/cli-command.js';
 import { MSG } from '../../../src/cli/messages.js';
 
 // Regression (fresh-user report): after Ctrl-C of a run with un-enqueued specs, `resume` printed
@@ -9,7 +10,8 @@ describe('CLI advice when a run was interrupted before every spec was enqueued',
   it('resume names the count and the CLI command that finishes the run, not the library call', () => {
     const text = MSG.resumeNeedsSpecs('mif1', producerError, 'fq', 'r.jsonl');
     expect(text).toContain('12 of its specs were never enqueued');
-    expect(text).toContain('run the same `rollout-queue run` command again with --run-id mif1 --queue fq --out r.jsonl');
+    // The command as this process prints it: with REDIS_URL set (as `npm test` allows), it leads with it.
+    expect(text).toContain(`run the same \`${cliCommand()} run\` command again with --run-id mif1 --queue fq --out r.jsonl`);
     expect(text).not.toContain('mapRollouts');
   });
 
