@@ -9,6 +9,7 @@ import { commandsWithActions } from './command-actions.js';
 import { createContext } from './command-context.js';
 import { startOtlpTracing } from '../platform/otlp-tracing.js';
 import { packageVersion } from '../platform/process-metrics.js';
+import { redisUrlPassword } from '../platform/redis-connection.js';
 import { CliError, EXIT, type ExitCode } from './errors.js';
 import { refusalLine } from './refusal-line.js';
 import { HELP, MSG } from './messages.js';
@@ -39,14 +40,11 @@ function configure(command: CommandUnknownOpts): CommandUnknownOpts {
 
 /** `text` with the password of `REDIS_URL` (raw or percent-encoded) replaced by `***`. */
 function withoutPassword(text: string): string {
-  let password = '';
-  try {
-    password = new URL(process.env.REDIS_URL ?? '').password;
-  } catch {
-    return text;
-  }
+  // Read as the connection reads it: `redis://s3cret@host` authenticates with s3cret (WHATWG URL
+  // calls that a user name, and it was printed in the clear: fresh-user report).
+  const password = redisUrlPassword(process.env.REDIS_URL ?? '');
   if (!password) return text;
-  return [password, decodeURIComponent(password)].reduce((out, secret) => out.split(secret).join('***'), text);
+  return [password, encodeURIComponent(password)].reduce((out, secret) => out.split(secret).join('***'), text);
 }
 
 /**

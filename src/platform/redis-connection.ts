@@ -42,12 +42,19 @@ function splitUrl(url: string): UrlParts | undefined {
       return text;
     }
   };
+  // One credential without ":" is the password (redis://s3cret@host, as redis-cli reads it):
+  // a user name alone cannot AUTH, and read as one it was printed in the clear (fresh-user report).
   return {
     scheme,
-    user: colon < 0 ? decode(credentials) || undefined : decode(credentials.slice(0, colon)) || undefined,
-    password: colon < 0 ? undefined : decode(credentials.slice(colon + 1)),
+    user: colon < 0 ? undefined : decode(credentials.slice(0, colon)) || undefined,
+    password: colon < 0 ? decode(credentials) || undefined : decode(credentials.slice(colon + 1)),
     rest: body.slice(at + 1),
   };
+}
+
+/** The password of a Redis URL as it authenticates (decoded), or undefined: what output must never show. */
+export function redisUrlPassword(url: string): string | undefined {
+  return splitUrl(url)?.password || undefined;
 }
 
 /** The address of a Redis URL without its credentials, safe for logs and errors (one line). */
@@ -56,7 +63,10 @@ export function redactRedisUrl(url: string): string {
   if (!parts) return '(unparsable REDIS_URL)';
   const user = parts.user ? JSON.stringify(parts.user).slice(1, -1) : '';
   const credentials = parts.user || parts.password !== undefined ? `${user}:***@` : '';
-  return `${parts.scheme}//${credentials}${parts.rest.replace(/[\r\n\t]/g, ' ')}`;
+  // Query values too: `?password=…` is not read (redisOptionsFromUrl refuses it), and the whole
+  // URL was printed in the NOAUTH error it led to (fresh-user report).
+  const rest = parts.rest.replace(/([?&][^=&#]*=)[^&#]*/g, '$1***');
+  return `${parts.scheme}//${credentials}${rest.replace(/[\r\n\t]/g, ' ')}`;
 }
 
 /**
@@ -80,6 +90,9 @@ export function redisOptionsFromUrl(url: string, tls: RedisTlsFiles = {}): Redis
     parsed = new URL(`${parts.scheme}//${parts.rest}`);
   } catch {
     throw new Error(`REDIS_URL ${redactRedisUrl(url)} is not a valid address; expected redis://[user:password@]host:port[/db]`);
+  }
+  if (parsed.search !== '') {
+    throw new Error(`REDIS_URL ${redactRedisUrl(url)}: query parameters are not read; put the password in the URL itself, redis://:PASSWORD@host:port[/db] (URL-encoded)`);
   }
   const dbText = parsed.pathname && parsed.pathname !== '/' ? parsed.pathname.slice(1) : '0';
   if (!/^\d{1,5}$/.test(dbText)) {

@@ -170,3 +170,20 @@ describe('Redis Cluster and Sentinel URLs', () => {
     for (const url of ['redis+sentinel://:pw@10.0.0.1:26379', 'redis+cluster://:pw@10.0.0.1:7000/3']) expect(messageOf(() => redisOptionsFromUrl(url))).not.toContain('pw@');
   });
 });
+
+// Fresh-user report (helper-32): `REDIS_URL='redis://127.0.0.1:17752/?password=s3cretpw'` printed the
+// whole URL in the NOAUTH error, and `redis://s3cretpw@host` showed as `redis://s3cretpw:***@…`.
+describe('passwords outside user:password', () => {
+  it('a lone credential is the password: authenticates with it and never shows it', () => {
+    expect(redisOptionsFromUrl('redis://s3cretpw@127.0.0.1:17752')).toMatchObject({ password: 's3cretpw' });
+    expect(redisOptionsFromUrl('redis://s3cretpw@127.0.0.1:17752').username).toBeUndefined();
+    expect(redactRedisUrl('redis://s3cretpw@127.0.0.1:17752')).toBe('redis://:***@127.0.0.1:17752');
+  });
+
+  it('query values never show, and a query is refused naming where the password goes', () => {
+    expect(redactRedisUrl('redis://127.0.0.1:17752/?password=s3cretpw')).toBe('redis://127.0.0.1:17752/?password=***');
+    const message = messageOf(() => redisOptionsFromUrl('redis://127.0.0.1:17752/?password=s3cretpw'));
+    expect(message).toBe('REDIS_URL redis://127.0.0.1:17752/?password=***: query parameters are not read; put the password in the URL itself, redis://:PASSWORD@host:port[/db] (URL-encoded)');
+    expect(message).not.toContain('s3cretpw');
+  });
+});
