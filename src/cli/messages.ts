@@ -328,7 +328,7 @@ export const MSG = {
       ? `it is on queue ${elsewhere.map((name) => `"${name}"`).join(', ')}: add --queue ${shellWord(elsewhere[0] as string)}`
       : unused
         ? `nothing has used queue "${queue}" under prefix "${prefix}" (${queuesUsedThere(unused)}); check --queue and ROLLOUT_QUEUE_PREFIX`
-        : `check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliCommand()} status lists the runs)${lost ? `. ${lost}` : ''}`}`,
+        : `check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliCommand()} status${queueFlag(queue)} lists the runs)${lost ? `. ${lost}` : ''}`}`,
   /**
    * Resume of a run Redis does not have, with no results file of it at hand (fresh-user report,
    * helper-30: after Redis restarted empty, resume said only "check the id", while running the

@@ -74,7 +74,7 @@ describe('BR-43: a delivered run does not stay in Redis for good', () => {
     // Fresh-user report: purge of an unknown run printed "error: Error: no run …" and a stack trace.
     const again = await runCli(['purge', runId, '--queue', queue], { env });
     expect(again.code).toBe(1);
-    expect(again.stderr.trim().split('\n')).toEqual([`error: no run "${runId}" on queue "${queue}" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliHint(env)} status lists the runs)`]);
+    expect(again.stderr.trim().split('\n')).toEqual([`error: no run "${runId}" on queue "${queue}" (prefix "${prefix}"); check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliHint(env)} status --queue ${queue} lists the runs)`]);
   });
 });
 
