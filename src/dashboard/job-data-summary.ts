@@ -51,7 +51,8 @@ const SHOWN_HASH_CHARS = 12;
 
 /**
  * A stored artifact's reference as `{ kind: 'stored', bytes, sha256, note }`: `bytes` is the
- * artifact's size in bytes (UTF-8 JSON text, from the reference), `sha256` the hash's first 12
+ * size in bytes of the artifact's UTF-8 JSON text (a string artifact quoted and escaped, so not
+ * its file's size on disk: fresh-user report), from the reference, `sha256` the hash's first 12
  * hex digits and `…`, `note` a sentence saying where the artifact is. Pure: the dashboard never
  * reads the run's artifact from Redis, so no file list is shown.
  */
@@ -61,7 +62,7 @@ function summarizeStoredRendered(ref: StoredRendered): unknown {
     bytes: ref.bytes,
     sha256: `${ref.sha256.slice(0, SHOWN_HASH_CHARS)}…`,
     // A stored artifact may be one string as well as files; the dashboard cannot tell which.
-    note: 'the artifact (its text or files) is stored once per run in Redis; the job carries its hash',
+    note: "the artifact's JSON text (a string in quotes, or its files) is stored once per run in Redis; bytes and sha256 are of that text",
   };
 }
 

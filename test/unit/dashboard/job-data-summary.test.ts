@@ -14,7 +14,7 @@ describe('summarizeRendered: what the dashboard shows of a job\'s artifact', () 
       kind: 'stored',
       bytes: 5917,
       sha256: 'b18ac9012345…',
-      note: 'the artifact (its text or files) is stored once per run in Redis; the job carries its hash',
+      note: "the artifact's JSON text (a string in quotes, or its files) is stored once per run in Redis; bytes and sha256 are of that text",
     });
   });
 
