@@ -165,20 +165,21 @@ export class RolloutProcessor {
     const skew = findVersionSkew(spec.sandbox.requires);
     if (skew) {
       // Never run against the wrong code: another worker (another install) may satisfy it.
-      const text = `worker ${this.options.name} has ${skew.package} ${skew.installed ?? '(not installed)'}, outside sandbox.requires["${skew.package}"] = "${skew.range}"; run it on a worker with a matching install`;
+      const text = `worker "${this.options.name}" has ${skew.package} ${skew.installed ?? '(not installed)'}, outside sandbox.requires["${skew.package}"] = "${skew.range}"; run it on a worker with a matching install`;
       this.logger.error({ runId: spec.runId, leaseId: spec.leaseId, package: skew.package, range: skew.range, installed: skew.installed }, `version skew: ${text}`);
       return this.redispatch(job, token, spec, startedAt, { reason: 'VersionSkew', exitCode: null, signal: null, stderrTail: text }, { backoff: true });
     }
     const missing = spec.sandbox.env.filter((name) => process.env[name] === undefined);
     if (missing.length > 0) {
       // After the back-off, as a transient: handed straight back, the lease went to this same
-      // worker again at once and used up its whole budget in 45 ms, before any worker of the fleet
-      // that has the secret could take it (fresh-user report). Same for a version skew above.
+      // worker again at once and used up its whole budget in 45 ms, before a busy worker of the
+      // fleet that has the secret could take it (fresh-user report). An idle worker without it may
+      // still take it again: placement is what routes a lease to the workers that can run it.
       return this.redispatch(job, token, spec, startedAt, {
         reason: 'MissingSecret',
         exitCode: null,
         signal: null,
-        stderrTail: `worker ${this.options.name} has no environment variable ${missing.join(', ')} (named in sandbox.env); set it on the worker`,
+        stderrTail: `worker "${this.options.name}" has no environment variable ${missing.join(', ')} (named in sandbox.env); set it on the worker, or send these leases only to workers that have it with a placement label (worker --placement KEY=VALUE, and the same placement on the drafts)`,
       }, { backoff: true });
     }
     const secrets = Object.fromEntries(spec.sandbox.env.map((name) => [name, process.env[name] as string]));

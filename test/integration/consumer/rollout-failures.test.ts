@@ -184,6 +184,9 @@ describe('failures of the rollout itself', () => {
       const { results } = await q.waitForAll([spec.leaseId]);
       expect(results.get(spec.leaseId)).toMatchObject({ kind: 'infrastructure', redispatched: 2 });
       expect(results.get(spec.leaseId)?.error?.message).toContain('RQ_TEST_ABSENT_SECRET');
+      // Fresh-user report (helper-32): the back-off alone did not keep an idle worker without the
+      // secret from taking the lease again; the message names the routing that does.
+      expect(results.get(spec.leaseId)?.error?.message).toContain('or send these leases only to workers that have it with a placement label (worker --placement KEY=VALUE, and the same placement on the drafts)');
     });
   });
 
