@@ -292,8 +292,11 @@ export const MSG = {
     `could not open a TLS connection to Redis at ${address} (${why}): rediss:// needs a Redis with TLS on (its tls-port); for a plain Redis use redis://.`,
   redisHostUnknown: (address: string, host: string, code: string) =>
     `could not connect to Redis at ${address}: the host name "${host}" does not resolve (${code}). Check the host in REDIS_URL (redis://host:port), e.g. redis://127.0.0.1:6379.`,
-  redisAuthFailed: (address: string) =>
-    `Redis at ${address} refused the credentials (WRONGPASS). Check the user and password in REDIS_URL (redis://user:password@host:port).`,
+  /** `placeholder`: the password given is `***`, as the CLI prints a password (a hint pasted as printed). */
+  redisAuthFailed: (address: string, placeholder = false) =>
+    `Redis at ${address} refused the credentials (WRONGPASS). ${placeholder
+      ? 'The password in REDIS_URL is ***, which this CLI prints in place of a password: put the real one there (redis://user:password@host:port).'
+      : 'Check the user and password in REDIS_URL (redis://user:password@host:port).'}`,
   redisNeedsAuth: (address: string) =>
     `Redis at ${address} requires a password (NOAUTH). Put it in REDIS_URL: redis://[user]:password@host:port.`,
   redisNoPasswordSet: (address: string) =>

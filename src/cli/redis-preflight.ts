@@ -58,7 +58,8 @@ function classify(err: unknown, env: CliEnvironment, options: { readonly host?: 
   }
   // A name that does not resolve will not start resolving because Redis starts: "Start Redis" would mislead.
   if ((code === 'ENOTFOUND' || code === 'EAI_AGAIN') && options.host) return { kind: 'unreachable', message: MSG.redisHostUnknown(env.address, options.host, code) };
-  if (/WRONGPASS|invalid (username-)?password/i.test(text)) return { kind: 'auth', message: MSG.redisAuthFailed(env.address) };
+  // Fresh-user report (helper-32): a hint pasted as printed carries `***` for the password.
+  if (/WRONGPASS|invalid (username-)?password/i.test(text)) return { kind: 'auth', message: MSG.redisAuthFailed(env.address, options.password === '***') };
   if (/NOAUTH/i.test(text)) return { kind: 'auth', message: MSG.redisNeedsAuth(env.address) };
   if (/without any password configured/i.test(text)) return { kind: 'auth', message: MSG.redisNoPasswordSet(env.address) };
   if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return { kind: 'unreachable', message: MSG.redisUnreachable(env.address, code) };

@@ -204,6 +204,15 @@ describe('a Redis that cannot be used gives one clear line, never the password',
     expect(outcome.stderr).toContain('refused the credentials');
     expect(outcome.stderr).toContain('redis://:***@127.0.0.1');
     expect(outcome.stdout + outcome.stderr).not.toContain('wrong-password-also-secret');
+    expect(outcome.stderr).toContain('Check the user and password in REDIS_URL');
+  });
+
+  // Fresh-user report (helper-32): a hint pasted as printed (REDIS_URL='redis://:***@…') got only
+  // "refused the credentials".
+  it('the *** a hint prints for the password: says to put the real password there', async () => {
+    const outcome = await runCli(['status'], { env: { REDIS_URL: guarded.url.replace('redis://', 'redis://:***@') } });
+    expect(outcome.code).toBe(1);
+    expect(outcome.stderr).toContain('refused the credentials (WRONGPASS). The password in REDIS_URL is ***, which this CLI prints in place of a password: put the real one there');
   });
 
   // Fresh-user report: REDIS_URL=…/99 ran everything in database 0 (ioredis logs the refused
