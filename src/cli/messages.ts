@@ -1,6 +1,6 @@
 import { COORDINATOR_LEASE_MS, DEFAULT_MAX_SPEC_BYTES, LEASE_LOST_WAIT_MS, MAX_PRODUCER_BYTES } from '../producer/index.js';
 import { DEFAULT_MEMORY_MB, MIN_MEMORY_MB } from '../spec/index.js';
-import { cliCommand, shellWord } from './cli-command.js';
+import { CLI_NAME, cliCommand, shellWord } from './cli-command.js';
 import type { QueuesUsed } from './queues-used.js';
 
 /**
@@ -229,12 +229,19 @@ export const MSG = {
     const { reward, goldKey, suggestion, lacking, total } = gold;
     const key = JSON.stringify(goldKey);
     const where = lacking === total ? 'every task' : lacking === 1 ? 'this task' : `the ${lacking} tasks that lack it`;
+    // A null is there already: it needs a value, not adding (fresh-user report, helper-33).
+    const addIt = gold.isNull ? `give ${key} a string, number or boolean in ${where}` : `add ${key} to ${where}`;
+    // Another goldKey fixes only tasks that all lack this one: where some hold it, a near key in
+    // this task is the task's own misspelling (fresh-user report, helper-33: the suggested
+    // --reward-config would have broken every other line).
     const fix =
-      suggestion !== undefined
-        ? `did you mean ${JSON.stringify(suggestion)}? pass --reward-config ${shellWord(gold.fixConfig)}, or add ${key} to ${where}`
-        : lacking === total
-          ? `add ${key} to every task, or pass --reward-config ${shellWord(gold.fixConfig)} with the key that holds the answer`
-          : `add ${key} to ${where}`;
+      suggestion !== undefined && lacking === total
+        ? `did you mean ${JSON.stringify(suggestion)}? pass --reward-config ${shellWord(gold.fixConfig)}, or ${addIt}`
+        : suggestion !== undefined
+          ? `rename ${JSON.stringify(suggestion)} to ${key} in this task, or ${addIt}`
+          : lacking === total && !gold.isNull
+            ? `add ${key} to every task, or pass --reward-config ${shellWord(gold.fixConfig)} with the key that holds the answer`
+            : addIt;
     const count = total === 1 ? '' : lacking === total ? `; all ${total} tasks lack it` : `; ${lacking} of ${total} tasks lack it`;
     return (
       `${file}:${line}: --reward ${reward} reads the gold answer at task.${goldKey}, and ${gold.isNull ? `this task's ${key} is null` : `this task has no ${key}`} ` +
@@ -370,7 +377,9 @@ export const MSG = {
    */
   runningUndelivered: (runId: string, queue: string, count: number, out: string, how: 'cancelled' | 'stopped') =>
     `${count} Result(s) are not in ${out} yet, of rollouts that had finished but were not delivered, or were still running, when the run was ${how} (${how === 'cancelled' ? 'a rollout stopped by the cancel ends caller/Cancelled' : 'running ones run to their end'}); collect them with\n  ${cliCommand()} resume ${runId}${queueFlag(queue)} --out ${shellWord(out)}`,
-  cancelReason: `cancelled with \`${cliCommand()} cancel\``,
+  // Stored in the run record and shown by status: how it was cancelled, not a command to paste
+  // (with the connection words of a hint it read `… cancel` without a run id: helper-33).
+  cancelReason: `cancelled with \`${CLI_NAME} cancel\``,
   /**
    * `undelivered`: its finished Results not delivered yet (purge refuses it then: fresh-user
    * report, the hint said purge and purge refused). `out`: the run's results file when recorded.

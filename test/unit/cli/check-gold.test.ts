@@ -52,6 +52,23 @@ describe('checkBuiltinRewardGold (run, before anything is enqueued)', () => {
     );
   });
 
+  // Fresh-user report (helper-33): one task of two misspelt its key; the suggested goldKey would
+  // have broken the other line.
+  it('where other tasks hold the key, names the task\'s own misspelling, not another goldKey', () => {
+    expect(refusal(lines({ id: 'a', answer: 1 }, { id: 'b', answr: 2 }), reward('lastNumber'))).toBe(
+      'tasks.jsonl:2: --reward rollout-queue/rewards:lastNumber reads the gold answer at task.answer, and this task has no "answer" ' +
+        '(task keys: id, answr; 1 of 2 tasks lack it); rename "answr" to "answer" in this task, or add "answer" to this task. Nothing was enqueued.',
+    );
+  });
+
+  // Fresh-user report (helper-33): a null gold said `add "answer" to every task` of a task that has it.
+  it('asks a value for a null gold, not to add the key', () => {
+    expect(refusal(lines({ id: 'a', answer: null }), reward('exactMatch'))).toBe(
+      'tasks.jsonl:1: --reward rollout-queue/rewards:exactMatch reads the gold answer at task.answer, and this task\'s "answer" is null ' +
+        '(task keys: id, answer); give "answer" a string, number or boolean in every task. Nothing was enqueued.',
+    );
+  });
+
   it('says a null gold is null', () => {
     expect(refusal(lines({ id: 'a', answer: null }), reward('exactMatch'))).toContain(`tasks.jsonl:1: --reward rollout-queue/rewards:exactMatch reads the gold answer at task.answer, and this task's "answer" is null`);
   });

@@ -41,3 +41,11 @@ describe('CLI advice when a run was interrupted before every spec was enqueued',
     expect(whole).not.toContain('run command again');
   });
 });
+
+// Fresh-user report (helper-33): the reason stored in the run record read "cancelled with
+// `REDIS_URL=… node bin/rollout-queue.js cancel`", a hint without its run id.
+describe('the cancel reason stored in the run record', () => {
+  it('says how the run was cancelled, without connection settings, whatever the environment', () => {
+    expect(MSG.cancelReason).toBe('cancelled with `rollout-queue cancel`');
+  });
+});
