@@ -128,6 +128,7 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
     traceparent: spec.traceparent,
     timeouts: Object.freeze(spec.timeouts),
     memoryMb: spec.sandbox.memoryMb,
+    sandbox: spec.sandbox,
     // Made when rollout code first logs: most rollouts never do.
     get log() {
       return (log ??= logger(message.secrets));

@@ -5,19 +5,21 @@ export const FALLBACK_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:
 export const RESERVED_ENV_NAMES: readonly string[] = ['PATH', 'HOME', 'LANG', 'TMPDIR'];
 
 /**
- * The artifact's whole environment: the named secrets, then `PATH` (the worker's), `HOME`
- * and `TMPDIR` (both the work directory, so stray files are removed with it) and
- * `LANG=C.UTF-8`. Nothing else from the worker's environment reaches the artifact.
+ * The artifact's whole environment: the named secrets, then `PATH` (the program's PATH in the
+ * tenant view, `view.path`: the interpreters' bin directories, then the system's; without one,
+ * the worker's), `HOME` (its work dir), `TMPDIR` (its /tmp in the tenant view, else the work
+ * dir, so stray files are removed with it) and `LANG=C.UTF-8`. Nothing else from the worker's
+ * environment reaches the artifact.
  */
-export function childEnv(workDir: string, secrets: Readonly<Record<string, string>>): Record<string, string> {
+export function childEnv(view: { readonly workDir: string; readonly tmpDir: string; readonly path: string | undefined }, secrets: Readonly<Record<string, string>>): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(secrets)) {
     if (!RESERVED_ENV_NAMES.includes(name)) env[name] = value;
   }
-  env.PATH = process.env.PATH ?? FALLBACK_PATH;
-  env.HOME = workDir;
+  env.PATH = view.path ?? process.env.PATH ?? FALLBACK_PATH;
+  env.HOME = view.workDir;
   env.LANG = 'C.UTF-8';
-  env.TMPDIR = workDir;
+  env.TMPDIR = view.tmpDir;
   return env;
 }
 

@@ -1,11 +1,10 @@
-import path from 'node:path';
 import { InfrastructureError, ModelError } from '../spec/errors.js';
 import type { Rendered, RolloutContext, Task } from '../spec/index.js';
-import { childEnv, redactSecrets } from './child-env.js';
+import { redactSecrets } from './child-env.js';
 import { checkOutputFits, commandFor, compileCodeRunnerOptions, type CodeRunnerOptions, type CompiledCodeRunnerOptions } from './code-runner-options.js';
-import { Sandbox, type SandboxUsage } from '../sandbox/index.js';
-import { runProcessGroup, TAIL_BYTES, type GroupRunOutcome } from './process-group.js';
-import { artifactFiles, attemptName, writeArtifact } from './work-dir.js';
+import { TAIL_BYTES, type GroupRunOutcome } from './process-group.js';
+import { runContained, type ContainedRun, type ContainmentReport } from './run-contained.js';
+import { artifactFiles, attemptName } from './work-dir.js';
 
 /** What a successful code run returns as the rollout's output (JSON data). */
 export interface CodeRunOutput {
@@ -34,40 +33,48 @@ export interface CodeRunOutput {
   readonly stdoutDroppedBytes: number;
   /** Bytes of stderr dropped between the kept head and tail (0 when not truncated). */
   readonly stderrDroppedBytes: number;
+  /**
+   * The containment the artifact ran under: the worker's level and the boundaries it leaves open
+   * (`containmentGaps`; empty at `sealed`), so a results file says what each rollout could reach.
+   */
+  readonly containment: ContainmentReport;
 }
 
 /** The run function made by {@link codeRunner}. */
 export type CodeRunFn = (rendered: Rendered, task: Task, ctx: RolloutContext) => Promise<CodeRunOutput>;
 
-/** Spawn errors that say the machine is short of something: the plane's problem, never the artifact's. */
-const RESOURCE_ERRORS: ReadonlySet<string> = new Set(['EAGAIN', 'ENOMEM', 'EMFILE', 'ENFILE', 'ENOSPC']);
-
 /**
  * Factory of the built-in code runner (`rollout-queue/runners:codeRunner`).
  *
- * The returned `run(rendered, task, ctx)`:
+ * The returned `run(rendered, task, ctx)` runs the artifact through `runContained`, a hostile
+ * tenant (docs/security.md):
  * 1. makes the attempt's sandbox (`src/sandbox`): a fresh private directory
  *    `<os.tmpdir()>/rollout-queue/<leaseId>.<runAttemptId>.a<attempt>-p<pid>s<start>n<pidns>-<random>`
- *    and, where the host allows, a cgroup limiting memory to `ctx.memoryMb` (the spec's
- *    `sandbox.memoryMb`) over the artifact's whole tree; writes the artifact there;
- * 2. runs the entrypoint there in the sandbox (its own PID namespace where the host allows,
- *    else its own process group), with the task as JSON on stdin and a clean environment:
- *    `PATH` (the worker's), `HOME` and `TMPDIR` (the work directory), `LANG=C.UTF-8`, plus
- *    `ctx.secrets`. Nothing else of the worker's environment is passed;
+ *    (at the `sealed` level a tmpfs of `sandbox.diskMb`, seen by the program as `/work`, beside
+ *    its own `/tmp` and `/dev/shm`) and, where the host allows, a cgroup limiting memory to
+ *    `ctx.memoryMb` (the spec's `sandbox.memoryMb`) over the artifact's whole tree, its processes
+ *    and its CPU (`sandbox.cpus`); writes the artifact there;
+ * 2. runs the entrypoint there in the sandbox (the tenant view: its own loopback only unless
+ *    `sandbox.network` is `host` on a worker that allows it, a private /proc, the system
+ *    read-only, an unprivileged uid; its own PID namespace where the host allows, else its own
+ *    process group), with the task as JSON on stdin and a clean environment (`childEnv`):
+ *    `PATH`, `HOME`, `TMPDIR`, `LANG=C.UTF-8`, plus `ctx.secrets`. Nothing else of the worker's environment is passed;
  * 3. kills everything in the sandbox on `timeoutMs` or when `ctx.signal` aborts (SIGTERM,
  *    then SIGKILL after 200 ms), and whatever is left when the entrypoint exits;
  * 4. destroys the sandbox (processes, cgroup, directory), whatever the outcome.
  *
  * Outcomes: exit 0 → resolves {@link CodeRunOutput}. Over the memory limit (the kernel's
  * OOM killer killed a process of the tree; cgroup levels) → `ModelError('MemoryLimit')`
- * naming the limit and the peak. Non-zero exit or a signal →
+ * naming the limit and the peak. A non-zero exit or a signal with its tmpfs full →
+ * `ModelError('DiskLimit')` naming `sandbox.diskMb`. Other non-zero exit or a signal →
  * `ModelError('NonZeroExit')`; own time limit → `ModelError('RunTimeout')`; a `#!` line or
  * file format the OS cannot run → `ModelError('SpawnFailed')`; all three quote the last
  * 2 KiB of stderr. `ctx.signal` abort → an error named `AbortError` whose message holds
  * `String(ctx.signal.reason)` (and `cause` is the reason). Entrypoint not among the
  * artifact's files, interpreter missing on this worker, the machine out of processes,
- * memory or file descriptors, or the attempt's launch server lost mid-run (`ELAUNCHER`) →
- * `InfrastructureError`. A bad `rendered` (not a string or
+ * memory or file descriptors, the attempt's launch server lost mid-run (`ELAUNCHER`), or
+ * bubblewrap unable to set up the tenant view → `InfrastructureError`. `sandbox.network: "host"`
+ * on a worker started without `--allow-network` → `CallerError` (`NetworkNotAllowed`). A bad `rendered` (not a string or
  * `{ files }`, a path that is absolute or escapes with `..`), or a `maxOutputBytes` the rollout
  * child cannot report within `sandbox.memoryMb` (see `memoryMbForOutput`) → `CallerError`. Secret values
  * are replaced by `[secret NAME]` in every message and in the returned stdout/stderr (a value
@@ -101,52 +108,34 @@ async function runCode(
         'the rendered artifact did not arrive whole, or config.entrypoint names another file',
     );
   }
-  let sandbox: Sandbox;
-  try {
-    sandbox = await Sandbox.create({ name: attemptName(ctx), memoryMb: ctx.memoryMb });
-  } catch (err) {
-    throw new InfrastructureError(`codeRunner: could not create the attempt's sandbox (work directory, cgroup): ${errorText(err)}`, { cause: err });
-  }
-  const dir = sandbox.dir;
-  try {
-    try {
-      writeArtifact(dir, files, options.entrypoint);
-    } catch (err) {
-      throw new InfrastructureError(`codeRunner: could not write the artifact to ${dir}: ${errorText(err)}`, { cause: err });
-    }
-    throwIfAborted(ctx, options);
-    const argv = commandFor(options, dir);
-    let outcome: GroupRunOutcome;
-    try {
-      outcome = await runProcessGroup({
-        argv,
-        cwd: dir,
-        env: childEnv(dir, ctx.secrets),
-        stdin: `${JSON.stringify(task)}\n`,
-        timeoutMs: options.timeoutMs,
-        maxOutputBytes: options.maxOutputBytes,
-        signal: ctx.signal,
-        sandbox,
-      });
-    } catch (err) {
-      throw spawnFailure(err, argv, dir, ctx);
-    }
-    return interpret(outcome, options, ctx, sandbox.usage(), sandbox.memoryLimitMb);
-  } finally {
-    await sandbox.destroy();
-  }
+  const limits = { memoryMb: ctx.memoryMb, cpus: ctx.sandbox?.cpus, diskMb: ctx.sandbox?.diskMb, network: ctx.sandbox?.network };
+  const run = await runContained({
+    label: 'codeRunner',
+    name: attemptName(ctx),
+    files,
+    executable: options.entrypoint,
+    argv: (workDir) => commandFor(options, workDir),
+    stdin: `${JSON.stringify(task)}\n`,
+    secrets: ctx.secrets,
+    timeoutMs: options.timeoutMs,
+    maxOutputBytes: options.maxOutputBytes,
+    signal: ctx.signal,
+    limits,
+  });
+  return interpret(run, options, ctx);
 }
 
 const MIB = 1024 * 1024;
 
-function interpret(outcome: GroupRunOutcome, options: CompiledCodeRunnerOptions, ctx: RolloutContext, usage: SandboxUsage, limitMb: number | undefined): CodeRunOutput {
+function interpret(run: ContainedRun, options: CompiledCodeRunnerOptions, ctx: RolloutContext): CodeRunOutput {
+  const { outcome, usage, applied } = run;
   const name = JSON.stringify(options.entrypoint);
   if (outcome.ended === 'aborted') throw abortError(ctx, options);
   if (usage.oomKills > 0 && outcome.ended === 'exited') {
     const peak = usage.peakBytes === null ? 'peak unknown' : `peak ${Math.round(usage.peakBytes / MIB)} MiB`;
     throw new ModelError(
       'MemoryLimit',
-      `artifact ${name} went over its memory limit of ${limitMb ?? ctx.memoryMb} MiB (sandbox.memoryMb; ${peak} over its whole process tree): ` +
+      `artifact ${name} went over its memory limit of ${applied.memoryMb ?? ctx.memoryMb} MiB (sandbox.memoryMb; ${peak} over its whole process tree): ` +
         `the kernel killed ${usage.oomKills} of its processes. ${stderrTail(outcome, ctx)}`,
     );
   }
@@ -154,6 +143,13 @@ function interpret(outcome: GroupRunOutcome, options: CompiledCodeRunnerOptions,
     throw new ModelError(
       'RunTimeout',
       `artifact ${name} ran past codeRunner's timeoutMs of ${options.timeoutMs} ms; its process group was killed. ${stderrTail(outcome, ctx)}`,
+    );
+  }
+  if (outcome.exitCode !== 0 && usage.diskFull) {
+    throw new ModelError(
+      'DiskLimit',
+      `artifact ${name} failed with its disk full: its work dir, /tmp and /dev/shm hold at most sandbox.diskMb = ${applied.diskMb ?? '?'} MiB together ` +
+        `(${Math.round((usage.diskUsedBytes ?? 0) / MIB)} MiB in use when it ended). ${stderrTail(outcome, ctx)}`,
     );
   }
   if (outcome.exitCode !== 0) {
@@ -172,6 +168,7 @@ function interpret(outcome: GroupRunOutcome, options: CompiledCodeRunnerOptions,
     stdoutDroppedBytes: stdout.droppedBytes,
     stderrDroppedBytes: stderr.droppedBytes,
     peakRssBytes: usage.peakBytes,
+    containment: run.containment,
   };
 }
 
@@ -195,28 +192,4 @@ function abortError(ctx: RolloutContext, options: CompiledCodeRunnerOptions): Er
   });
   err.name = 'AbortError';
   return err;
-}
-
-function spawnFailure(err: unknown, argv: readonly string[], dir: string, ctx: RolloutContext): Error {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code ?? 'unknown';
-  const program = argv[0] ?? '';
-  const detail = redactSecrets(errorText(err), ctx.secrets);
-  if (code === 'ELAUNCHER') {
-    // The attempt had started: its launch server died under it (see sandbox/launch-server.ts).
-    return new InfrastructureError(`codeRunner: lost the attempt running ${JSON.stringify(program)} (ELAUNCHER): ${detail}`, { cause: err });
-  }
-  const inArtifact = program.includes('/') && path.resolve(dir, program).startsWith(`${dir}${path.sep}`);
-  if (inArtifact && !RESOURCE_ERRORS.has(code)) {
-    return new ModelError(
-      'SpawnFailed',
-      `artifact ${JSON.stringify(path.relative(dir, path.resolve(dir, program)))} could not be executed (${code}): ${detail}; ` +
-        'a script needs a "#!" line naming an interpreter installed on the worker',
-      { cause: err },
-    );
-  }
-  return new InfrastructureError(`codeRunner: could not start ${JSON.stringify(program)} (${code}) on this worker: ${detail}`, { cause: err });
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

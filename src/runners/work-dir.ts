@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CallerError } from '../spec/errors.js';
 import { isPlainObject } from '../spec/json-data.js';
@@ -60,15 +60,23 @@ export function attemptName(ctx: Pick<RolloutContext, 'leaseId' | 'runAttemptId'
 /**
  * Writes the artifact's files into `dir`, creating parent directories. The file at
  * `executable` gets mode 0755 (so a script with a `#!` line can be run directly), the rest
- * 0644. Files are created exclusively (`wx`), never through an existing entry.
+ * 0644. Files are created exclusively (`wx`), never through an existing entry. With `owner`
+ * (the attempt's uid and gid, when the worker is root and drops the attempt to another uid),
+ * every file and directory made is chowned to it, so the program may change its own files.
  * Synchronous: a few small files cost less written on the calling thread than through the
  * thread pool (three round trips per file with the promise API).
  * @throws the file-system error (disk full, no permission, an entry already there).
  */
-export function writeArtifact(dir: string, files: ArtifactFiles, executable: string): void {
+export function writeArtifact(dir: string, files: ArtifactFiles, executable: string, owner?: { readonly uid: number; readonly gid: number }): void {
   for (const [relPath, content] of files) {
     const target = path.join(dir, relPath);
-    if (path.dirname(relPath) !== '.') mkdirSync(path.dirname(target), { recursive: true });
+    if (path.dirname(relPath) !== '.') {
+      const made = mkdirSync(path.dirname(target), { recursive: true });
+      if (owner && made !== undefined) {
+        for (let sub = path.dirname(target); sub.length >= made.length; sub = path.dirname(sub)) chownSync(sub, owner.uid, owner.gid);
+      }
+    }
     writeFileSync(target, content, { flag: 'wx', mode: relPath === executable ? 0o755 : 0o644 });
+    if (owner) chownSync(target, owner.uid, owner.gid);
   }
 }

@@ -7,16 +7,21 @@ export const CGROUP_PARENT = 'rollout-queue';
 /** Most tasks (processes and threads) one attempt may hold at once (`pids.max`). */
 export const DEFAULT_PIDS_MAX = 1024;
 
+/** CFS period of an attempt's CPU quota, µs (the kernel's default, 100 ms): the quota is `cpus` × this per period. */
+const CPU_PERIOD_US = 100_000;
+
 /**
  * Where attempt cgroups are made: cgroup v2 (one unified tree, `memory.max`, `pids.max`,
- * `cgroup.kill`, `memory.peak`, `memory.events`) or v1 (separate `memory` and `pids`
- * hierarchies, `memory.limit_in_bytes`, `memory.max_usage_in_bytes`, `memory.oom_control`).
- * v2 roots are `<mount><this process' cgroup>/rollout-queue` (where a delegated subtree is
- * writable), v1 roots `<mount>/rollout-queue`.
+ * `cpu.max`, `cgroup.kill`, `memory.peak`, `memory.events`) or v1 (separate `memory`, `pids`
+ * and `cpu` hierarchies, `memory.limit_in_bytes`, `memory.max_usage_in_bytes`,
+ * `memory.oom_control`, `cpu.cfs_quota_us`). v2 roots are `<mount><this process'
+ * cgroup>/rollout-queue` (where a delegated subtree is writable), v1 roots `<mount>/rollout-queue`.
+ * `cpu` says whether attempts get a CPU quota (v2: the cpu controller is enabled there; v1:
+ * the directory of the cpu hierarchy, or null without one).
  */
 export type CgroupRoots =
-  | { readonly version: 2; readonly root: string }
-  | { readonly version: 1; readonly memory: string; readonly pids: string };
+  | { readonly version: 2; readonly root: string; readonly cpu: boolean }
+  | { readonly version: 1; readonly memory: string; readonly pids: string; readonly cpu: string | null };
 
 /** What an attempt's cgroup recorded, read after it ran. */
 export interface CgroupUsage {
@@ -24,6 +29,8 @@ export interface CgroupUsage {
   readonly peakBytes: number | null;
   /** Processes of the attempt the kernel's OOM killer killed. */
   readonly oomKills: number;
+  /** CFS periods in which the attempt used its whole CPU quota and was held back (`cpu.stat` nr_throttled); null without a quota. */
+  readonly cpuThrottledPeriods: number | null;
 }
 
 interface Mount {
@@ -107,7 +114,11 @@ export function findCgroupRoots(): CgroupRoots | undefined {
         mkdirSync(root, { recursive: true });
         tryWrite(path.join(base, 'cgroup.subtree_control'), '+memory +pids');
         tryWrite(path.join(root, 'cgroup.subtree_control'), '+memory +pids');
-        if (probe(root, ['memory.max', 'pids.max'])) return { version: 2, root };
+        if (controllers.includes('cpu')) {
+          tryWrite(path.join(base, 'cgroup.subtree_control'), '+cpu');
+          tryWrite(path.join(root, 'cgroup.subtree_control'), '+cpu');
+        }
+        if (probe(root, ['memory.max', 'pids.max'])) return { version: 2, root, cpu: probe(root, ['cpu.max']) };
       }
     } catch {
       // Not writable or no controllers: try v1.
@@ -115,6 +126,7 @@ export function findCgroupRoots(): CgroupRoots | undefined {
   }
   const memoryMount = all.find((m) => m.type === 'cgroup' && m.options.includes('memory'));
   const pidsMount = all.find((m) => m.type === 'cgroup' && m.options.includes('pids'));
+  const cpuMount = all.find((m) => m.type === 'cgroup' && m.options.includes('cpu'));
   if (!memoryMount || !pidsMount) return undefined;
   // v1: at the hierarchy's mount root. /proc/self/cgroup paths are not always below the mount
   // (a container without a cgroup namespace sees its host path but has its own cgroup mounted).
@@ -127,7 +139,23 @@ export function findCgroupRoots(): CgroupRoots | undefined {
     return undefined;
   }
   if (!probe(memory, ['memory.limit_in_bytes']) || !probe(pids, ['pids.max'])) return undefined;
-  return { version: 1, memory, pids };
+  let cpu: string | null = null;
+  if (cpuMount && cpuMount.dir !== memoryMount.dir && cpuMount.dir !== pidsMount.dir) {
+    try {
+      cpu = path.join(cpuMount.dir, CGROUP_PARENT);
+      mkdirSync(cpu, { recursive: true });
+      if (!probe(cpu, ['cpu.cfs_quota_us'])) cpu = null;
+    } catch {
+      cpu = null;
+    }
+  }
+  return { version: 1, memory, pids, cpu };
+}
+
+/** An attempt cgroup's directories under `roots`: v2 one; v1 memory, pids and (with a cpu hierarchy) cpu. */
+function dirsOf(roots: CgroupRoots, name: string): string[] {
+  if (roots.version === 2) return [path.join(roots.root, name)];
+  return [path.join(roots.memory, name), path.join(roots.pids, name), ...(roots.cpu ? [path.join(roots.cpu, name)] : [])];
 }
 
 /**
@@ -143,12 +171,14 @@ export class AttemptCgroup {
 
   /**
    * Makes the cgroup `name` with a memory limit of `memoryMb` MiB (swap included where the
-   * kernel accounts it) and `pidsMax` tasks.
+   * kernel accounts it), `pidsMax` tasks and, where `roots.cpu`, a CPU quota of `cpus` CPUs
+   * (`cpus` × 100 ms of CPU time per 100 ms period, over every thread of the attempt).
    * @throws Error when a directory cannot be made or a limit cannot be written.
    */
-  static create(roots: CgroupRoots, name: string, memoryMb: number | undefined, pidsMax: number): AttemptCgroup {
-    const dirs = roots.version === 2 ? [path.join(roots.root, name)] : [path.join(roots.memory, name), path.join(roots.pids, name)];
+  static create(roots: CgroupRoots, name: string, memoryMb: number | undefined, pidsMax: number, cpus?: number): AttemptCgroup {
+    const dirs = dirsOf(roots, name);
     const group = new AttemptCgroup(dirs, roots);
+    const quota = cpus === undefined ? undefined : String(Math.max(1_000, Math.round(cpus * CPU_PERIOD_US)));
     try {
       for (const dir of dirs) mkdirSync(dir);
       const bytes = memoryMb === undefined ? undefined : String(memoryMb * 1024 * 1024);
@@ -157,12 +187,15 @@ export class AttemptCgroup {
         if (bytes) writeFileSync(path.join(dir, 'memory.max'), bytes);
         if (bytes) tryWrite(path.join(dir, 'memory.swap.max'), '0');
         writeFileSync(path.join(dir, 'pids.max'), String(pidsMax));
+        if (quota && roots.cpu) writeFileSync(path.join(dir, 'cpu.max'), `${quota} ${CPU_PERIOD_US}`);
       } else {
-        const [memory, pids] = dirs as [string, string];
+        const [memory, pids, cpu] = dirs as [string, string, string | undefined];
         if (bytes) writeFileSync(path.join(memory, 'memory.limit_in_bytes'), bytes);
         // memsw must not be below the limit; where swap is not accounted the file is absent.
         if (bytes) tryWrite(path.join(memory, 'memory.memsw.limit_in_bytes'), bytes);
         writeFileSync(path.join(pids, 'pids.max'), String(pidsMax));
+        // A new cgroup inherits the kernel's default period (100 ms); only the quota is written.
+        if (quota && cpu) writeFileSync(path.join(cpu, 'cpu.cfs_quota_us'), quota);
       }
     } catch (err) {
       group.remove();
@@ -204,20 +237,23 @@ export class AttemptCgroup {
     return left.length;
   }
 
-  /** Peak memory and OOM kills so far. */
+  /** Peak memory, OOM kills and CPU throttling so far. */
   usage(): CgroupUsage {
     const [memoryDir] = this.dirs as [string];
-    const read = (file: string): string | undefined => {
+    const read = (dir: string | undefined, file: string): string | undefined => {
+      if (dir === undefined) return undefined;
       try {
-        return readFileSync(path.join(memoryDir, file), 'utf8');
+        return readFileSync(path.join(dir, file), 'utf8');
       } catch {
         return undefined;
       }
     };
-    const peak = read(this.roots.version === 2 ? 'memory.peak' : 'memory.max_usage_in_bytes');
-    const events = read(this.roots.version === 2 ? 'memory.events' : 'memory.oom_control') ?? '';
+    const peak = read(memoryDir, this.roots.version === 2 ? 'memory.peak' : 'memory.max_usage_in_bytes');
+    const events = read(memoryDir, this.roots.version === 2 ? 'memory.events' : 'memory.oom_control') ?? '';
     const oomKills = Number(/^oom_kill (\d+)/m.exec(events)?.[1] ?? 0);
-    return { peakBytes: peak === undefined ? null : Number(peak.trim()), oomKills };
+    const cpuDir = this.roots.version === 2 ? (this.roots.cpu ? memoryDir : undefined) : this.dirs[2];
+    const throttled = /^nr_throttled (\d+)/m.exec(read(cpuDir, 'cpu.stat') ?? '')?.[1];
+    return { peakBytes: peak === undefined ? null : Number(peak.trim()), oomKills, cpuThrottledPeriods: throttled === undefined ? null : Number(throttled) };
   }
 
   /** Removes the cgroup directories; false while a member is still exiting (EBUSY). */
@@ -236,7 +272,7 @@ export class AttemptCgroup {
   /** The attempt cgroups (by directory name) under `roots`, for the sweep of dead attempts. */
   static list(roots: CgroupRoots): Map<string, AttemptCgroup> {
     const found = new Map<string, AttemptCgroup>();
-    const bases = roots.version === 2 ? [roots.root] : [roots.memory, roots.pids];
+    const bases = roots.version === 2 ? [roots.root] : [roots.memory, roots.pids, ...(roots.cpu ? [roots.cpu] : [])];
     for (const base of bases) {
       let names: string[];
       try {
@@ -246,8 +282,7 @@ export class AttemptCgroup {
       }
       for (const name of names) {
         if (found.has(name)) continue;
-        const dirs = roots.version === 2 ? [path.join(roots.root, name)] : [path.join(roots.memory, name), path.join(roots.pids, name)];
-        found.set(name, new AttemptCgroup(dirs, roots));
+        found.set(name, new AttemptCgroup(dirsOf(roots, name), roots));
       }
     }
     return found;

@@ -1,31 +1,39 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { findCgroupRoots, type CgroupRoots } from './cgroup.js';
+import { GAP_FIXES, type Boundary, type ContainmentGap } from './containment-gaps.js';
 import { builtNativeLauncher, LAUNCHER_CHOICES, type LauncherChoice } from './native-launcher.js';
 import { findOnPath } from './program-check.js';
+import { detectTenantView, type TenantView } from './tenant-view.js';
 
 /**
  * Containment levels, strongest first:
+ * - `sealed`: every boundary of `containment-gaps.ts` closed (no gaps): the tenant view
+ *   (bubblewrap: only its own loopback, a private /proc, the system read-only, one size-capped
+ *   tmpfs for its work dir, /tmp and /dev/shm, an unprivileged uid) inside a PID namespace and a
+ *   cgroup with memory, pids and CPU limits;
  * - `namespace+cgroup`: a PID namespace per attempt (killing its init kills everything in
  *   it, setsid or not, and it dies with the worker) and a cgroup per attempt (memory limit
- *   over the artifact's whole tree, pids limit, peak memory, OOM kills counted);
+ *   over the artifact's whole tree, pids limit, peak memory, OOM kills counted), with the
+ *   gaps listed (at least one: without them the level is `sealed`);
  * - `namespace`: the PID namespace, memory bounded by `RLIMIT_DATA` per process;
  * - `cgroup`: the cgroup (kill by membership, memory limit, peak), no namespace;
  * - `process-group`: a process group, `RLIMIT_DATA` per process, death with the parent for
  *   the leader only, and a walk of the attempt's own subtree. A process that leaves the
  *   group (setsid) and is re-parented away (double fork) escapes it.
  */
-export type ContainmentLevel = 'namespace+cgroup' | 'namespace' | 'cgroup' | 'process-group';
+export type ContainmentLevel = 'sealed' | 'namespace+cgroup' | 'namespace' | 'cgroup' | 'process-group';
 
 /**
- * What the worker asks for: `auto` (the strongest the host allows), `strict` (refuse to
- * start without a PID namespace and a cgroup memory limit), `process-group` (force the
- * fallback, e.g. to test it or where the detection misjudges a host).
+ * What the worker asks for: `auto` (the strongest the host allows, gaps listed), `strict`
+ * (refuse to start with any gap), or a weaker level forced on purpose, e.g. by a test or for
+ * programs that are trusted and need the host: `namespace+cgroup` (no tenant view: the attempt
+ * shares the worker's network, /proc, file system and uid) or `process-group` (the fallback).
  */
-export type ContainmentMode = 'auto' | 'strict' | 'process-group';
+export type ContainmentMode = 'auto' | 'strict' | 'namespace+cgroup' | 'process-group';
 
 /** Modes accepted by {@link detectContainment} (and env `ROLLOUT_QUEUE_CONTAINMENT`). */
-export const CONTAINMENT_MODES: readonly ContainmentMode[] = ['auto', 'strict', 'process-group'];
+export const CONTAINMENT_MODES: readonly ContainmentMode[] = ['auto', 'strict', 'namespace+cgroup', 'process-group'];
 
 /** The containment chosen for this process, and the tools it uses. JSON data (sent to rollout children). */
 export interface Containment {
@@ -54,11 +62,15 @@ export interface Containment {
   readonly setpriv: string | null;
   /** Absolute path of a working `prlimit` (`RLIMIT_DATA` bounds memory per process where there is no cgroup), or null. */
   readonly prlimit: string | null;
-  /** What this level does not cover, one sentence each (logged at start, stated in README). */
-  readonly gaps: readonly string[];
+  /** How a program the plane spawns for a spec sees the machine, or null (no tenant view: the gaps say what is open). */
+  readonly tenant: TenantView | null;
+  /** Whether a spec may ask for the host network (`sandbox.network: "host"`): the worker's `allowNetwork`. */
+  readonly allowNetwork: boolean;
+  /** Every boundary this host does not close, with one sentence each (start line, `status`, `/metrics`, Results). */
+  readonly gaps: readonly ContainmentGap[];
 }
 
-/** Raised by `strict` on a host without a PID namespace or a cgroup memory limit. */
+/** Raised by `strict` on a host with any containment gap. */
 export class ContainmentError extends Error {
   constructor(message: string) {
     super(message);
@@ -110,18 +122,42 @@ function levelOf(pidNamespace: unknown, cgroup: unknown): ContainmentLevel {
   return 'process-group';
 }
 
-function gapsOf(level: ContainmentLevel, pdeathsig: boolean, prlimit: boolean): string[] {
-  const gaps: string[] = [];
-  if (level === 'cgroup' || level === 'process-group') {
-    gaps.push('no PID namespace: the attempt is killed by its cgroup or process group, not as one namespace');
+/** What makes the gaps of a host: the mechanisms found, and why the tenant view is missing (null: it is there). */
+interface Mechanisms {
+  readonly pidNamespace: boolean;
+  readonly cgroup: CgroupRoots | null;
+  readonly pdeathsig: boolean;
+  readonly prlimit: boolean;
+  readonly tenant: TenantView | null;
+  readonly tenantMissing: string | null;
+}
+
+function gapsOf(found: Mechanisms): ContainmentGap[] {
+  const gaps: ContainmentGap[] = [];
+  const gap = (boundary: Boundary, reason: string): number => gaps.push({ boundary, reason });
+  if (!found.tenant) {
+    const why = found.tenantMissing ?? 'no tenant view';
+    gap('network', `${why}: the program shares the worker's network (it can reach Redis, the gateway and any host the worker can)`);
+    gap('proc', `${why}: the program sees the host's /proc (other processes' environment, command line and memory)`);
+    gap('filesystem', `${why}: the program sees the host's files with the worker's permissions (the worker's directory, home, temp dir, other attempts' dirs)`);
+    gap('identity', `${why}: the program runs as the worker's uid${process.getuid?.() === 0 ? ' (root)' : ''}`);
+    gap('disk', `${why}: the program writes wherever the worker can, uncapped, and what it leaves in /dev/shm outlives it`);
+  } else if (!found.tenant.identity) {
+    gap('identity', `an unprivileged worker: the program sees uid ${found.tenant.programUid} but its kernel uid is the worker's (${process.getuid?.() ?? '?'}), so what the worker owns and the tenant view shows (its work dir) is its own`);
   }
-  if (level === 'process-group') {
-    gaps.push('a process that leaves the group (setsid) and is re-parented away (double fork) after the artifact exits survives the attempt');
-    gaps.push(pdeathsig ? 'on a SIGKILLed worker only the artifact leader dies with it (PR_SET_PDEATHSIG); the rest of its group survives' : 'no setpriv: on a SIGKILLed worker the artifact keeps running');
+  if (!found.pidNamespace) {
+    gap(
+      'pid',
+      found.cgroup
+        ? 'no PID namespace: the attempt is killed by its cgroup, not as one namespace'
+        : `no PID namespace: a process that leaves the group (setsid) and is re-parented away (double fork) survives the attempt; ${found.pdeathsig ? 'on a SIGKILLed worker only the artifact leader dies with it (PR_SET_PDEATHSIG)' : 'no setpriv: on a SIGKILLed worker the artifact keeps running'}`,
+    );
   }
-  if (level === 'namespace' || level === 'process-group') {
-    gaps.push(prlimit ? 'memory is bounded per process (RLIMIT_DATA = sandbox.memoryMb), not over the whole tree; no peak memory' : 'no prlimit and no cgroup: the artifact\'s memory is not bounded');
+  if (!found.cgroup) {
+    gap('memory', found.prlimit ? 'no cgroup: memory is bounded per process (RLIMIT_DATA = sandbox.memoryMb), not over the whole tree; no peak memory' : "no prlimit and no cgroup: the artifact's memory is not bounded");
+    gap('processes', 'no cgroup: the number of processes is not capped (a fork bomb reaches the host\'s limits)');
   }
+  if (!found.cgroup?.cpu) gap('cpu', found.cgroup ? 'the cgroup has no cpu controller: sandbox.cpus is not enforced' : 'no cgroup: sandbox.cpus is not enforced');
   return gaps;
 }
 
@@ -131,15 +167,24 @@ function workingNativeLauncher(): string | null {
   return file !== undefined && runs([file, '--', 'true']) ? file : null;
 }
 
+/** Options of {@link detectContainment}. */
+export interface ContainmentOptions {
+  /** How attempts start (see `LauncherChoice`). Default: env `ROLLOUT_QUEUE_LAUNCHER`, else `auto`. */
+  readonly launcher?: LauncherChoice;
+  /** Let a spec ask for the host network (`sandbox.network: "host"`). Default false: such a spec ends `caller`. */
+  readonly allowNetwork?: boolean;
+  /** Absolute host paths (existing) a tenant program sees read-only, besides the system and the interpreters. Default none. */
+  readonly exposeReadOnly?: readonly string[];
+}
+
 /**
- * Picks the containment for `mode` by trying each mechanism once (a few ms: one namespace
- * launch of `true`, one probe cgroup).
- * @param options.launcher how attempts start (see `LauncherChoice`). Default: env
- *   `ROLLOUT_QUEUE_LAUNCHER`, else `auto`.
- * @throws ContainmentError for `strict` on a host without a PID namespace and a cgroup, naming what is missing and the fix.
+ * Picks the containment for `mode` by trying each mechanism once (a few ms each: one namespace
+ * launch of `true`, one probe cgroup, one tenant-view start of `true`; plus one python3 start,
+ * ~0.1 s, to find where its installation lives).
+ * @throws ContainmentError for `strict` on a host with any gap, naming each gap and its fix.
  * @throws Error for a mode outside {@link CONTAINMENT_MODES} or a launcher outside `LAUNCHER_CHOICES`.
  */
-export function detectContainment(mode: ContainmentMode = 'auto', options: { launcher?: LauncherChoice } = {}): Containment {
+export function detectContainment(mode: ContainmentMode = 'auto', options: ContainmentOptions = {}): Containment {
   if (!CONTAINMENT_MODES.includes(mode)) throw new Error(`containment mode "${String(mode)}" is not one of ${CONTAINMENT_MODES.join(', ')}`);
   const choice = options.launcher ?? ((process.env.ROLLOUT_QUEUE_LAUNCHER as LauncherChoice | undefined) || 'auto');
   if (!LAUNCHER_CHOICES.includes(choice)) throw new Error(`launcher "${String(choice)}" is not one of ${LAUNCHER_CHOICES.join(', ')}`);
@@ -150,17 +195,32 @@ export function detectContainment(mode: ContainmentMode = 'auto', options: { lau
   const forced = mode === 'process-group' || (!launcher && !existsSync('/bin/sh'));
   const pidNamespace = forced ? null : findPidNamespace(launcher);
   const cgroup = forced ? null : (findCgroupRoots() ?? null);
-  if (mode === 'strict' && (!pidNamespace || !cgroup)) {
-    const missing = [
-      ...(pidNamespace ? [] : ['a PID namespace (`unshare --pid --fork` failed: run as root, or allow user namespaces, or give the container CAP_SYS_ADMIN)']),
-      ...(cgroup ? [] : ['a writable cgroup with memory and pids controllers (mount /sys/fs/cgroup read-write or delegate a cgroup v2 subtree)']),
-    ];
-    throw new ContainmentError(`containment strict: this host lacks ${missing.join(' and ')}; fix the host or start the worker with --containment auto`);
-  }
-  const level = levelOf(pidNamespace, cgroup);
-  const gaps = gapsOf(level, setpriv !== null || launcher !== null, prlimit !== null || launcher !== null);
   const serve = choice === 'auto' && launcher !== null && pidNamespace !== null;
-  return Object.freeze({ level, launcher, serve, pidNamespace, cgroup, setpriv, prlimit, gaps: Object.freeze(gaps) });
+  let tenant: TenantView | null = null;
+  let tenantMissing: string | null = mode === 'namespace+cgroup' || mode === 'process-group' ? `containment ${mode} was asked for` : null;
+  if (!tenantMissing) {
+    const found = detectTenantView({ launcher, serve, userNamespace: pidNamespace?.includes('--user') ?? false, exposeReadOnly: options.exposeReadOnly ?? [] });
+    if ('view' in found) tenant = found.view;
+    else tenantMissing = found.missing;
+  }
+  const gaps = gapsOf({ pidNamespace: pidNamespace !== null, cgroup, pdeathsig: setpriv !== null || launcher !== null, prlimit: prlimit !== null || launcher !== null, tenant, tenantMissing });
+  if (mode === 'strict' && gaps.length > 0) {
+    const each = gaps.map((gap) => `${gap.boundary} (${gap.reason}; fix: ${GAP_FIXES[gap.boundary]})`);
+    throw new ContainmentError(`containment strict: this host leaves ${gaps.length} boundar${gaps.length === 1 ? 'y' : 'ies'} open: ${each.join('; ')}. Fix the host, or start the worker with --containment auto to run with these gaps listed`);
+  }
+  const level = gaps.length === 0 ? 'sealed' : levelOf(pidNamespace, cgroup);
+  return Object.freeze({
+    level,
+    launcher,
+    serve,
+    pidNamespace,
+    cgroup,
+    setpriv,
+    prlimit,
+    tenant,
+    allowNetwork: options.allowNetwork ?? false,
+    gaps: Object.freeze(gaps.map((gap) => Object.freeze(gap))),
+  });
 }
 
 /** How `containment` starts attempts, for logs and `status`: `rq-launch --serve`, `rq-launch` or `util-linux`. */

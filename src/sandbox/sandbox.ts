@@ -1,16 +1,18 @@
 import { spawn } from 'node:child_process';
-import { close, constants, mkdirSync, mkdtempSync, openSync, readdirSync, rmdirSync, rmSync, unlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
+import { CallerError } from '../spec/errors.js';
+import { DEFAULT_CPUS, DEFAULT_DISK_MB } from '../spec/sandbox-defaults.js';
 import { AttemptCgroup, DEFAULT_PIDS_MAX } from './cgroup.js';
 import { currentContainment, type Containment } from './containment.js';
-import { LaunchServer } from './launch-server.js';
+import { LaunchServer, type ServedAttempt } from './launch-server.js';
 import { identityMarker, ownIdentity } from './process-identity.js';
 import { checkProgram } from './program-check.js';
 import { killPids, signalQuietly, stopSubtree } from './subtree.js';
-import { workRoot } from './work-root.js';
+import { TenantAttempt } from './tenant-attempt.js';
+import { makeWorkDir, removeWorkDir } from './work-dirs.js';
 
 /** What {@link Sandbox.create} makes. */
 export interface SandboxRequest {
@@ -20,8 +22,24 @@ export interface SandboxRequest {
   readonly memoryMb?: number | undefined;
   /** Most tasks at once (cgroup `pids.max`). Default {@link DEFAULT_PIDS_MAX}. */
   readonly pidsMax?: number;
+  /** CPU time in CPUs (cgroup quota, where the cgroup has the cpu controller). Default `DEFAULT_CPUS` (1). */
+  readonly cpus?: number | undefined;
+  /** Size of the tenant tmpfs (work dir, /tmp, /dev/shm together), MiB, with a tenant view. Default `DEFAULT_DISK_MB` (512). */
+  readonly diskMb?: number | undefined;
+  /** `host` shares the worker's network with the program (only where `containment.allowNetwork`). Default `none`. */
+  readonly network?: 'none' | 'host' | undefined;
   /** Default: {@link currentContainment}. */
   readonly containment?: Containment;
+}
+
+/** What the program sees of its sandbox: paths inside its view (the host's own without a tenant view). */
+export interface ProgramView {
+  /** Its working directory (HOME too). */
+  readonly workDir: string;
+  /** Its temp dir (TMPDIR). */
+  readonly tmpDir: string;
+  /** Its PATH, or undefined: the worker's. */
+  readonly path: string | undefined;
 }
 
 /**
@@ -43,6 +61,12 @@ export interface SandboxUsage {
   readonly peakBytes: number | null;
   /** Processes of the attempt killed by the kernel's OOM killer (0 without a cgroup: it cannot tell). */
   readonly oomKills: number;
+  /** CFS periods the attempt was held back at its CPU quota (`sandbox.cpus`); null without a quota. */
+  readonly cpuThrottledPeriods: number | null;
+  /** Bytes in use on the tenant tmpfs (work dir, /tmp, /dev/shm); null without one. */
+  readonly diskUsedBytes: number | null;
+  /** True when the tenant tmpfs had (next to) no room left: writes failed with ENOSPC. */
+  readonly diskFull: boolean;
 }
 
 /**
@@ -78,58 +102,9 @@ function unsetCommand(launcherLocale: boolean): string {
 const live = new Set<Sandbox>();
 
 /**
- * Makes `<work root>/<prefix>XXXXXX` (mode 0700), and the work root when it is missing.
- * Synchronous: two syscalls on the rollout child's own thread cost less than the thread-pool
- * round trips of the promise API, and a rollout child runs one attempt at a time.
- */
-function makeWorkDir(prefix: string): string {
-  const template = path.join(workRoot(), prefix);
-  try {
-    return mkdtempSync(template);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    mkdirSync(workRoot(), { recursive: true });
-    return mkdtempSync(template);
-  }
-}
-
-/**
- * Removes a work directory; what cannot be removed now is left to the sweep of dead attempts.
- * The name is gone when this returns, but the directory is held open across its removal and
- * closed on the thread pool: freeing a directory's inode is the slow part (ext4 mounted with
- * `discard` issues a synchronous block discard, measured 1–3 ms asleep per rmdir), which would
- * otherwise hold up the attempt's result on the rollout child's event loop. Top-level files are
- * unlinked directly (an artifact leaves its own files and rarely a directory): half the CPU of
- * `rmSync`'s generic walk, which still takes whatever else is there.
- */
-function removeWorkDir(dir: string, maxRetries: number): void {
-  let held: number | undefined;
-  try {
-    held = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-  } catch {
-    // Gone already, or not ours to open: the removal below decides.
-  }
-  try {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const target = path.join(dir, entry.name);
-      if (entry.isDirectory()) rmSync(target, { recursive: true, force: true, maxRetries });
-      else unlinkSync(target);
-    }
-    rmdirSync(dir);
-  } catch {
-    try {
-      rmSync(dir, { recursive: true, force: true, maxRetries });
-    } catch {
-      // Left to the sweep of dead attempts.
-    }
-  } finally {
-    if (held !== undefined) close(held, () => {});
-  }
-}
-
-/**
  * The containment unit of one rollout attempt: a private work directory, and where the host
- * allows a cgroup (memory and pids limits) and a PID namespace per spawned program. Created,
+ * allows a cgroup (memory, pids and CPU limits), a PID namespace per spawned program and the
+ * tenant view (bubblewrap; its writable tmpfs in place of the work directory). Created,
  * limited, killed and removed as a whole; see `ContainmentLevel` for what each level holds.
  * Every live sandbox of the process is registered, so a supervisor can destroy what an
  * attempt left ({@link destroyLiveSandboxes}) whatever the runner did.
@@ -147,33 +122,63 @@ export class Sandbox {
   private readonly subtree = new Set<number>();
 
   private constructor(
-    /** The attempt's private work directory (mode 0700). */
+    /** The attempt's private work directory (mode 0700), where this process writes the program's files. */
     readonly dir: string,
     readonly containment: Containment,
     private readonly cgroup: AttemptCgroup | undefined,
     private readonly memoryMb: number | undefined,
+    /** With a tenant view: the attempt's tmpfs and server; `dir` is its work/ then. */
+    private readonly tenant: TenantAttempt | undefined,
+    private readonly network: 'none' | 'host',
+    /** The CPU quota applied, CPUs, or undefined. */
+    readonly cpuLimit: number | undefined,
   ) {}
 
   /**
    * Makes the work directory `<os.tmpdir()>/rollout-queue/<name>-p<pid>s<start>n<pidns>-XXXXXX`
-   * and, at a cgroup level, the cgroup of the same name with its limits.
-   * @throws the file-system error (disk full, no permission) or the cgroup write that failed; nothing is left behind.
+   * (with a tenant view, a tmpfs of `diskMb` mounted there in the launch server's mount
+   * namespace, holding work/, tmp/ and shm/) and, at a cgroup level, the cgroup of the same
+   * name with its limits.
+   * @throws CallerError (`NetworkNotAllowed`) for `network: "host"` on a worker without `allowNetwork`.
+   * @throws the file-system error (disk full, no permission), the tmpfs mount or the cgroup write that failed; nothing is left behind.
    */
   static async create(request: SandboxRequest): Promise<Sandbox> {
     const containment = request.containment ?? currentContainment();
-    const dir = makeWorkDir(`${request.name}-${identityMarker(ownIdentity())}-`);
-    let cgroup: AttemptCgroup | undefined;
-    if (containment.cgroup) {
-      try {
-        cgroup = AttemptCgroup.create(containment.cgroup, path.basename(dir), request.memoryMb, request.pidsMax ?? DEFAULT_PIDS_MAX);
-      } catch (err) {
-        rmSync(dir, { recursive: true, force: true });
-        throw err;
-      }
+    const network = request.network ?? 'none';
+    if (network === 'host' && !containment.allowNetwork) {
+      // A Result's error type is the error's `type` (consumer/classify.ts).
+      throw Object.assign(
+        new CallerError(
+          'sandbox.network is "host" but this worker does not grant the host network to the programs it runs: start the worker with --allow-network (RolloutWorker option allowNetwork), or leave sandbox.network out',
+        ),
+        { type: 'NetworkNotAllowed' },
+      );
     }
-    const box = new Sandbox(dir, containment, cgroup, request.memoryMb);
+    const dir = makeWorkDir(`${request.name}-${identityMarker(ownIdentity())}-`);
+    let tenant: TenantAttempt | undefined;
+    let cgroup: AttemptCgroup | undefined;
+    const cpus = containment.cgroup?.cpu ? (request.cpus ?? DEFAULT_CPUS) : undefined;
+    try {
+      if (containment.tenant && containment.launcher) {
+        tenant = await TenantAttempt.mount(containment, dir, request.diskMb ?? DEFAULT_DISK_MB);
+      }
+      if (containment.cgroup) {
+        cgroup = AttemptCgroup.create(containment.cgroup, path.basename(dir), request.memoryMb, request.pidsMax ?? DEFAULT_PIDS_MAX, cpus);
+      }
+    } catch (err) {
+      await tenant?.unmount();
+      removeWorkDir(dir, 2);
+      throw err;
+    }
+    const box = new Sandbox(tenant ? tenant.workDir : dir, containment, cgroup, request.memoryMb, tenant, network, cpus);
     live.add(box);
     return box;
+  }
+
+  /** What the program sees: its work dir, temp dir and PATH (inside the tenant view, or the host's). */
+  get view(): ProgramView {
+    if (this.tenant) return this.tenant.view;
+    return { workDir: this.dir, tmpDir: this.dir, path: undefined };
   }
 
   /**
@@ -228,10 +233,14 @@ export class Sandbox {
   spawn(argv: readonly [string, ...string[]], options: { cwd: string; env: Readonly<Record<string, string>> }): AttemptProcess {
     if (this.launcher) throw new Error('a sandbox runs one program; create another sandbox for the next');
     if (this.destroying) throw new Error('the sandbox is destroyed (state: destroyed)');
-    checkProgram(argv[0], options.env.PATH ?? '', options.cwd);
     const { containment } = this;
     let child: AttemptProcess;
-    if (containment.serve && containment.launcher && containment.pidNamespace) {
+    if (this.tenant) {
+      // The program's paths are its view's; the check looks at the same files from here.
+      checkProgram(this.tenant.hostPath(argv[0]), options.env.PATH ?? '', this.dir);
+      child = this.tenant.launch(argv, { env: options.env, cgroupProcs: this.cgroup?.procsFiles ?? [], dataBytes: this.dataBytes, hostNetwork: this.network === 'host' });
+    } else if (containment.serve && containment.launcher && containment.pidNamespace) {
+      checkProgram(argv[0], options.env.PATH ?? '', options.cwd);
       child = LaunchServer.for(containment.launcher, containment.pidNamespace.includes('--user')).launch({
         argv,
         cwd: options.cwd,
@@ -240,6 +249,7 @@ export class Sandbox {
         dataBytes: this.dataBytes,
       });
     } else {
+      checkProgram(argv[0], options.env.PATH ?? '', options.cwd);
       const [program, ...args] = this.command(argv, options.env);
       const env = this.launcherLocale(options.env) ? { ...options.env, LC_ALL: 'C' } : options.env;
       child = spawn(program, args, { cwd: options.cwd, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -320,14 +330,29 @@ export class Sandbox {
     return { code, signal };
   }
 
-  /** Peak memory and OOM kills so far (cgroup levels; null/0 otherwise). */
+  /** Peak memory, OOM kills, CPU throttling and tenant disk use so far (null/0 where not measured). */
   usage(): SandboxUsage {
-    return this.cgroup ? this.cgroup.usage() : { peakBytes: null, oomKills: 0 };
+    const cgroup = this.cgroup ? this.cgroup.usage() : { peakBytes: null, oomKills: 0, cpuThrottledPeriods: null };
+    const disk = this.tenant?.disk() ?? { usedBytes: null, full: false };
+    return { ...cgroup, diskUsedBytes: disk.usedBytes, diskFull: disk.full };
+  }
+
+  /**
+   * True once a tenant attempt's launcher exited without bubblewrap having started the program:
+   * bubblewrap's own failure (its message is on the attempt's stderr), never the program's.
+   */
+  get setupFailed(): boolean {
+    return (this.launcher as Partial<ServedAttempt> | undefined)?.setupFailed === true;
   }
 
   /** The memory limit this sandbox applies, MiB, or undefined. */
   get memoryLimitMb(): number | undefined {
     return this.cgroup || this.containment.launcher || this.containment.prlimit ? this.memoryMb : undefined;
+  }
+
+  /** The size of the tenant tmpfs, MiB, or undefined without a tenant view. */
+  get diskLimitMb(): number | undefined {
+    return this.tenant?.diskMb;
   }
 
   /**
@@ -339,6 +364,8 @@ export class Sandbox {
     this.destroying ??= (async () => {
       this.signal('SIGKILL');
       if (this.launcherExit && !this.launcherGone) await Promise.race([this.launcherExit, delay(2_000)]);
+      // Unmounted before the cgroup goes, so its pages are uncharged from the attempt, not the parent.
+      await this.tenant?.unmount();
       if (this.cgroup) {
         // A removed cgroup was empty (rmdir fails with EBUSY while a member is left or still
         // exiting), so its members are walked and killed only when removal fails.
@@ -347,17 +374,24 @@ export class Sandbox {
           await delay(20);
         }
       }
-      removeWorkDir(this.dir, 3);
+      if (this.tenant) this.tenant.removeMountPoint();
+      else removeWorkDir(this.dir, 3);
       live.delete(this);
     })();
     return this.destroying;
   }
 
-  /** {@link destroy} without waiting, for a process about to exit: kill, one removal try each. */
+  /**
+   * {@link destroy} without waiting, for a process about to exit: kill, one removal try each.
+   * A tenant tmpfs goes with its launch server's mount namespace (the server dies with this
+   * process); removing its mount point from here also detaches it there (a mount point removed
+   * in another mount namespace is unmounted, Linux ≥ 3.18).
+   */
   destroySync(): void {
     this.signal('SIGKILL');
     this.cgroup?.remove();
-    removeWorkDir(this.dir, 2);
+    if (this.tenant) this.tenant.removeMountPoint();
+    else removeWorkDir(this.dir, 2);
     live.delete(this);
   }
 }

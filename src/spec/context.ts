@@ -1,5 +1,5 @@
 import type { CostReceipt } from './result.js';
-import type { Rendered, Task } from './rollout-spec.js';
+import type { Rendered, SandboxSpec, Task } from './rollout-spec.js';
 
 /** Structured logger handed to rollout code (a pino child logger on the worker). */
 export interface RolloutLogger {
@@ -36,6 +36,11 @@ export interface RolloutContext {
   readonly timeouts: { readonly runMs: number; readonly rewardMs: number; readonly hangMs: number };
   /** Heap limit of this child process in MiB (the spec's `sandbox.memoryMb`). */
   readonly memoryMb: number;
+  /**
+   * The spec's `sandbox` (its `network`, `cpus` and `diskMb` bound the programs a run spawns
+   * through `runContained`, codeRunner's included). Optional: a context made outside a worker may leave it out.
+   */
+  readonly sandbox?: Readonly<SandboxSpec> | undefined;
   readonly log: RolloutLogger;
   /**
    * Records a receipt for paid work; it reaches the coordinator with the Result, also when the

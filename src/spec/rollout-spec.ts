@@ -5,6 +5,7 @@ import { isLeaseId, isRunId, LeaseIdSchema, RunIdSchema } from './ids.js';
 import { RefSchema } from './ref-schema.js';
 import { findRefIssue } from './ref-target.js';
 import { describeValue } from './factory-config.js';
+import { SANDBOX_NETWORKS } from './sandbox-defaults.js';
 
 /** Name of an environment variable: what `sandbox.env` lists, never its value. */
 export const EnvNameSchema = z
@@ -26,6 +27,7 @@ const SemverRangeSchema = z
 export const MIN_MEMORY_MB = 64;
 /** Default `sandbox.memoryMb`, MiB. */
 export const DEFAULT_MEMORY_MB = 1024;
+export { DEFAULT_CPUS, DEFAULT_DISK_MB, SANDBOX_NETWORKS } from './sandbox-defaults.js';
 
 /**
  * Where and how a rollout runs on the worker.
@@ -38,6 +40,17 @@ export const DEFAULT_MEMORY_MB = 1024;
  *   (`{ "rollout-queue": ">=0.1.0 <0.2.0" }`, node-semver syntax, https://github.com/npm/node-semver#ranges).
  *   A worker whose installed version is missing or outside a range refuses the attempt
  *   (`VersionSkew`) and hands the lease back for another worker. Optional.
+ * The next three bound each program the plane spawns for the rollout (codeRunner's artifact, a
+ * judge program), a hostile tenant (docs/security.md); the worker's own run and reward code is
+ * trusted and not bound by them:
+ * - `network`: `none` (default: only the program's own loopback) or `host` (the worker's
+ *   network). A worker grants `host` only when started with `--allow-network`; otherwise the
+ *   rollout ends `caller` / `NetworkNotAllowed`. Optional.
+ * - `cpus`: CPU time per attempt in CPUs (a cgroup quota: `cpus` × 100 ms per 100 ms, over all
+ *   its threads). Default 1, bounds 0.01–1024. Optional.
+ * - `diskMb`: what the program may write, MiB, to its work dir, /tmp and /dev/shm together (one
+ *   tmpfs, so it counts against `memoryMb` too as it is written). Over it writes fail with
+ *   ENOSPC, and a program that then fails ends `model` / `DiskLimit`. Default 512, bounds 1–65536. Optional.
  */
 export const SandboxSpecSchema = z
   .object({
@@ -50,6 +63,9 @@ export const SandboxSpecSchema = z
         error: (issue) => (issue.code === 'invalid_key' ? 'sandbox.requires keys are npm package names like "rollout-queue" or "@scope/name"' : undefined),
       })
       .optional(),
+    network: z.enum(SANDBOX_NETWORKS).optional(),
+    cpus: z.number().min(0.01).max(1024).optional(),
+    diskMb: z.number().int().min(1).max(65_536).optional(),
   })
   .strict()
   .meta({ id: 'SandboxSpec' });
