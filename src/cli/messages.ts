@@ -36,7 +36,9 @@ export const HELP = {
     stalledIntervalMs: 'BullMQ stalledInterval: how often lost leases are looked for (default 2000)',
     shutdownGraceMs: 'on SIGTERM, how long active rollouts may finish before they are handed back (default 30000)',
     containment:
-      'how each rollout attempt is contained: auto (strongest the host allows: PID namespace + cgroup, namespace, cgroup, process group), strict (refuse to start without a PID namespace and a cgroup memory limit), process-group (force the fallback); default env ROLLOUT_QUEUE_CONTAINMENT, else auto',
+      'how each program a spec runs (a hostile tenant, docs/security.md) is contained: auto (the strongest the host allows, every open boundary listed as containmentGaps), strict (refuse to start with any gap), namespace+cgroup or process-group (force a weaker level, for tests or trusted programs that need the host); default env ROLLOUT_QUEUE_CONTAINMENT, else auto',
+    allowNetwork: 'grant the host network to the programs of specs that ask for it (sandbox.network "host"); without it such a spec ends caller/NetworkNotAllowed and every program has only its own loopback',
+    expose: 'a host path (absolute, existing) the programs of specs see read-only at the same path, besides /usr, /etc and the interpreters (repeatable, e.g. --expose /opt/datasets)',
     placement: 'a label of this worker, KEY=VALUE (repeatable, e.g. --placement region=eu-west --placement gpu=h100): it also serves every placement whose labels it has',
     fingerprint: 'environment fingerprint (label "fingerprint"; default computed from the rollout-queue, node and python versions and env ROLLOUT_QUEUE_IMAGE_ID)',
     evalConcurrency: 'evaluations (class evaluation) run at once, in queues of their own, apart from --concurrency (default 1)',

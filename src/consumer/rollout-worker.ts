@@ -14,7 +14,7 @@ import { subscribeWhenReady } from '../platform/subscribe-when-ready.js';
 import { bullTelemetry } from '../platform/telemetry.js';
 import { SandboxSpecSchema } from '../spec/index.js';
 import { ArtifactCache } from './artifact-cache.js';
-import { detectContainment, launcherName, sweepDeadSandboxes, useContainment, type Containment } from '../sandbox/index.js';
+import { detectContainment, gapNames, launcherName, sweepDeadSandboxes, useContainment, type Containment } from '../sandbox/index.js';
 import { ChildPool } from './child-pool.js';
 import { LeaseLedger } from './lease-ledger.js';
 import { isLostOwnership, RolloutProcessor } from './rollout-processor.js';
@@ -138,7 +138,7 @@ export class RolloutWorker {
    * connects to Redis (retrying with backoff while it is unreachable), subscribes to
    * cancellations and starts consuming.
    * @throws Error naming the option when `options` are invalid.
-   * @throws ContainmentError for `containment: 'strict'` on a host without a PID namespace and a cgroup memory limit.
+   * @throws ContainmentError for `containment: 'strict'` on a host with any containment gap (each named with its fix).
    * @throws EvictionPolicyError when Redis may evict keys and `allowEviction` is not set.
    * @throws Error when Redis has no database of `redisUrl`'s number (`missingDatabase`).
    * @throws WorkerStartAborted when `control.signal` aborts while the start waits for Redis
@@ -147,7 +147,7 @@ export class RolloutWorker {
    */
   static async create(input: WorkerOptions = {}, control: { readonly signal?: AbortSignal } = {}): Promise<RolloutWorker> {
     const options = compileWorkerOptions(input);
-    const containment = detectContainment(options.containment);
+    const containment = detectContainment(options.containment, { allowNetwork: options.allowNetwork, exposeReadOnly: options.exposeReadOnly });
     useContainment(containment);
     const keys = queueKeys(options.prefix, options.queue);
     const logger = childLogger(input.logger ?? createLogger({ component: 'worker' }), { worker: options.name, queue: options.queue });
@@ -270,11 +270,14 @@ export class RolloutWorker {
         containment: containment.level,
         launcher: launcherName(containment),
         containmentGaps: containment.gaps,
+        allowNetwork: containment.allowNetwork,
+        exposeReadOnly: options.exposeReadOnly,
         labels: options.labels,
         evalConcurrency: options.evalConcurrency,
       },
       `${widened ? `worker starting; Ref allowlist WIDENED beyond built-ins: ${options.allow.join(', ')}` : 'worker starting'}; containment ${containment.level} (launcher ${launcherName(containment)})` +
-        (containment.gaps.length > 0 ? ` (gaps: ${containment.gaps.join('; ')})` : ''),
+        (containment.gaps.length > 0 ? `; containmentGaps: ${containment.gaps.map((gap) => `${gap.boundary} (${gap.reason})`).join('; ')}` : '; containmentGaps: none') +
+        (containment.allowNetwork ? '; the host network is granted to specs that ask for it (--allow-network)' : ''),
     );
     if (process.pid === 1) {
       logger.warn(
@@ -283,7 +286,7 @@ export class RolloutWorker {
           : 'worker runs as PID 1 without an init and without PID namespaces: processes orphaned by a crashed rollout child stay zombies here; run the worker under an init (tini, docker run --init, compose init: true)',
       );
     }
-    this.metrics.containment(containment.level);
+    this.metrics.containment(containment.level, gapNames(containment.gaps));
     const swept = await sweepDeadSandboxes({ containment });
     logger.info({ dirs: swept.dirs, cgroups: swept.cgroups }, `swept ${swept.dirs} work dir(s) and ${swept.cgroups} cgroup(s) left by dead attempts`);
     for (const client of [this.redis, this.subscriber]) this.watchConnection(client, address);

@@ -49,6 +49,7 @@ export class WorkerMetrics {
   private readonly queueWaitSeconds = new Histogram({ name: 'rollout_queue_queue_wait_seconds', help: 'Time from enqueue to a worker taking the rollout (Result queuedMs), seconds', buckets: DURATION_BUCKETS, registers: [this.registry] });
   private probe: WorkerProbe | undefined;
   private readonly containmentLevel = new Gauge({ name: 'rollout_queue_containment', help: 'Containment level of rollout attempts on this worker (1 for the level in use)', labelNames: ['level'], registers: [this.registry] });
+  private readonly containmentGap = new Gauge({ name: 'rollout_queue_containment_gap', help: 'Boundaries this worker leaves open to the programs it runs (1 per open boundary; none at level sealed): docs/security.md', labelNames: ['boundary'], registers: [this.registry] });
 
   constructor() {
     registerProcessMetrics(this.registry, 'worker');
@@ -121,8 +122,9 @@ export class WorkerMetrics {
   child(event: 'started' | 'recycled' | 'crashed'): void {
     this.children.inc({ event });
   }
-  /** Sets `rollout_queue_containment{level}` to 1 for the level chosen at start. */
-  containment(level: string): void {
+  /** Sets `rollout_queue_containment{level}` to 1 for the level chosen at start, and `rollout_queue_containment_gap{boundary}` to 1 per open boundary. */
+  containment(level: string, gaps: readonly string[] = []): void {
     this.containmentLevel.set({ level }, 1);
+    for (const boundary of gaps) this.containmentGap.set({ boundary }, 1);
   }
 }

@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { z } from 'zod';
 import { clusterPrefixProblem, DEFAULT_PREFIX, DEFAULT_QUEUE, FINGERPRINT_LABEL } from '../lease/index.js';
 import { environmentFingerprint, fingerprintInputs } from './environment-fingerprint.js';
@@ -105,12 +107,28 @@ export const WorkerOptionsSchema = z
     /** `/healthz` turns 503 when work was due for this long with no rollout started here, ms. Default 60 000. */
     livenessMs: z.number().int().min(1000).default(60_000),
     /**
-     * How rollout attempts are contained (src/sandbox): `auto` takes the strongest level the
-     * host allows (PID namespace + cgroup, namespace, cgroup, process group); `strict` refuses to
-     * start without a PID namespace and a cgroup memory limit; `process-group` forces the
-     * fallback. Default env `ROLLOUT_QUEUE_CONTAINMENT`, else `auto`.
+     * How rollout attempts are contained (src/sandbox, docs/security.md): `auto` takes the
+     * strongest level the host allows and lists each open boundary (`containmentGaps`);
+     * `strict` refuses to start with any gap; `namespace+cgroup` and `process-group` force a
+     * weaker level on purpose (tests, trusted programs that need the host). Default env
+     * `ROLLOUT_QUEUE_CONTAINMENT`, else `auto`.
      */
     containment: z.enum(CONTAINMENT_MODES as [ContainmentMode, ...ContainmentMode[]]).optional(),
+    /**
+     * Grant the host network to the programs of specs that ask for it (`sandbox.network:
+     * "host"`; CLI `--allow-network`). Default false: such a spec ends `caller` /
+     * `NetworkNotAllowed`, and every program has only its own loopback.
+     */
+    allowNetwork: z.boolean().default(false),
+    /**
+     * Absolute host paths (directories or files, existing) the programs of specs see read-only,
+     * at the same path, besides the system (/usr, /etc) and the interpreters' installations
+     * (CLI `--expose PATH`, repeatable). Default none.
+     */
+    exposeReadOnly: z
+      .array(z.string().refine((p) => path.isAbsolute(p), 'must be an absolute path, e.g. /opt/datasets').refine((p) => existsSync(p), 'does not exist on this worker; give an existing directory or file'))
+      .max(32)
+      .default([]),
     /**
      * Labels of this worker (`{ region: 'eu-west', gpu: 'h100' }`, CLI `--placement KEY=VALUE`):
      * besides the base queue it serves every placement queue whose labels these satisfy (each
@@ -222,12 +240,25 @@ export interface WorkerOptions {
   /** `/healthz` turns 503 when work was due for this long with no rollout started here, ms. Default 60 000. */
   readonly livenessMs?: number;
   /**
-   * How rollout attempts are contained (src/sandbox): `auto` takes the strongest level the
-   * host allows (PID namespace + cgroup, namespace, cgroup, process group); `strict` refuses to
-   * start without a PID namespace and a cgroup memory limit; `process-group` forces the
-   * fallback. Default env `ROLLOUT_QUEUE_CONTAINMENT`, else `auto`.
+   * How rollout attempts are contained (src/sandbox, docs/security.md): `auto` takes the
+   * strongest level the host allows and lists each open boundary (`containmentGaps`);
+   * `strict` refuses to start with any gap; `namespace+cgroup` and `process-group` force a
+   * weaker level on purpose (tests, trusted programs that need the host). Default env
+   * `ROLLOUT_QUEUE_CONTAINMENT`, else `auto`.
    */
   readonly containment?: ContainmentMode;
+  /**
+   * Grant the host network to the programs of specs that ask for it (`sandbox.network:
+   * "host"`; CLI `--allow-network`). Default false: such a spec ends `caller` /
+   * `NetworkNotAllowed`, and every program has only its own loopback.
+   */
+  readonly allowNetwork?: boolean;
+  /**
+   * Absolute host paths (directories or files, existing) the programs of specs see read-only,
+   * at the same path, besides the system (/usr, /etc) and the interpreters' installations
+   * (CLI `--expose PATH`, repeatable). Default none.
+   */
+  readonly exposeReadOnly?: string[];
   /**
    * Labels of this worker (`{ region: 'eu-west', gpu: 'h100' }`, CLI `--placement KEY=VALUE`):
    * besides the base queue it serves every placement queue whose labels these satisfy (each

@@ -33,7 +33,7 @@ export async function statusAction(runId: string | undefined, options: StatusCom
     const coordinatorGone = goneHolder(read.coordinator);
     const view = {
       ...read,
-      workers: read.workers.map((w) => ({ ...w, details: { ...w.details, containment: containment.get(w.name) ?? 'unknown' } })),
+      workers: read.workers.map((w) => ({ ...w, details: { ...w.details, ...(containment.get(w.name) ?? { containment: 'unknown' }) } })),
       ...(resultsFile !== undefined ? { resultsFile } : {}),
       ...(undelivered !== undefined ? { undelivered } : {}),
       ...(coordinatorGone !== undefined ? { coordinatorGone } : {}),
@@ -70,11 +70,12 @@ function goneHolder(holder: StatusView['coordinator']): number | undefined {
 
 /**
  * Run ids recorded on the queue (the `runs` set of the key layout), oldest first, and each
- * connected worker's containment level from the info key it refreshes (`keys.workerInfo`).
+ * connected worker's containment level and gaps (`containmentGaps`: the open boundaries'
+ * names, `none` at `sealed`) from the info key it refreshes (`keys.workerInfo`).
  * For an `idle` queue (no job, no worker) without runs that nothing used (see
  * `queuesUsedInstead`), `unused` says where queues were used.
  */
-async function queueExtras(env: CliEnvironment, queue: string, workers: readonly string[], idle: boolean): Promise<{ runs: string[]; containment: Map<string, string>; unused?: QueuesUsed }> {
+async function queueExtras(env: CliEnvironment, queue: string, workers: readonly string[], idle: boolean): Promise<{ runs: string[]; containment: Map<string, Record<string, string>>; unused?: QueuesUsed }> {
   const redis = createRedisClient(env.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
   redis.on('error', () => {});
   try {
@@ -89,11 +90,13 @@ async function queueExtras(env: CliEnvironment, queue: string, workers: readonly
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt))
       .map((entry) => entry.id);
     const infos = workers.length > 0 ? await redis.mget(...workers.map((name) => keys.workerInfo(name))) : [];
-    const containment = new Map<string, string>();
+    const containment = new Map<string, Record<string, string>>();
     workers.forEach((name, i) => {
       try {
-        const level = (JSON.parse(infos[i] ?? 'null') as { containment?: unknown } | null)?.containment;
-        if (typeof level === 'string') containment.set(name, level);
+        const info = JSON.parse(infos[i] ?? 'null') as { containment?: unknown; gaps?: unknown } | null;
+        if (typeof info?.containment !== 'string') return;
+        const gaps = Array.isArray(info.gaps) ? info.gaps.map((gap: unknown) => (gap as { boundary?: unknown } | null)?.boundary).filter((b): b is string => typeof b === 'string') : [];
+        containment.set(name, { containment: info.containment, containmentGaps: gaps.length > 0 ? gaps.join(',') : 'none' });
       } catch {
         // A foreign value: shown as unknown.
       }

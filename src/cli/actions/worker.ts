@@ -52,6 +52,8 @@ export async function workerAction(options: WorkerCommandOptions): Promise<void>
       ...(options.stalledIntervalMs !== undefined ? { stalledIntervalMs: options.stalledIntervalMs } : {}),
       ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),
       ...(options.containment !== undefined ? { containment: options.containment } : {}),
+      ...(options.allowNetwork ? { allowNetwork: true } : {}),
+      ...(options.expose ? { exposeReadOnly: options.expose } : {}),
       ...(options.allowEviction ? { allowEviction: true } : {}),
       ...(options.placement ? { placement: options.placement } : {}),
       ...(options.fingerprint !== undefined ? { fingerprint: options.fingerprint } : {}),
