@@ -25,6 +25,18 @@ export default defineConfig({
       },
       {
         test: {
+          // Issue 28: one small artifact per attack on the plane, run by codeRunner at the strongest
+          // level (where it must fail) and at each weaker level that can be forced (where it must
+          // succeed exactly where docs/security.md lists the boundary open). Real processes and Redis.
+          name: 'hostile',
+          include: ['test/hostile/**/*.test.ts'],
+          testTimeout: 180_000,
+          hookTimeout: 60_000,
+          maxWorkers: 2,
+        },
+      },
+      {
+        test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 300_000,

@@ -65,10 +65,6 @@
  * Does what --serve sets up, then runs PROGRAM once as a tenant attempt would run (its own PID
  * namespace, the identity drop, exec'd in place) with this process' stdio, and exits with its
  * status (125 when the set-up failed): the worker's one-time check that the tenant view works.
- *
- *   rq-launch --umount DIR
- *
- * Unmounts DIR (lazily): a leftover of an older launcher, for the sweep of dead attempts.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -277,6 +273,8 @@ static struct {
 } attempts[MAX_ATTEMPTS];
 
 static int channel = -1;
+/* Set once the server is in a mount namespace of its own (--tenant): only then are mount frames served. */
+static int own_mounts = 0;
 
 /* Writes all of `text` to the IPC channel; the rollout child reads it as one message. */
 static void send_line(const char *text) {
@@ -607,6 +605,9 @@ static void handle_frame(char *frame, size_t length, int lifeline, char **lists)
     command.id = id;
     if (parse_launch(at, end, &command, lists, 65536) == 0) start_attempt(&command, lifeline);
     else send_error(id, "bad command frame", EINVAL);
+  } else if ((strcmp(op, "mount") == 0 || strcmp(op, "umount") == 0) && !own_mounts) {
+    /* Never in the host's mount namespace: what it mounted would outlive the server. */
+    send_error(id, "mount frames need a server started with --tenant", EINVAL);
   } else if (strcmp(op, "mount") == 0) {
     mount_attempt(id, at, end);
   } else if (strcmp(op, "umount") == 0) {
@@ -715,10 +716,6 @@ int main(int argc, char **argv) {
   const char *stage = NULL;
   long long data_bytes = -1, uid = -1, gid = -1;
   int i = 1;
-  if (argc == 3 && strcmp(argv[1], "--umount") == 0) {
-    if (umount2(argv[2], MNT_DETACH) < 0) fail("cannot unmount", argv[2]);
-    return 0;
-  }
   for (; i < argc; i++) {
     const char *arg = argv[i];
     if (strcmp(arg, "--") == 0) break;
@@ -754,7 +751,10 @@ int main(int argc, char **argv) {
   if (parent > 0 && getppid() != parent) _exit(125);
   if (serving || probing) {
     if (user_namespace) enter_user_namespace();
-    if (stage) setup_tenant(stage, ro, ro_count);
+    if (stage) {
+      setup_tenant(stage, ro, ro_count);
+      own_mounts = 1;
+    }
     return serving ? serve() : probe(argv + i + 1, uid, gid);
   }
   char **program = argv + i + 1;

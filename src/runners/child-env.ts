@@ -9,7 +9,7 @@ export const RESERVED_ENV_NAMES: readonly string[] = ['PATH', 'HOME', 'LANG', 'T
  * tenant view, `view.path`: the interpreters' bin directories, then the system's; without one,
  * the worker's), `HOME` (its work dir), `TMPDIR` (its /tmp in the tenant view, else the work
  * dir, so stray files are removed with it) and `LANG=C.UTF-8`. Nothing else from the worker's
- * environment reaches the artifact.
+ * environment reaches the artifact; in the tenant view bubblewrap adds `PWD` (its work dir).
  */
 export function childEnv(view: { readonly workDir: string; readonly tmpDir: string; readonly path: string | undefined }, secrets: Readonly<Record<string, string>>): Record<string, string> {
   const env: Record<string, string> = {};

@@ -34,6 +34,11 @@ export interface CodeRunOutput {
   /** Bytes of stderr dropped between the kept head and tail (0 when not truncated). */
   readonly stderrDroppedBytes: number;
   /**
+   * CFS periods (100 ms each) in which the artifact used its whole CPU quota (`sandbox.cpus`) and
+   * was held back; null where the worker has no CPU quota.
+   */
+  readonly cpuThrottledPeriods: number | null;
+  /**
    * The containment the artifact ran under: the worker's level and the boundaries it leaves open
    * (`containmentGaps`; empty at `sealed`), so a results file says what each rollout could reach.
    */
@@ -168,6 +173,7 @@ function interpret(run: ContainedRun, options: CompiledCodeRunnerOptions, ctx: R
     stdoutDroppedBytes: stdout.droppedBytes,
     stderrDroppedBytes: stderr.droppedBytes,
     peakRssBytes: usage.peakBytes,
+    cpuThrottledPeriods: usage.cpuThrottledPeriods,
     containment: run.containment,
   };
 }

@@ -130,8 +130,13 @@ export function detectTenantView(options: { readonly launcher: string | null; re
   if (!options.launcher || !options.serve) return { missing: "the tenant view needs rq-launch's launch server (the auto launcher, where rq-launch was built and a PID namespace can be made)" };
   const view = viewFor(bwrap, options.exposeReadOnly, pathVar);
   if (view.readOnly.length > MAX_READ_ONLY) return { missing: `more than ${MAX_READ_ONLY} read-only paths to expose` };
-  mkdirSync(workRoot(), { recursive: true });
-  const stage = mkdtempSync(path.join(workRoot(), `probe-${identityMarker(ownIdentity())}-`));
+  let stage: string;
+  try {
+    mkdirSync(workRoot(), { recursive: true });
+    stage = mkdtempSync(path.join(workRoot(), `probe-${identityMarker(ownIdentity())}-`));
+  } catch (err) {
+    return { missing: `cannot make a directory in the work root ${workRoot()} (${(err as Error).message}); give the worker a TMPDIR it may write` };
+  }
   try {
     const argv = [
       '--probe',

@@ -42,3 +42,8 @@ export function liveProcessesLike(innerPid: number, argv: readonly string[]): Ho
     (p) => p.state !== 'Z' && p.nsPids[p.nsPids.length - 1] === innerPid && p.argv.length === argv.length && p.argv.every((a, i) => a === argv[i]),
   );
 }
+
+/** Live (not zombie) processes running exactly `argv`, in any PID namespace (pids as the host sees them). */
+export function liveProcessesRunning(argv: readonly string[]): HostProcess[] {
+  return hostProcesses().filter((p) => p.state !== 'Z' && p.argv.length === argv.length && p.argv.every((a, i) => a === argv[i]));
+}

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CallerError, InfrastructureError, ModelError, brandedKind } from '../../../src/spec/index.js';
 import { codeRunner } from '../../../src/runners/index.js';
+import { currentContainment } from '../../../src/sandbox/index.js';
 import { fakeContext } from './fake-context.js';
 
 async function rejection(promise: Promise<unknown>): Promise<Error> {
@@ -33,10 +34,14 @@ describe('codeRunner environment', () => {
     const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 10_000 });
     const output = await run(printEnv, task, fakeContext());
     const seen = JSON.parse(output.stdout) as { env: Record<string, string>; cwd: string };
-    expect(Object.keys(seen.env).sort()).toEqual(['HOME', 'LANG', 'PATH', 'TMPDIR']);
-    expect(seen.env.PATH).toBe(process.env.PATH);
+    // In the tenant view: its own PATH (the interpreters' bin directories, then the system's),
+    // /tmp, and the PWD bubblewrap sets; without one, the worker's PATH and the work dir.
+    const tenant = currentContainment().tenant;
+    expect(Object.keys(seen.env).sort()).toEqual(tenant ? ['HOME', 'LANG', 'PATH', 'PWD', 'TMPDIR'] : ['HOME', 'LANG', 'PATH', 'TMPDIR']);
+    if (tenant) expect(seen.env.PWD).toBe(seen.cwd);
+    expect(seen.env.PATH).toBe(tenant ? tenant.programPath : process.env.PATH);
     expect(seen.env.HOME).toBe(seen.cwd);
-    expect(seen.env.TMPDIR).toBe(seen.cwd);
+    expect(seen.env.TMPDIR).toBe(tenant ? '/tmp' : seen.cwd);
     expect(seen.env.LANG).toBe('C.UTF-8');
     expect(output.stdout).not.toContain('worker-only-value');
     expect(output.stdout).not.toContain('tok-worker-9f8e7d');
@@ -47,7 +52,8 @@ describe('codeRunner environment', () => {
     const secrets = { ROLLOUT_TEST_TOKEN: 'tok-from-ctx-123', HOME: '/root' };
     const output = await run(printEnv, task, fakeContext({ secrets }));
     const seen = JSON.parse(output.stdout) as { env: Record<string, string>; cwd: string };
-    expect(Object.keys(seen.env).sort()).toEqual(['HOME', 'LANG', 'PATH', 'ROLLOUT_TEST_TOKEN', 'TMPDIR']);
+    const pwd = currentContainment().tenant ? ['PWD'] : [];
+    expect(Object.keys(seen.env).sort()).toEqual(['HOME', 'LANG', 'PATH', ...pwd, 'ROLLOUT_TEST_TOKEN', 'TMPDIR']);
     // The child got the value; what it printed is redacted before it leaves the runner (issue 11).
     expect(seen.env.ROLLOUT_TEST_TOKEN).toBe('[secret ROLLOUT_TEST_TOKEN]');
     expect(output.stdout).not.toContain('tok-from-ctx-123');

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { brandedKind, CallerError, InfrastructureError, ModelError, truncationMarker } from '../../../src/spec/index.js';
 import { codeRunner } from '../../../src/runners/index.js';
+import { detectContainment, gapNames, useContainment } from '../../../src/sandbox/index.js';
 import { fakeContext } from './fake-context.js';
 import { BEACON_CLIENT_CJS, openBeacon, processState, stateAfterDeath } from './process-probe.js';
 
@@ -19,6 +20,23 @@ async function rejection(promise: Promise<unknown>): Promise<Error> {
 }
 
 const task = { id: 't1', question: 'What is 6 * 7?', answer: 42 };
+
+/**
+ * The containment these tests run at by default: the strongest of this host (`sealed` here).
+ * The tests wrapped in {@link withHostView} force `namespace+cgroup` on purpose: their probe
+ * reports host pids over a loopback beacon and reads host paths, all hidden at `sealed` (where
+ * test/hostile covers the same endings: nothing left after ok, time limit and cancel).
+ */
+const strongest = detectContainment('auto');
+const hostView = detectContainment('namespace+cgroup');
+async function withHostView(body: () => Promise<void>): Promise<void> {
+  useContainment(hostView);
+  try {
+    await body();
+  } finally {
+    useContainment(strongest);
+  }
+}
 
 describe('codeRunner outcomes', () => {
   it('exit 0 returns stdout, stderr, exitCode and durationMs, with the task on stdin', async () => {
@@ -42,6 +60,8 @@ describe('codeRunner outcomes', () => {
       peakRssBytes: output.peakRssBytes,
       stdoutDroppedBytes: 0,
       stderrDroppedBytes: 0,
+      cpuThrottledPeriods: strongest.cgroup?.cpu ? expect.any(Number) : null,
+      containment: { level: strongest.level, gaps: gapNames(strongest.gaps) },
     });
     expect(output.peakRssBytes === null || output.peakRssBytes > 0).toBe(true);
     expect(output.durationMs).toBeGreaterThanOrEqual(0);
@@ -129,7 +149,7 @@ describe('codeRunner outcomes', () => {
     expect(elapsed).toBeLessThan(timeoutMs + 3000);
   });
 
-  it('kills the leader and its grandchildren on timeout (pids reported over a beacon)', async () => {
+  it('kills the leader and its grandchildren on timeout (pids reported over a beacon)', () => withHostView(async () => {
     const beacon = await openBeacon();
     try {
       const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 1500 });
@@ -156,7 +176,7 @@ describe('codeRunner outcomes', () => {
     } finally {
       await beacon.close();
     }
-  });
+  }));
 
   it('kills an artifact that ignores SIGTERM (SIGKILL after the grace)', async () => {
     const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 1000 });
@@ -168,7 +188,7 @@ describe('codeRunner outcomes', () => {
     expect(performance.now() - started).toBeLessThan(4000);
   });
 
-  it('leftover processes of an artifact that exited 0 are killed', async () => {
+  it('leftover processes of an artifact that exited 0 are killed', () => withHostView(async () => {
     const beacon = await openBeacon();
     try {
       const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 10_000 });
@@ -191,9 +211,9 @@ describe('codeRunner outcomes', () => {
     } finally {
       await beacon.close();
     }
-  });
+  }));
 
-  it('ctx.signal abort → AbortError promptly, with the reason, and the artifact is gone', async () => {
+  it('ctx.signal abort → AbortError promptly, with the reason, and the artifact is gone', () => withHostView(async () => {
     const beacon = await openBeacon();
     try {
       const controller = new AbortController();
@@ -212,7 +232,7 @@ describe('codeRunner outcomes', () => {
     } finally {
       await beacon.close();
     }
-  });
+  }));
 
   it('an already aborted ctx.signal → AbortError without running anything', async () => {
     const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 10_000 });
@@ -273,7 +293,7 @@ describe('codeRunner outcomes', () => {
     }
   });
 
-  it('removes the work directory after success, failure and timeout', async () => {
+  it('removes the work directory after success, failure and timeout', () => withHostView(async () => {
     const beacon = await openBeacon();
     try {
       const ctx = fakeContext({ secrets: { BEACON_PORT: String(beacon.port) } });
@@ -293,9 +313,9 @@ describe('codeRunner outcomes', () => {
     const okDir = ok.stdout.trim();
     expect(okDir).toMatch(/rollout-queue/);
     expect(existsSync(okDir)).toBe(false);
-  });
+  }));
 
-  it('removes what the artifact left in its directory (nested dirs, read-only files, links) without following a link out', async () => {
+  it('removes what the artifact left in its directory (nested dirs, read-only files, links) without following a link out', () => withHostView(async () => {
     const outside = mkdtempSync(path.join(os.tmpdir(), 'rq-outside-'));
     try {
       writeFileSync(path.join(outside, 'keep.txt'), 'kept');
@@ -313,7 +333,7 @@ describe('codeRunner outcomes', () => {
     } finally {
       rmSync(outside, { recursive: true, force: true });
     }
-  });
+  }));
 });
 
 // Fresh-user report: maxOutputBytes 32 MiB under `run --memory-mb 64`. The rollout child, whose

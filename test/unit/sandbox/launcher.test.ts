@@ -17,6 +17,9 @@ import { fakeContext } from '../runners/fake-context.js';
 const chain = detectContainment('auto', { launcher: 'util-linux' });
 const exec = detectContainment('auto', { launcher: 'exec' });
 const native = detectContainment('auto');
+// The launch server without the tenant view, forced on purpose: the serve tests below read the
+// artifact's host pid, its cgroup path and files it writes to a host directory (all hidden at `sealed`).
+const served = detectContainment('namespace+cgroup');
 
 /**
  * The environment of the launcher process `pid` once it is `unshare` (setpriv execs it in place),
@@ -259,10 +262,10 @@ describe.skipIf(!strongest || exec.launcher === null)('rq-launch per attempt (RO
   });
 });
 
-/** Pids of this process' children running `rq-launch --serve`. */
+/** Pids of this process' children running `rq-launch --serve` (without the tenant view: `served`'s). */
 function launchServers(): number[] {
   return hostProcesses()
-    .filter((p) => p.ppid === process.pid && p.argv[0] === NATIVE_LAUNCHER_PATH && p.argv.includes('--serve'))
+    .filter((p) => p.ppid === process.pid && p.argv[0] === NATIVE_LAUNCHER_PATH && p.argv.includes('--serve') && !p.argv.includes('--tenant'))
     .map((p) => p.pid);
 }
 
@@ -293,35 +296,35 @@ async function fileWritten(file: string, writer?: ChildProcess): Promise<void> {
   throw new Error(`${file} was not written within 10 s`);
 }
 
-describe.skipIf(!strongest || !native.serve)('rq-launch --serve (one launch server per process) at the namespace+cgroup level', () => {
+describe.skipIf(!strongest || !served.serve)('rq-launch --serve (one launch server per process) at the namespace+cgroup level, forced (see served)', () => {
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'rq-serve-test-'));
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
   it('runs each attempt as PID 2 of its own namespace, inside the attempt cgroups, with exactly its own environment', async () => {
-    const out = await runUnder(native, PRINT_CGROUPS);
+    const out = await runUnder(served, PRINT_CGROUPS);
     expect(inAttemptCgroup(out, 'memory')).toBe(true);
     expect(inAttemptCgroup(out, 'pids')).toBe(true);
-    expect(await runUnder(native, 'console.log(process.pid)')).toBe('2\n');
-    const keys = await runUnder(native, 'console.log(JSON.stringify(Object.keys(process.env).sort()))', { LC_ALL: 'C.UTF-8' });
+    expect(await runUnder(served, 'console.log(process.pid)')).toBe('2\n');
+    const keys = await runUnder(served, 'console.log(JSON.stringify(Object.keys(process.env).sort()))', { LC_ALL: 'C.UTF-8' });
     expect(JSON.parse(keys)).toEqual(['HOME', 'LANG', 'LC_ALL', 'PATH', 'TMPDIR']);
   });
 
   it('keeps one server across attempts, spared by the walk of leftover children, and runs attempts side by side', async () => {
-    await runUnder(native, 'console.log(1)');
+    await runUnder(served, 'console.log(1)');
     const [server] = launchServers();
     expect(server).toBeDefined();
     killSubtree('self', { includeRoot: false }); // what a rollout child does after every rollout
-    const outputs = await Promise.all([1, 2, 3].map((n) => runUnder(native, `setTimeout(() => console.log('attempt ${n}'), 200)`)));
+    const outputs = await Promise.all([1, 2, 3].map((n) => runUnder(served, `setTimeout(() => console.log('attempt ${n}'), 200)`)));
     expect(outputs).toEqual(['attempt 1\n', 'attempt 2\n', 'attempt 3\n']);
     expect(launchServers()).toEqual([server]);
   });
 
   it('a SIGTERM to the attempt\'s process group reaches the artifact, not its init', async () => {
-    expect(await exitOnGroupSigterm(native)).toEqual([0, null]);
+    expect(await exitOnGroupSigterm(served)).toEqual([0, null]);
   });
 
   it('a SIGKILLed server fails its running attempt as infrastructure, takes the attempt with it, and the next attempt gets a new server', async () => {
-    useContainment(native);
+    useContainment(served);
     try {
       const pidfile = path.join(scratch, 'lost.pid');
       const linger = String(700 + (process.pid % 100));
@@ -336,11 +339,11 @@ describe.skipIf(!strongest || !native.serve)('rq-launch --serve (one launch serv
       process.kill(server as number, 'SIGKILL');
       expect(await outcome).toMatch(/^InfrastructureError: codeRunner: lost the attempt running ".*" \(ELAUNCHER\): the launch server \(rq-launch --serve\) exited \(SIGKILL\) with this attempt in flight$/);
       expect(await sleepersSettle(linger, 0)).toEqual([]);
-      expect(await runUnder(native, 'console.log("again")')).toBe('again\n');
+      expect(await runUnder(served, 'console.log("again")')).toBe('again\n');
       expect(launchServers()).toHaveLength(1);
       expect(launchServers()).not.toContain(server);
     } finally {
-      useContainment(native);
+      useContainment(served);
     }
   });
 
@@ -354,7 +357,7 @@ describe.skipIf(!strongest || !native.serve)('rq-launch --serve (one launch serv
     const script = `const { codeRunner } = await import(${JSON.stringify(runner)});
       const artifact = ${JSON.stringify(`require('fs').writeFileSync(${JSON.stringify(pidfile)}, '1'); require('child_process').spawn('sleep', [${JSON.stringify(linger)}], { stdio: 'inherit' });`)};
       await codeRunner({ entrypoint: 'main.js', timeoutMs: 60000 })(artifact, {}, { leaseId: 'serve-orphan', runAttemptId: 'r', attempt: 1, signal: new AbortController().signal, secrets: {}, memoryMb: 256 });`;
-    const rollout = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'inherit' });
+    const rollout = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'inherit', env: { ...process.env, ROLLOUT_QUEUE_CONTAINMENT: 'namespace+cgroup' } });
     await fileWritten(pidfile, rollout);
     expect(await sleepersSettle(linger, 1)).toHaveLength(1);
     const gone = new Promise((resolve) => rollout.once('exit', resolve));
@@ -384,25 +387,36 @@ describe.skipIf(!strongest || !native.serve)('rq-launch --serve (one launch serv
         header.writeUInt32LE(body.length);
         return Buffer.concat([header, body]);
       };
-      // An id that is not a number, then a list count past the fields there are.
-      server.stdin?.write(frame(['x"y', '/', '', '0', '1', 'true', '0']));
-      server.stdin?.write(frame(['7', '/', '', '0', '5', 'true']));
-      await replied(2);
+      // An id that is not a number, a list count past the fields there are, an unknown op, and a
+      // mount frame to a server without its own mount namespace (it would mount in the host's).
+      server.stdin?.write(frame(['launch', 'x"y', '/', '', '', '', '', '0', '1', 'true', '0']));
+      server.stdin?.write(frame(['launch', '7', '/', '', '', '', '', '0', '5', 'true']));
+      server.stdin?.write(frame(['format', '9', '/']));
+      server.stdin?.write(frame(['mount', '10', scratch, '1048576', '64', '0', '0']));
+      await replied(4);
       expect(replies).toEqual([
         { t: 'error', id: '', code: 'ELAUNCH', message: 'bad command frame: Invalid argument' },
         { t: 'error', id: '7', code: 'ELAUNCH', message: 'bad command frame: Invalid argument' },
+        { t: 'error', id: '9', code: 'ELAUNCH', message: 'bad command frame: Invalid argument' },
+        { t: 'error', id: '10', code: 'ELAUNCH', message: 'mount frames need a server started with --tenant: Invalid argument' },
       ]);
       // Still serving: a good frame starts an attempt.
-      server.stdin?.write(frame(['8', '/', '', '0', '1', 'true', '1', 'PATH=/usr/bin:/bin']));
-      await replied(7);
-      expect(replies.slice(2).map((message) => (message as { t: string }).t)).toEqual(['stdio', 'stdio', 'stdio', 'started', 'exit']);
-      expect(replies[6]).toEqual({ t: 'exit', id: '8', code: 0 });
+      server.stdin?.write(frame(['launch', '8', '/', '', '', '', '', '0', '1', 'true', '1', 'PATH=/usr/bin:/bin']));
+      await replied(9);
+      expect(replies.slice(4).map((message) => (message as { t: string }).t)).toEqual(['stdio', 'stdio', 'stdio', 'started', 'exit']);
+      expect(replies[8]).toEqual({ t: 'exit', id: '8', code: 0 });
     } finally {
       server.kill('SIGKILL');
     }
     const alone = launch(['--serve']);
     expect(alone.status).toBe(125);
     expect(alone.stderr).toContain('--serve needs a Node IPC channel (NODE_CHANNEL_FD)');
+  });
+});
+
+describe.skipIf(native.level !== 'sealed')('rq-launch --serve at the sealed level (the tenant view: bubblewrap exec\'d as the attempt\'s PID 1)', () => {
+  it('a SIGTERM to the attempt\'s process group reaches the artifact, not bubblewrap\'s monitor (PID 1 ignores it)', async () => {
+    expect(await exitOnGroupSigterm(native)).toEqual([0, null]);
   });
 });
 
