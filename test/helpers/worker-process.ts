@@ -39,9 +39,11 @@ export interface WorkerProcess {
  * Starts `test/fixtures/worker-main.mjs` with the given worker options (JSON-serialisable)
  * and waits until it prints `ready`.
  * @param env extra environment for the worker process (e.g. secrets).
+ * @param wrapper a command the worker is started through, e.g. `setpriv --reuid 65534 … --` (a non-root worker).
  */
-export async function startWorkerProcess(options: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): Promise<WorkerProcess> {
-  const proc = spawn(process.execPath, [WORKER_MAIN, JSON.stringify(options)], {
+export async function startWorkerProcess(options: Record<string, unknown>, env: NodeJS.ProcessEnv = {}, wrapper: readonly string[] = []): Promise<WorkerProcess> {
+  const argv = [...wrapper, process.execPath, WORKER_MAIN, JSON.stringify(options)];
+  const proc = spawn(argv[0] as string, argv.slice(1), {
     env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,13 +1,13 @@
-# Reads other processes through /proc: environ and cmdline files holding task["marker"], and the
-# worker's own environ and memory by pid.
+# Reads other processes through /proc: environ and cmdline files holding task["marker"] (or
+# task["environMarker"] / task["cmdlineMarker"]), and the worker's own environ and memory by pid.
 import glob, json, os, sys
 task = json.load(sys.stdin)
-marker = task["marker"].encode()
+markers = {kind: task.get(kind + "Marker", task.get("marker", "")).encode() for kind in ("environ", "cmdline")}
 found = {"pids": len(glob.glob("/proc/[0-9]*")), "environ_with_marker": 0, "cmdline_with_marker": 0}
 for kind in ("environ", "cmdline"):
     for path in glob.glob("/proc/[0-9]*/" + kind):
         try:
-            if marker in open(path, "rb").read():
+            if markers[kind] in open(path, "rb").read():
                 found[kind + "_with_marker"] += 1
         except Exception:
             pass
