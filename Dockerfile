@@ -20,8 +20,10 @@ FROM node:24-bookworm-slim
 # python3: the artifacts rollouts run are often Python (codeRunner { entrypoint: "main.py" }).
 # tini: PID 1 that forwards SIGTERM to the worker and reaps orphaned rollout processes (a
 #   grandchild a rollout left behind is re-parented to PID 1; without an init it stays a zombie).
-# util-linux (unshare, setpriv, prlimit) and bubblewrap: per-attempt containment (docs/design.md
-#   "Containment"); rq-launch does an attempt's launch itself, the tools remain the fallback.
+# util-linux (unshare, setpriv, prlimit) and bubblewrap: per-attempt containment
+#   (docs/security.md); rq-launch starts each attempt and bubblewrap gives each program a spec
+#   runs its tenant view. The sealed level needs user namespaces (or root): see docs/security.md
+#   "Containers" for the docker run flags.
 RUN apt-get update \
   && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tini python3 util-linux bubblewrap ca-certificates \
   && rm -rf /var/lib/apt/lists/*

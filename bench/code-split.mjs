@@ -1,16 +1,22 @@
 #!/usr/bin/env node
-// Where the CPU of a codeRunner `node main.js` rollout goes, per launcher, beside a plain spawn
-// pool: the diagnostic behind the codeRunner rows of bench/suite.mjs. Each trial is a fresh
-// process running N rollouts at c=4 (coordinator and worker in the trial process, as in the
+// Where the CPU of a codeRunner `node main.js` rollout goes, per launcher and level, beside a
+// plain spawn pool: the diagnostic behind the codeRunner rows of bench/suite.mjs. Each trial is a
+// fresh process running N rollouts at c=4 (coordinator and worker in the trial process, as in the
 // suite); the sides run interleaved A B C D A B C D, REPS times. Per trial, ms per rollout over
 // the timed section:
 //   main      the trial process (coordinator + worker's main process; for `plain`, the spawner);
 //   children  the rollout children's own threads (/proc/<pid>/task/*/schedstat);
-//   launch    everything else below the trial process (launch servers, launchers, inits and the
-//             artifacts, live or reaped: /proc/<pid>/stat) minus what the artifacts report as
-//             their own CPU (process.cpuUsage at exit, on stderr): the launch and teardown;
+//   launch    everything else the trial started (launch servers, launchers, inits, bubblewrap,
+//             namespaces made and torn down in process context) minus what the artifacts report
+//             as their own CPU (process.cpuUsage at exit, on stderr): the launch and teardown.
+//             From the trial's cpuacct cgroup where the host has one (bench/cgroup-cpu.mjs; /proc
+//             misses what dies inside a PID namespace, as everything at `sealed` does), else /proc;
 //   artifact  the artifacts' own CPU;
 //   redis     Redis `INFO cpu`.
+// Sides: `sealed` (every boundary: the tenant view under rq-launch's launch server), then the
+// launchers at `namespace+cgroup` (no tenant view), then the plain pool. The difference between
+// `sealed` and `rq-launch --serve` is what the tenant view costs; bench/tenant-split.mjs splits it
+// per boundary.
 // Usage: node bench/code-split.mjs [N=200] [REPS=3]   (npm run bench:code-split)
 // SIDES: a comma-separated subset of the sides below (e.g. `SIDES="rq-launch --serve,plain"`).
 // Redis: REDIS_URL, else a private redis-server on a free loopback port (removed afterwards).
@@ -20,16 +26,22 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchRedis } from './bench-redis.mjs';
+import { trialCpuMeter } from './cgroup-cpu.mjs';
 import { descendantsOf, parentOf, reapedCpuMs, statCpuMs, threadsCpuMs, treeCpuMs } from './proc-cpu.mjs';
+
+/** Set in a trial process: the CPU of its whole tree (see cgroup-cpu.mjs), else undefined. */
+let meter;
 
 const here = fileURLToPath(import.meta.url);
 const ARTIFACT = 'console.log(42); process.on("exit", () => { const c = process.cpuUsage(); process.stderr.write(`cpu ${(c.user + c.system) / 1000}\\n`); });\n';
-const SIDES = (process.env.SIDES ?? 'rq-launch --serve,rq-launch,util-linux,plain').split(',');
-/** ROLLOUT_QUEUE_LAUNCHER of each rollout-queue side. */
-const LAUNCHER = { 'rq-launch --serve': 'auto', 'rq-launch': 'exec', 'util-linux': 'util-linux' };
+const SIDES = (process.env.SIDES ?? 'sealed,rq-launch --serve,rq-launch,util-linux,plain').split(',');
+/** ROLLOUT_QUEUE_LAUNCHER and ROLLOUT_QUEUE_CONTAINMENT of each rollout-queue side. */
+const LAUNCHER = { sealed: 'auto', 'rq-launch --serve': 'auto', 'rq-launch': 'exec', 'util-linux': 'util-linux' };
+const CONTAINMENT = { sealed: 'auto', 'rq-launch --serve': 'namespace+cgroup', 'rq-launch': 'namespace+cgroup', 'util-linux': 'namespace+cgroup' };
 
 /** CPU of this process' descendants (live ones with what they reaped, plus what this process reaped), ms. */
 function belowCpu() {
+  if (meter) return meter.read() - threadsCpuMs(process.pid);
   return treeCpuMs() - statCpuMs(process.pid) + reapedCpuMs(process.pid);
 }
 
@@ -80,6 +92,7 @@ async function trial(side, url, n) {
     };
   } else {
     process.env.ROLLOUT_QUEUE_LAUNCHER = LAUNCHER[side];
+    process.env.ROLLOUT_QUEUE_CONTAINMENT = CONTAINMENT[side];
     const { RolloutQueue } = await import('../dist/producer/index.js');
     const { RolloutWorker } = await import('../dist/consumer/index.js');
     const { createLogger } = await import('../dist/platform/logger.js');
@@ -122,6 +135,7 @@ async function trial(side, url, n) {
 
 if (process.argv[2] === '--trial') {
   const [, , , side, url, n] = process.argv;
+  meter = trialCpuMeter();
   process.stdout.write(`${JSON.stringify(await trial(side, url, Number(n)))}\n`);
   process.exit(0);
 }
@@ -151,7 +165,7 @@ const fmt = (values) => {
   const at = (i) => sorted[i].toFixed(1);
   return `${at(0)} / ${at(Math.floor(sorted.length / 2))} / ${at(sorted.length - 1)}`;
 };
-console.log(`ms per codeRunner \`node main.js\` rollout, c=4, ${N} rollouts per trial, ${REPS} trials per side (min / median / max), node ${process.version}, ${os.cpus().length} cores`);
+console.log(`ms per codeRunner \`node main.js\` rollout, c=4, ${N} rollouts per trial, ${REPS} trials per side (min / median / max), node ${process.version}, ${os.cpus().length} cores, load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 const columns = ['wall', 'main', 'children', 'launch', 'artifact', 'redis'];
 console.log(`| side | ${columns.join(' | ')} | total CPU |`);
 console.log(`|${['', ...columns, ''].map(() => '---').join('|')}|`);

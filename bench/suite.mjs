@@ -3,11 +3,14 @@
 // Each trial is a fresh Node process (no warm JIT, connection or child carried over); the two
 // sides of a comparison run interleaved A B A B, REPS times; every figure is min/median/max
 // over the trials. Per trial, beside wall time:
-//   - CPU ms per rollout: utime+stime (+ reaped children's) of the trial process and every
-//     live descendant (/proc/<pid>/stat), plus Redis `INFO cpu`, over the timed section only;
+//   - CPU ms per rollout: the trial process and everything it starts, from a cpuacct cgroup of
+//     its own where the host has one (bench/cgroup-cpu.mjs: programs at the sealed level die
+//     inside PID namespaces, which /proc alone misses), else utime+stime (+ reaped children's)
+//     of the trial process and every live descendant (/proc/<pid>/stat); plus Redis `INFO cpu`,
+//     over the timed section only;
 //   - client requests to Redis per rollout: `INFO stats` total_commands_processed delta.
 // Timings belong here, never in `npm test`.
-// Usage: node bench/suite.mjs [REPS=3]   (npm run bench)
+// Usage: node bench/suite.mjs [REPS=3]   (npm run bench); ONLY=code runs the codeRunner rows alone.
 // Redis: REDIS_URL, else a private redis-server on a free loopback port (removed afterwards).
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -15,7 +18,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchRedis } from './bench-redis.mjs';
+import { trialCpuMeter } from './cgroup-cpu.mjs';
 import { treeCpuMs } from './proc-cpu.mjs';
+
+/** Set in a trial process: the CPU of its whole tree (see cgroup-cpu.mjs), else undefined. */
+let meter;
+const trialCpuMs = () => (meter ? meter.read() : treeCpuMs());
 
 const here = fileURLToPath(import.meta.url);
 
@@ -31,13 +39,13 @@ async function redisSample(redis) {
 /** Runs `body` as the timed section; returns wall ms, CPU ms (tree + Redis) and Redis commands. */
 async function measure(redis, body) {
   const r0 = await redisSample(redis);
-  const c0 = treeCpuMs();
+  const c0 = trialCpuMs();
   const s0 = sent.count;
   const t0 = performance.now();
   const extra = (await body()) ?? {};
   const wallMs = performance.now() - t0;
   const s1 = sent.count;
-  const c1 = treeCpuMs();
+  const c1 = trialCpuMs();
   const r1 = await redisSample(redis);
   // The INFO call itself is one command.
   return { wallMs, cpuMs: c1 - c0 + (r1.cpuMs - r0.cpuMs), requests: s1 - s0, redisCommands: Math.max(0, r1.commands - r0.commands - 1), ...extra };
@@ -121,13 +129,17 @@ async function bullmqDrain(stack, n) {
  *   CPU, 1.7–2.2× the wall time).
  */
 async function spawnPool(n, concurrency, file, source, command) {
+  // The program codeRunner's sandbox would run: its PATH puts the interpreters' own bin
+  // directories first (a pyenv shim on the worker's PATH adds ~80 ms to every start it makes).
+  const { currentContainment } = await import('../dist/sandbox/index.js');
+  const programPath = currentContainment().tenant?.programPath ?? process.env.PATH ?? '/usr/bin:/bin';
   let next = 0;
   const one = async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'rq-bench-plain-'));
     try {
       await writeFile(path.join(dir, file), source);
       await new Promise((resolve, reject) => {
-        const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, LANG: 'C.UTF-8', TMPDIR: dir };
+        const env = { PATH: programPath, HOME: dir, LANG: 'C.UTF-8', TMPDIR: dir };
         const proc = spawn(command[0], command.slice(1), { cwd: dir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
         let out = '';
         proc.stdout.on('data', (d) => (out += d));
@@ -273,6 +285,7 @@ if (process.argv[2] === '--trial') {
     if (!clients.includes(this)) sent.count++;
     return send.call(this, command, stream);
   };
+  meter = trialCpuMeter();
   const result = await TRIALS[name](url, JSON.parse(params));
   for (const client of clients) client.disconnect();
   process.stdout.write(`${JSON.stringify(result)}\n`);
@@ -328,10 +341,14 @@ const perRollout = (trials, n, key) => stats(trials.map((t) => t[key] / n));
 const rate = (trials, n) => stats(trials.map((t) => n / (t.wallMs / 1000)));
 const ratioOfMedians = (a, b) => a.median / b.median;
 
+/** Whether the comparisons named `group` run: all of them, or those env ONLY names (`noop,code,wait,p50,bytes,recovery`). */
+const ONLY = process.env.ONLY?.split(',');
+const wanted = (group) => !ONLY || ONLY.includes(group);
+
 const redis = await startRedis();
 const started = performance.now();
 try {
-  {
+  if (wanted('noop')) {
     const n = 800;
     const t = await compare(redis, ['noop-rq', 'noop-sandboxed', 'noop-raw'], { n });
     const ours = rate(t['noop-rq'], n);
@@ -347,7 +364,7 @@ try {
     const ri = perRollout(t['noop-raw'], n, 'redisCommands');
     row('  Redis commands run per rollout (incl. inside scripts)', fmt(oi, 1), `raw BullMQ ${fmt(ri, 1)}`, `${ratioOfMedians(oi, ri).toFixed(2)}×`, '');
   }
-  {
+  if (wanted('noop')) {
     // The same after warm-up: in a fresh process most of 800 rollouts' CPU is JIT warm-up and
     // each child's first import (~10 ms per child); a long-lived worker pays that once.
     const n = 8000;
@@ -359,7 +376,7 @@ try {
     const sc = perRollout(t['noop-sandboxed'], n, 'cpuMs');
     row(`  same, ${n} rollouts per trial: CPU ms per rollout`, fmt(oc, 2), `sandboxed ${fmt(sc, 2)}`, `${ratioOfMedians(oc, sc).toFixed(2)}×`, '');
   }
-  for (const lang of ['js', 'py']) {
+  for (const lang of wanted('code') ? ['js', 'py'] : []) {
     const n = 300;
     const t = await compare(redis, ['code-rq', 'code-plain'], { n, lang });
     const ow = stats(t['code-rq'].map((x) => x.wallMs / 1000));
@@ -367,10 +384,11 @@ try {
     const oc = perRollout(t['code-rq'], n, 'cpuMs');
     const pc = perRollout(t['code-plain'], n, 'cpuMs');
     const label = lang === 'py' ? '`python3 main.py`' : '`node main.js`';
-    row(`codeRunner ${label} 300 × c=4, wall s`, fmt(ow, 2), `spawn pool ${fmt(pw, 2)}`, `${ratioOfMedians(ow, pw).toFixed(2)}×`, lang === 'py' ? '≤ 1.05×' : '≤ 1.10×');
-    row(`  same, CPU ms per rollout`, fmt(oc, 1), `spawn pool ${fmt(pc, 1)}`, `${ratioOfMedians(oc, pc).toFixed(2)}×`, '');
+    const level = (await import('../dist/sandbox/index.js')).currentContainment().level;
+    row(`codeRunner ${label} 300 × c=4 (level ${level}), wall s`, fmt(ow, 2), `spawn pool ${fmt(pw, 2)}`, `${ratioOfMedians(ow, pw).toFixed(2)}×`, '≤ 1.10×');
+    row(`  same, CPU ms per rollout`, fmt(oc, 1), `spawn pool ${fmt(pc, 1)}`, `${ratioOfMedians(oc, pc).toFixed(2)}×`, '≤ 1.10×');
   }
-  {
+  if (wanted('wait')) {
     const n = 1000;
     const t = await compare(redis, ['wait-rq', 'wait-inproc', 'wait-sandboxed'], { n });
     const ow = stats(t['wait-rq'].map((x) => x.wallMs / 1000));
@@ -380,14 +398,14 @@ try {
     row('  same, against BullMQ sandboxed (50 children), wall s', fmt(ow, 2), `sandboxed ${fmt(sw, 2)} (${ratioOfMedians(sw, iw).toFixed(2)}× in-process)`, `${ratioOfMedians(ow, sw).toFixed(2)}×`, '');
     row('  same, CPU ms per rollout', fmt(perRollout(t['wait-rq'], n, 'cpuMs'), 2), `in-process ${fmt(perRollout(t['wait-inproc'], n, 'cpuMs'), 2)}, sandboxed ${fmt(perRollout(t['wait-sandboxed'], n, 'cpuMs'), 2)}`, '', '');
   }
-  {
+  if (wanted('p50')) {
     const n = 100;
     const t = await compare(redis, ['p50-rq', 'p50-sandboxed'], { n });
     const op = stats(t['p50-rq'].map((x) => x.p50Ms));
     const sp = stats(t['p50-sandboxed'].map((x) => x.p50Ms));
     row('submit→Result p50, one at a time, ms', fmt(op, 2), `sandboxed ${fmt(sp, 2)}`, `${ratioOfMedians(op, sp).toFixed(2)}×`, '≤ 1.5×');
   }
-  {
+  if (wanted('bytes')) {
     const n = 40;
     const t = await compare(redis, ['bytes-rq'], { n });
     const beyond = stats(t['bytes-rq'].map((x) => x.bytesPerRolloutBeyondOneCopy / 1024));
@@ -397,7 +415,7 @@ try {
 } finally {
   await redis.stop();
 }
-{
+if (wanted('recovery')) {
   // Its own Redis and worker processes; prints its own lines.
   const out = execFileSync(process.execPath, [path.join(path.dirname(here), 'recovery.mjs'), String(REPS)]).toString().trim().split('\n');
   const m = /min ([\d.]+) s, median ([\d.]+) s, max ([\d.]+) s/.exec(out.at(-1) ?? '');

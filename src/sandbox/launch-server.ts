@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { mkdirSync, mkdtempSync, rmdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -151,6 +151,28 @@ function frame(id: string, request: ServedLaunch): Buffer {
   ]);
 }
 
+/** `pid` (a child of this process, holding `marker` in its command line) as this process' /proc numbers it. */
+function procPidOf(pid: number, marker: string | undefined): number {
+  const holds = (candidate: number): boolean => {
+    try {
+      return marker === undefined || readFileSync(`/proc/${candidate}/cmdline`, 'utf8').split('\0').includes(marker);
+    } catch {
+      return false;
+    }
+  };
+  if (holds(pid)) return pid;
+  try {
+    for (const task of readdirSync('/proc/self/task')) {
+      for (const child of readFileSync(`/proc/self/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number)) {
+        if (holds(child)) return child;
+      }
+    }
+  } catch {
+    // No /proc to ask: the pid as it is.
+  }
+  return pid;
+}
+
 /** Arguments of a launch server: `--tenant <stage> --ro <path>…` for a tenant view. */
 function serverArgs(userNamespace: boolean, tenant: { readonly view: TenantView; readonly stage: string } | undefined): string[] {
   return [
@@ -214,10 +236,19 @@ export class LaunchServer {
     return server;
   }
 
-  /** Where this process finds the server's mount namespace: `/proc/<server pid>/root`. */
+  /**
+   * Where this process finds the server's mount namespace: `/proc/<server pid>/root`, with the
+   * server's pid as this process' /proc numbers it. That is `server.pid` unless this process runs
+   * in a PID namespace of its own under a /proc mounted for its parent's (a rollout child of a
+   * worker that is PID 1): then it is found among this process' children by the stage its
+   * command line names.
+   */
   get rootPrefix(): string {
-    return `/proc/${this.server.pid ?? 0}/root`;
+    this.procPid ??= procPidOf(this.server.pid ?? 0, this.stage);
+    return `/proc/${this.procPid}/root`;
   }
+
+  private procPid: number | undefined;
 
   /**
    * Mounts an attempt's tmpfs in the server's mount namespace (see {@link ServedMount}).

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { workRoot } from '../../src/sandbox/index.js';
 import { hostProcesses, type HostProcess } from './host-processes.js';
@@ -9,8 +9,10 @@ export function workDirs(prefix: string): string[] {
 }
 
 /**
- * Live processes running `<interpreter> <entry>` (e.g. `python3 main.py`) whose working directory
- * is a work dir starting with `prefix`: an artifact of that lease (not its sandbox launchers).
+ * Live processes running `<interpreter> <entry>` (e.g. `python3 main.py`) of an attempt whose
+ * work dir starts with `prefix`: an artifact of that lease (not its sandbox launchers). Found by
+ * its working directory, or, where that is the tenant view's `/work` (the sealed level), by its
+ * attempt cgroup, named like the work dir; `cwd` is that work dir as the host names it.
  */
 export function artifactProcesses(prefix: string, entry: string): Array<HostProcess & { cwd: string }> {
   const root = `${workRoot()}${path.sep}${prefix}`;
@@ -19,7 +21,16 @@ export function artifactProcesses(prefix: string, entry: string): Array<HostProc
     if (p.state === 'Z' || p.argv.length !== 2 || p.argv[1] !== entry) continue;
     try {
       const cwd = readlinkSync(`/proc/${p.pid}/cwd`);
-      if (cwd.startsWith(root)) found.push({ ...p, cwd });
+      if (cwd.startsWith(root)) {
+        found.push({ ...p, cwd });
+        continue;
+      }
+      const group = readFileSync(`/proc/${p.pid}/cgroup`, 'utf8')
+        .split('\n')
+        .map((line) => line.slice(line.indexOf('/', line.indexOf(':', line.indexOf(':') + 1))))
+        .map((where) => where.split('/').at(-1) ?? '')
+        .find((name) => name.startsWith(prefix));
+      if (group) found.push({ ...p, cwd: path.join(workRoot(), group) });
     } catch {
       // Gone, or not ours to read.
     }

@@ -10,7 +10,10 @@ import { resultLineCount } from './results-file.js';
 // Fresh-user report: the hints that name `resume` (status, a refused coordinator, a cancelled
 // run) must name the run's own results file, and a coordinator refused as busy must say so and
 // leave nothing behind. Rollouts of a task with a "gate" wait until that file exists, so a test
-// decides when they finish (no sleeps).
+// decides when they finish (no sleeps). The gate is a file of the test's in the host's temp dir,
+// out of the reach of an artifact at the sealed level: the workers here run at `namespace+cgroup`
+// on purpose (what is tested is the coordinator's hints, not the containment; test/hostile is).
+const WEAKER_LEVEL = ['--containment', 'namespace+cgroup'];
 let redis: TestRedis;
 let dir: string;
 let artifact: string;
@@ -54,7 +57,7 @@ beforeAll(async () => {
       '  const go = () => (!task.gate || fs.existsSync(task.gate) ? console.log(`Answer: ${task.answer}`) : setTimeout(go, 50));\n  go();\n});\n',
   );
   env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('hint') };
-  worker = startCli(['worker', '--queue', queue, '--concurrency', '4', '--name', 'hint-w'], { env });
+  worker = startCli(['worker', '--queue', queue, '--concurrency', '4', '--name', 'hint-w', ...WEAKER_LEVEL], { env });
 });
 
 afterAll(async () => {
@@ -364,7 +367,7 @@ describe('a run stopped on a caller Result while other rollouts run', () => {
     const lines = [{ id: 'a', reward: 5, gate: gateA }, { id: 'g1', reward: 1, gate }, { id: 'g2', reward: 1, gate }];
     await writeFile(tasks, `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`);
     const callerQueue = 'hints-caller';
-    const own = startCli(['worker', '--queue', callerQueue, '--concurrency', '4', '--name', 'hint-caller-w', '--allow', 'rq-fixtures/*'], { env });
+    const own = startCli(['worker', '--queue', callerQueue, '--concurrency', '4', '--name', 'hint-caller-w', '--allow', 'rq-fixtures/*', ...WEAKER_LEVEL], { env });
     try {
       const args = ['run', '--tasks', tasks, '--artifact', artifact, '--run', 'rollout-queue/runners:codeRunner', '--reward', 'rq-fixtures/failures:fromTask', '--queue', callerQueue, '--run-id', 'stop1', '--out', out];
       const run = startCli(args, { env, cwd: dir });

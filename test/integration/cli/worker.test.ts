@@ -1,9 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { liveProcessesRunning } from '../../helpers/host-processes.js';
 import { freePort, startRedis, type TestRedis } from '../../helpers/redis.js';
 import { BIN, killLeftovers, runCli, startCli, uniquePrefix, waitFor } from './cli-process.js';
 
@@ -89,11 +89,10 @@ describe('rollout-queue worker', () => {
     const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('wk') };
     const dir = await mkdtemp(path.join(os.tmpdir(), 'rq-slow-'));
     await writeFile(path.join(dir, 'tasks.jsonl'), '{"id":"slow","answer":1}\n');
-    // The artifact says when it runs (a file): the wait reads it, where polling `status` started a
-    // node process after another and slowed the very start it waited for (CI under load: the
-    // rollout was not seen active within 30 s).
-    const started = path.join(dir, 'started');
-    await writeFile(path.join(dir, 'sleep.js'), `require('node:fs').writeFileSync(${JSON.stringify(started)}, '');\nsetTimeout(() => console.log(1), 60000);\n`);
+    // The wait looks for the artifact's process on the host (it cannot write a file out of its
+    // tenant view), where polling `status` started a node process after another and slowed the
+    // very start it waited for (CI under load: the rollout was not seen active within 30 s).
+    await writeFile(path.join(dir, 'sleep.js'), 'setTimeout(() => console.log(1), 60000);\n');
     const worker = startCli(['worker', '--queue', 'wq2', '--name', 'twice', '--shutdown-grace-ms', '120000'], { env });
     const coordinator = startCli([
       'run', '--tasks', path.join(dir, 'tasks.jsonl'), '--artifact', path.join(dir, 'sleep.js'),
@@ -102,7 +101,7 @@ describe('rollout-queue worker', () => {
       '--queue', 'wq2', '--run-id', 'slowrun', '--out', path.join(dir, 'out.jsonl'),
     ], { env, cwd: dir });
     try {
-      await waitFor(() => existsSync(started), 30_000, 'the rollout to be running');
+      await waitFor(() => liveProcessesRunning([process.execPath, 'sleep.js']).length > 0, 30_000, 'the rollout to be running');
       expect((await jobCounts(env, 'wq2')).active).toBe(1);
       worker.child.kill('SIGTERM');
       await new Promise((resolve) => setTimeout(resolve, 1500));
@@ -172,8 +171,8 @@ describe('rollout-queue worker', () => {
     const fallback = startCli(['worker', '--queue', 'cq', '--name', 'fallback-one', '--containment', 'process-group'], { env: { ...env, LOG_LEVEL: 'info' } });
     try {
       await waitFor(async () => Object.keys(await workerContainment(env, 'cq')).length === 2, 30_000, 'both workers in status');
-      expect(await workerContainment(env, 'cq')).toEqual({ 'strict-one': 'namespace+cgroup', 'fallback-one': 'process-group' });
-      expect(strict.stdout() + strict.stderr()).toMatch(/"containment":"namespace\+cgroup"/);
+      expect(await workerContainment(env, 'cq')).toEqual({ 'strict-one': 'sealed', 'fallback-one': 'process-group' });
+      expect(strict.stdout() + strict.stderr()).toMatch(/"containment":"sealed"/);
       const fallbackLog = fallback.stdout() + fallback.stderr();
       expect(fallbackLog).toMatch(/"containment":"process-group"/);
       expect(fallbackLog).toContain('re-parented away');
@@ -194,7 +193,8 @@ describe('rollout-queue worker', () => {
       timeout: 60_000,
     });
     expect(outcome.status, outcome.stdout + outcome.stderr).toBe(1);
-    expect(outcome.stderr).toContain('containment strict: this host lacks');
+    expect(outcome.stderr).toContain('containment strict: this host leaves');
+    expect(outcome.stderr).toContain('memory (no cgroup');
     expect(outcome.stderr).toContain('writable cgroup');
   });
 });
