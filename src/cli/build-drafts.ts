@@ -20,6 +20,10 @@ export interface DraftTemplate {
   readonly rewardMs?: number;
   readonly hangMs?: number;
   readonly memoryMb?: number;
+  /** `sandbox.cpus`, `sandbox.diskMb`, `sandbox.network` of every spec (`run --cpus`, `--disk-mb`, `--network`). */
+  readonly cpus?: number;
+  readonly diskMb?: number;
+  readonly network?: 'none' | 'host';
   /** Labels a worker must have (`run --placement`); a task's own `placement` object wins. */
   readonly placement?: Readonly<Record<string, string>>;
   /** `sandbox.fingerprint` of every spec (`run --fingerprint`). */
@@ -177,6 +181,9 @@ export function buildDrafts(tasks: readonly TaskLine[], template: DraftTemplate)
   const sandbox = {
     env: [...(template.env ?? [])],
     ...(template.memoryMb !== undefined ? { memoryMb: template.memoryMb } : {}),
+    ...(template.cpus !== undefined ? { cpus: template.cpus } : {}),
+    ...(template.diskMb !== undefined ? { diskMb: template.diskMb } : {}),
+    ...(template.network !== undefined ? { network: template.network } : {}),
     ...(template.fingerprint !== undefined ? { fingerprint: template.fingerprint } : {}),
   };
   return tasks.map(({ taskKey, task }) => {

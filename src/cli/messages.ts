@@ -60,6 +60,9 @@ export const HELP = {
     rewardMs: "the reward's own limit, ms, inside what is left of --run-ms; past it: a model result, RewardTimeout (default 60000)",
     hangMs: "the plane's limit, ms; past it the child is killed and the lease re-dispatched (default 900000); must be above --run-ms",
     memoryMb: `memory limit of each rollout, MiB: its child process' heap, and a codeRunner artifact's whole process tree (${MIN_MEMORY_MB}–65536, default ${DEFAULT_MEMORY_MB})`,
+    cpus: 'CPU time of each program a rollout runs (a codeRunner artifact), in CPUs: sandbox.cpus, a cgroup quota (0.01–1024, default 1)',
+    diskMb: "what each program a rollout runs may write to its work dir, /tmp and /dev/shm together, MiB: sandbox.diskMb (1–65536, default 512); over it the program's writes fail and a failing program ends model/DiskLimit",
+    network: 'none (default: each program a rollout runs has only its own loopback) or host (sandbox.network: the worker network, granted only by workers started with --allow-network; others end the rollout caller/NetworkNotAllowed)',
     retain: 'how long the run stays in Redis once every result is delivered, e.g. 3d, 12h, 30m (default 3d; 0 removes it at once)',
     metricsPort: 'serve the coordinator\'s Prometheus metrics (in flight, delivered, duplicates) on this port while the run lasts (0 picks a free one; default: none)',
     metricsHost: 'address the coordinator metrics endpoint binds (default 127.0.0.1)',
@@ -162,6 +165,7 @@ export const MSG = {
   notAPort: (flag: string, value: string, example: number) =>
     `${flag} must be a port number from 0 to 65535 (0 picks a free one), got "${value}"; e.g. ${flag} ${example}`,
   notUsd: (value: string) => `must be a positive amount of US dollars like 2.50, got "${value}"`,
+  notCpus: (value: string) => `--cpus takes a number of CPUs from 0.01 to 1024, e.g. 1 or 0.5, got "${value}"`,
   notALabel: (value: string) => `must be KEY=VALUE with a non-empty KEY of at most 64 characters and a VALUE of at most 256 (e.g. region=eu-west), got "${value}"`,
   notAQueueName: (value: string) => `must hold only letters, digits, "_", "-" and "{}", got "${value}"`,
   notAnEnvName: (value: string) => `"${value}" is not a variable NAME (A-Z, 0-9, "_", not starting with a digit); pass names, never values`,

@@ -108,6 +108,13 @@ export function labelPair(value: string, previous: Record<string, string> | unde
   return { ...(previous ?? {}), [key]: label };
 }
 
+/** A number of CPUs, 0.01–1024 (`--cpus 0.5`): `sandbox.cpus`. */
+export function cpusOf(value: string): number {
+  const parsed = /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
+  if (!Number.isFinite(parsed) || parsed < 0.01 || parsed > 1024) throw new InvalidArgumentError(MSG.notCpus(value));
+  return parsed;
+}
+
 /** A positive amount of US dollars (`--cost-ceiling-usd 2.50`). */
 export function positiveUsd(value: string): number {
   const parsed = /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;

@@ -2,7 +2,7 @@ import { Command, Option } from '@commander-js/extra-typings';
 import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
 import { MIN_MEMORY_MB } from '../../spec/index.js';
-import { durationMs, envNameList, hostOf, integerAtLeast, integerBetween, labelPair, portOf, positiveInteger, positiveUsd, runIdOf } from '../option-parsers.js';
+import { cpusOf, durationMs, envNameList, hostOf, integerAtLeast, integerBetween, labelPair, portOf, positiveInteger, positiveUsd, runIdOf } from '../option-parsers.js';
 import { MAX_PRODUCER_BYTES } from '../../producer/index.js';
 
 /**
@@ -30,6 +30,9 @@ export function runCommand() {
     .addOption(new Option('--reward-ms <ms>', HELP.run.rewardMs).argParser(positiveInteger))
     .addOption(new Option('--hang-ms <ms>', HELP.run.hangMs).argParser(positiveInteger))
     .addOption(new Option('--memory-mb <mib>', HELP.run.memoryMb).argParser(integerAtLeast(MIN_MEMORY_MB)))
+    .addOption(new Option('--cpus <n>', HELP.run.cpus).argParser(cpusOf))
+    .addOption(new Option('--disk-mb <mib>', HELP.run.diskMb).argParser(integerBetween(1, 65_536)))
+    .addOption(new Option('--network <mode>', HELP.run.network).choices(['none', 'host']))
     .addOption(new Option('--retain <duration>', HELP.run.retain).argParser(durationMs))
     .addOption(new Option('--placement <label>', HELP.run.placement).argParser(labelPair))
     .option('--fingerprint <value>', HELP.run.fingerprint)

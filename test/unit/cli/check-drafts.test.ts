@@ -54,3 +54,17 @@ describe('a config option that is not JSON', () => {
     expect(refused).not.toThrow(/timeoutMs/);
   });
 });
+
+describe('run --cpus, --disk-mb and --network (issue 28)', () => {
+  it('put sandbox.cpus, sandbox.diskMb and sandbox.network in every spec, and --cpus refuses what is not 0.01–1024 CPUs', async () => {
+    const drafts = buildDrafts(tasks, { rendered: 'x', run, reward, cpus: 0.5, diskMb: 64, network: 'host' });
+    const specs = checkDrafts('tasks.jsonl', tasks, drafts);
+    expect(specs.map((spec) => [spec.sandbox.cpus, spec.sandbox.diskMb, spec.sandbox.network])).toEqual([
+      [0.5, 64, 'host'],
+      [0.5, 64, 'host'],
+    ]);
+    const { cpusOf } = await import('../../../src/cli/option-parsers.js');
+    expect(cpusOf('0.25')).toBe(0.25);
+    for (const bad of ['0', '2000', 'one']) expect(() => cpusOf(bad)).toThrow(`--cpus takes a number of CPUs from 0.01 to 1024, e.g. 1 or 0.5, got "${bad}"`);
+  });
+});
