@@ -43,7 +43,7 @@ async function collect(iterable: AsyncIterable<Result>): Promise<Result[]> {
 }
 
 describe('secrets by name, end to end', () => {
-  it('the code runner child sees only PATH/HOME/LANG/TMPDIR and the named secret; nothing carries the value', async () => {
+  it('the code runner child sees only PATH/HOME/LANG/TMPDIR (and PWD) and the named secret; nothing carries the value', async () => {
     const artifact = [
       "const names = Object.keys(process.env).sort();",
       `const secret = process.env.${SECRET_NAME} ?? '';`,
@@ -70,7 +70,8 @@ describe('secrets by name, end to end', () => {
     expect(env).toMatchObject({ kind: 'ok', reward: 1 });
     const printed = JSON.parse(String((env?.output as { stdout: string }).stdout).split('\n')[0] as string) as { names: string[]; secretLength: number };
     expect(printed.secretLength).toBe(SECRET_VALUE.length);
-    expect(printed.names.filter((n) => !['PATH', 'HOME', 'LANG', 'TMPDIR'].includes(n))).toEqual([SECRET_NAME]);
+    // PWD: set by bubblewrap in the tenant view (docs/security.md), the program's own work dir.
+    expect(printed.names.filter((n) => !['PATH', 'HOME', 'LANG', 'TMPDIR', 'PWD'].includes(n))).toEqual([SECRET_NAME]);
     // The rollout child itself gets the secret through ctx.secrets, not through its environment.
     const childEnv = byTask.get('child-env')?.output as { envNames: string[]; secretNames: string[] };
     expect(childEnv.secretNames).toEqual([SECRET_NAME]);
