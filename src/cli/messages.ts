@@ -421,14 +421,35 @@ export const MSG = {
   /** `workers`: the workers listening on the queue's cancel channel, whether or not they run one of its rollouts. */
   runCancelled: (runId: string, removed: number, workers: number) =>
     `cancelled run ${runId}: ${removed} waiting rollout(s) removed; the ${workers} worker(s) serving the queue were told to stop any of its rollouts they are running`,
-  progressLine: (done: number, total: number | null) =>
-    total ? `progress: ${done}/${total} results (${Math.floor((done / total) * 100)}%)` : `progress: ${done} results`,
+  /** A plain progress line (stderr off a terminal): `progress: 12/40 results (30%), 2.5/s, ETA 11s; ok 10, model 2, infra 0, caller 0`. */
+  progressLine: (done: number, total: number | null, pace: { perSecond: number | null; etaSeconds: number | null }, kinds: Readonly<Record<string, number>>) =>
+    `progress: ${total ? `${done}/${total} results (${Math.floor((done / total) * 100)}%)` : `${done} results`}, ${MSG.progressRate(pace.perSecond)}` +
+    `${total ? `, ETA ${MSG.progressEta(pace.etaSeconds)}` : ''}; ${MSG.progressKinds(kinds, ', ')}`,
+  /** cli-progress format of the terminal bar; `{rate}`, `{etaLeft}` and `{kinds}` are filled by progress.ts. */
+  progressBarFormat: ' {bar} {percentage}% | {value}/{total} results | {rate} | ETA {etaLeft} | {kinds}',
+  /** Results per second as `2.5/s`, `40/min` below one a second, `-/s` before the first. */
+  progressRate: (perSecond: number | null) =>
+    perSecond === null ? '-/s' : perSecond >= 1 ? `${perSecond >= 10 ? Math.round(perSecond) : perSecond.toFixed(1)}/s` : `${(perSecond * 60).toFixed(perSecond * 60 >= 10 ? 0 : 1)}/min`,
+  /** Seconds left as `45s`, `12m 05s`, `2h 03m`, `-` when unknown. */
+  progressEta: (seconds: number | null) => {
+    if (seconds === null || !Number.isFinite(seconds)) return '-';
+    const s = Math.round(seconds);
+    if (s < 60) return `${s}s`;
+    if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, '0')}s`;
+    return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+  },
+  /** Counts by kind for progress, `ok 10 model 2 infra 0 caller 0` (infrastructure shortened to fit a terminal line). */
+  progressKinds: (kinds: Readonly<Record<string, number>>, separator = ' ') =>
+    (['ok', 'model', 'infrastructure', 'caller'] as const).map((kind) => `${kind === 'infrastructure' ? 'infra' : kind} ${kinds[kind] ?? 0}`).join(separator),
 
   // ── summary ──────────────────────────────────────────────────────────────
   summaryTitle: (runId: string, delivered: number, total: number | null, state: string) =>
     `Run ${runId}: ${delivered}${total === null ? '' : ` of ${total}`} result(s), ${state}`,
   summaryKind: (kind: string, count: number, extra: string) => summaryRow(kind, `${String(count).padStart(6)}${extra ? `   ${extra}` : ''}`),
   summaryRewards: (mean: string, spread: string) => `mean reward ${mean} over ok${spread ? ` (${spread})` : ''}`,
+  /** `okMean` null: no Result is ok. A Result that is not ok counts 0 in the mean over all (summary.ts meanRewardOverAll). */
+  summaryMeanReward: (allMean: string, total: number, okMean: string | null, ok: number) =>
+    summaryRow('mean reward', `${allMean} over all ${total} (a Result that is not ok counts as 0)${okMean === null ? '; no ok Result' : `, ${okMean} over the ${ok} ok`}`),
   summaryRunMs: (p50: string, p95: string) => summaryRow('run time', `p50 ${p50}, p95 ${p95}`),
   summaryWorkers: (spread: string) => summaryRow('results per worker', spread),
   summaryCounter: (label: string, value: number | string) => summaryRow(label, String(value).padStart(6)),
