@@ -19,6 +19,7 @@ export const HELP = {
     '  REDIS_URL             redis://[user:password@]host:port[/db] or rediss://… (default redis://127.0.0.1:6379)',
     '  ROLLOUT_QUEUE_PREFIX  key prefix of every queue (default rq)',
     '  LOG_LEVEL             pino log level (worker default info; other commands default warn)',
+    '  LOG_FORMAT            pretty, json or text (default: pretty on a terminal; else json for worker and gateway, text for the others)',
     '',
     'Exit codes: 0 every spec got a result, 3 stopped on a caller result, 2 usage error, 130 interrupted, 1 anything else.',
   ].join('\n'),
@@ -181,6 +182,8 @@ export const MSG = {
     `--run-config: codeRunner's entrypoint ${JSON.stringify(entrypoint)} is not a file of --artifact (its files: ${files.slice(0, 10).map((f) => JSON.stringify(f)).join(', ') || 'none'}${files.length > 10 ? ', …' : ''}); name one of them in "entrypoint"`,
   badRefConfig: (option: string, path: string, why: string) => `${option}${path ? ` at ${path}` : ''}: ${why}`,
   badPrefix: (why: string) => `ROLLOUT_QUEUE_PREFIX: ${why}`,
+  badLogFormat: (value: string, formats: readonly string[]) =>
+    `LOG_FORMAT must be one of ${formats.join(', ')}, got "${value}"; unset it for pretty lines on a terminal and JSON (worker, gateway) or text (other commands) elsewhere`,
   badRedisUrl: (why: string) => `${why}. Set REDIS_URL, e.g. REDIS_URL=redis://127.0.0.1:6379`,
 
   /** `defaults`: which of the two was not given (its default was compared). */
