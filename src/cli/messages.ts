@@ -222,6 +222,11 @@ export const MSG = {
   containmentRefused: (why: string) => `worker not started: ${why}`,
 
   // ── input files ──────────────────────────────────────────────────────────
+  /** Several bad lines of a tasks file (`shown`: the first ones' own messages, each `file:line: …`), reported at once. */
+  taskLinesRefused: (file: string, count: number, shown: readonly string[]) =>
+    `--tasks ${file} has ${count} bad lines; nothing was enqueued. Fix them all, then run again:\n` +
+    shown.map((message) => `  ${message.replace(/ Nothing was enqueued\.$/, '')}`).join('\n') +
+    (count > shown.length ? `\n  … and ${count - shown.length} more bad line(s) (the first ${shown.length} are shown)` : ''),
   tasksUnreadable: (file: string, why: string) => `cannot read --tasks ${file}: ${why}`,
   tasksEmpty: (file: string) => `--tasks ${file} holds no tasks (it is empty or only blank lines); write one JSON object per line, e.g. {"id": "t1", "answer": 42}. Nothing was enqueued.`,
   taskNotJson: (file: string, line: number, why: string) => `${file}:${line}: not valid JSON (${why}); each line must be one JSON object. Nothing was enqueued.`,

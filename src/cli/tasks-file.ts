@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { TaskSchema, type Task } from '../spec/index.js';
 import { UsageError } from './errors.js';
 import { fileErrorText } from './file-error.js';
+import { LineProblems } from './line-problems.js';
 import { MSG, typeName } from './messages.js';
 
 /** One task of a tasks file and what names its lease. */
@@ -20,14 +21,22 @@ export interface ReadTasksOptions {
   readonly limit?: number;
   /** How the file is named in messages (default: the path as given). */
   readonly label?: string;
+  /**
+   * Where bad lines go: given, every bad line is added there and left out of the result, for the
+   * caller to report with the problems of its own later checks (`LineProblems.throwIfAny`);
+   * without it they are reported here, all at once.
+   */
+  readonly problems?: LineProblems;
 }
 
 /**
  * Reads a JSONL tasks file: UTF-8 (a leading byte order mark is dropped), one JSON object per
  * line, blank lines skipped.
- * Everything is checked before anything is enqueued.
- * @throws UsageError naming `file:line` for a line that is not UTF-8, not JSON, not an object, not valid
- *   task data, or whose key repeats an earlier line; or when the file holds no task at all.
+ * Everything is checked before anything is enqueued, every line: all bad lines are reported at
+ * once (see {@link LineProblems}), not the first only.
+ * @throws UsageError naming `file:line` of each line that is not JSON, not an object, not valid
+ *   task data, too big, or whose key repeats an earlier line (unless `options.problems` takes
+ *   them); naming the first byte that is not UTF-8; or when the file holds no task at all.
  */
 export async function readTasksFile(file: string, options: ReadTasksOptions = {}): Promise<TaskLine[]> {
   const label = options.label ?? file;
@@ -38,6 +47,7 @@ export async function readTasksFile(file: string, options: ReadTasksOptions = {}
     throw new UsageError(MSG.tasksUnreadable(label, fileErrorText(err)));
   }
   const text = decodeUtf8(bytes, label);
+  const problems = options.problems ?? new LineProblems(label);
   const tasks: TaskLine[] = [];
   /** The first line holding each lease key, and whether that key is its id (else its line number). */
   const firstOf = new Map<string, { line: number; byId: boolean }>();
@@ -47,22 +57,31 @@ export async function readTasksFile(file: string, options: ReadTasksOptions = {}
     const raw = (lines[index] ?? '').trim();
     if (raw === '') continue;
     const line = index + 1;
-    const task = parseTask(raw, label, line);
-    if (typeof task.id === 'string' && task.id.trim() === '') throw new UsageError(MSG.taskEmptyId(label, line));
-    // The producer's own limit, checked here too so that an oversized task stops the run before
-    // anything is enqueued rather than midway through it.
-    const bytes = Buffer.byteLength(JSON.stringify(task), 'utf8');
-    if (bytes > DEFAULT_MAX_TASK_BYTES) throw new UsageError(MSG.taskTooBig(label, line, bytes, DEFAULT_MAX_TASK_BYTES));
-    const byId = typeof task.id === 'string' || typeof task.id === 'number';
-    const taskKey = byId ? (task.id as string | number) : line;
-    const key = String(taskKey);
-    const first = firstOf.get(key);
-    if (first !== undefined) throw new UsageError(MSG.taskDuplicate(label, line, key, first, byId));
-    firstOf.set(key, { line, byId });
-    tasks.push({ taskKey, task, line });
+    const problem = lineProblem(raw, label, line, firstOf);
+    if (typeof problem === 'string') problems.add(line, problem);
+    else tasks.push(problem);
   }
+  if (!options.problems || tasks.length === 0) problems.throwIfAny();
   if (tasks.length === 0) throw new UsageError(MSG.tasksEmpty(label));
   return tasks;
+}
+
+/** The task of one non-blank line, or the message saying why the line is refused; records its lease key in `firstOf`. */
+function lineProblem(raw: string, label: string, line: number, firstOf: Map<string, { line: number; byId: boolean }>): TaskLine | string {
+  const task = parseTask(raw, label, line);
+  if (typeof task === 'string') return task;
+  if (typeof task.id === 'string' && task.id.trim() === '') return MSG.taskEmptyId(label, line);
+  // The producer's own limit, checked here too so that an oversized task stops the run before
+  // anything is enqueued rather than midway through it.
+  const bytes = Buffer.byteLength(JSON.stringify(task), 'utf8');
+  if (bytes > DEFAULT_MAX_TASK_BYTES) return MSG.taskTooBig(label, line, bytes, DEFAULT_MAX_TASK_BYTES);
+  const byId = typeof task.id === 'string' || typeof task.id === 'number';
+  const taskKey = byId ? (task.id as string | number) : line;
+  const key = String(taskKey);
+  const first = firstOf.get(key);
+  if (first !== undefined) return MSG.taskDuplicate(label, line, key, first, byId);
+  firstOf.set(key, { line, byId });
+  return { taskKey, task, line };
 }
 
 /**
@@ -99,21 +118,20 @@ function decodeUtf8(bytes: Buffer, label: string): string {
   }
 }
 
-function parseTask(raw: string, label: string, line: number): Task {
+/** The line's task, or the message saying why it is none. */
+function parseTask(raw: string, label: string, line: number): Task | string {
   let value: unknown;
   try {
     value = JSON.parse(raw) as unknown;
   } catch (err) {
-    throw new UsageError(MSG.taskNotJson(label, line, (err as Error).message));
+    return MSG.taskNotJson(label, line, (err as Error).message);
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new UsageError(MSG.taskNotObject(label, line, typeName(value)));
-  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return MSG.taskNotObject(label, line, typeName(value));
   const parsed = TaskSchema.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue && issue.path.length > 0 ? `task.${issue.path.join('.')}: ` : '';
-    throw new UsageError(MSG.taskInvalid(label, line, `${where}${issue?.message ?? 'invalid task'}`));
+    return MSG.taskInvalid(label, line, `${where}${issue?.message ?? 'invalid task'}`);
   }
   return parsed.data;
 }
