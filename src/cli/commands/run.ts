@@ -3,7 +3,7 @@ import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
 import { documentDefault } from '../option-help.js';
 import { DEFAULT_HANG_MS, DEFAULT_MEMORY_MB, DEFAULT_REWARD_MS, DEFAULT_RUN_MS, MIN_MEMORY_MB } from '../../spec/index.js';
-import { durationMs, envNameList, hostOf, integerAtLeast, integerBetween, labelPair, portOf, positiveInteger, positiveUsd, runIdOf } from '../option-parsers.js';
+import { durationMs, envNameList, goldKeyList, hostOf, integerAtLeast, integerBetween, labelPair, portOf, positiveInteger, positiveUsd, runIdOf } from '../option-parsers.js';
 import { DEFAULT_MAX_SPEC_BYTES, MAX_PRODUCER_BYTES } from '../../producer/index.js';
 
 /**
@@ -36,6 +36,8 @@ export function runCommand() {
     .option('--fingerprint <value>', HELP.run.fingerprint)
     .addOption(documentDefault(new Option('--class <class>', HELP.run.class), 'rollout').choices(['rollout', 'evaluation']))
     .addOption(new Option('--cost-ceiling-usd <usd>', HELP.run.costCeilingUsd).argParser(positiveUsd))
+    .addOption(new Option('--gold-key <key...>', HELP.run.goldKey).argParser(goldKeyList))
+    .option('--gold-visible-to-run', HELP.run.goldVisibleToRun)
     .option('--allow-eviction', HELP.allowEviction)
     .addOption(new Option('--metrics-port <port>', HELP.run.metricsPort).argParser(portOf('--metrics-port', 9465)))
     .addOption(documentDefault(new Option('--metrics-host <host>', HELP.run.metricsHost), '127.0.0.1').argParser(hostOf('--metrics-host')));
