@@ -26,6 +26,7 @@ PACKAGES=(
   "faketime faketime"           # clock-skew tests (a worker whose clock is wrong)
   "prometheus promtool"         # promtool check metrics: test/integration/consumer/metrics.test.ts
   "chromium chromium"           # the dashboard's runs view in headless Chromium (test/integration/dashboard)
+  "bsdutils script"             # script(1): a pty for the CLI's terminal tests (progress bar, pretty logs)
 )
 
 # Installed without their recommended packages (prometheus would bring a whole server setup).
