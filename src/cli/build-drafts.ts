@@ -179,7 +179,7 @@ export function buildDrafts(tasks: readonly TaskLine[], template: DraftTemplate)
     ...(template.memoryMb !== undefined ? { memoryMb: template.memoryMb } : {}),
     ...(template.fingerprint !== undefined ? { fingerprint: template.fingerprint } : {}),
   };
-  return tasks.map(({ taskKey, task }) => {
+  return tasks.map(({ taskKey, task, meta }) => {
     // A task line's own `placement` (an object of labels) wins over --placement; checkDrafts
     // refuses one of another type, and the spec schema checks its values (strings).
     const own = (task as { placement?: unknown }).placement;
@@ -194,6 +194,7 @@ export function buildDrafts(tasks: readonly TaskLine[], template: DraftTemplate)
       ...(placement && Object.keys(placement).length > 0 ? { placement: { ...placement } } : {}),
       ...(template.class !== undefined ? { class: template.class } : {}),
       ...(Object.keys(timeouts).length > 0 ? { timeouts } : {}),
+      ...(meta !== undefined ? { meta } : {}),
     };
   });
 }

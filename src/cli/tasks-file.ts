@@ -1,6 +1,6 @@
 import { DEFAULT_MAX_TASK_BYTES } from '../producer/index.js';
 import { readFile } from 'node:fs/promises';
-import { TaskSchema, type Task } from '../spec/index.js';
+import { findMetaIssue, TaskSchema, type Task } from '../spec/index.js';
 import { UsageError } from './errors.js';
 import { fileErrorText } from './file-error.js';
 import { MSG, typeName } from './messages.js';
@@ -12,7 +12,15 @@ export interface TaskLine {
   readonly task: Task;
   /** 1-based line number in the file, for messages. */
   readonly line: number;
+  /** The line's `$meta` (taken out of the task): its draft's `meta`, returned on its Result. */
+  readonly meta?: unknown;
 }
+
+/**
+ * The key of a tasks-file line that holds the line's own tag: taken out of the task (the worker
+ * never sees it) and given to its draft as `meta`, so each line's Result carries it.
+ */
+export const TASK_META_KEY = '$meta';
 
 /** Options of {@link readTasksFile}. */
 export interface ReadTasksOptions {
@@ -47,7 +55,7 @@ export async function readTasksFile(file: string, options: ReadTasksOptions = {}
     const raw = (lines[index] ?? '').trim();
     if (raw === '') continue;
     const line = index + 1;
-    const task = parseTask(raw, label, line);
+    const { task, meta } = takeMeta(parseTask(raw, label, line), label, line);
     if (typeof task.id === 'string' && task.id.trim() === '') throw new UsageError(MSG.taskEmptyId(label, line));
     // The producer's own limit, checked here too so that an oversized task stops the run before
     // anything is enqueued rather than midway through it.
@@ -59,7 +67,7 @@ export async function readTasksFile(file: string, options: ReadTasksOptions = {}
     const first = firstOf.get(key);
     if (first !== undefined) throw new UsageError(MSG.taskDuplicate(label, line, key, first, byId));
     firstOf.set(key, { line, byId });
-    tasks.push({ taskKey, task, line });
+    tasks.push({ taskKey, task, line, ...(meta !== undefined ? { meta } : {}) });
   }
   if (tasks.length === 0) throw new UsageError(MSG.tasksEmpty(label));
   return tasks;
@@ -97,6 +105,18 @@ function decodeUtf8(bytes: Buffer, label: string): string {
     }
     throw new UsageError(MSG.taskNotUtf8(label, line, sequenceStart - lineStart + 1, bytes[sequenceStart] ?? 0));
   }
+}
+
+/**
+ * Splits a line's {@link TASK_META_KEY} from its task.
+ * @throws UsageError naming `file:line` when the meta is no valid meta (too large, not JSON data).
+ */
+function takeMeta(parsed: Task, label: string, line: number): { task: Task; meta?: unknown } {
+  if (!Object.hasOwn(parsed, TASK_META_KEY)) return { task: parsed };
+  const { [TASK_META_KEY]: meta, ...task } = parsed;
+  const issue = findMetaIssue(meta);
+  if (issue) throw new UsageError(MSG.taskMetaInvalid(label, line, `${issue.path}: ${issue.message}`));
+  return { task, meta };
 }
 
 function parseTask(raw: string, label: string, line: number): Task {

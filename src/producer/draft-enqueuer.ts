@@ -3,6 +3,7 @@ import type { Logger } from '../platform/logger.js';
 import { withoutDefaults, type Result, type RolloutSpecInput } from '../spec/index.js';
 import type { ArtifactStorer } from './artifact-storer.js';
 import { callerResult } from './caller-result.js';
+import { withMeta } from './result-meta.js';
 import { DraftSource } from './draft-source.js';
 import { evaluationHash, type EvaluationCache } from './evaluation-cache.js';
 import type { LeaseTracker } from './lease-tracker.js';
@@ -71,7 +72,9 @@ const leaseClock = (draft: ValidDraft): { leaseId: string; scheduleToStartMs: nu
  */
 function repeatRefusal(runId: string, repeat: PreparedDraft, index: number): PreparedDraft {
   const key = repeat.leaseId.slice(runId.length + 1);
+  const meta = repeat.ok ? repeat.spec.meta : repeat.meta;
   return {
+    ...(meta !== undefined ? { meta } : {}),
     ok: false,
     leaseId: leaseIdFor(runId, `${key}#${index}`),
     taskId: repeat.taskId,
@@ -281,7 +284,7 @@ export class DraftEnqueuer {
         fresh = [];
         if (this.stopped) break;
         logger.warn({ runId, leaseId, type: draft.error.type }, `draft refused, not enqueued: ${draft.error.message}`);
-        this.deps.onRefused(callerResult(leaseId, runId, draft.taskId, draft.error.type, draft.error.message));
+        this.deps.onRefused(withMeta(callerResult(leaseId, runId, draft.taskId, draft.error.type, draft.error.message), draft.meta));
       } else if (flags.get(leaseId)?.enqueued) {
         already++;
         logger.debug({ runId, leaseId }, 'lease already enqueued (resumed run): not added again');
@@ -301,7 +304,7 @@ export class DraftEnqueuer {
   private async answerCached(fresh: Positioned<ValidDraft>[], flags: ReadonlyMap<string, { readonly delivered: boolean }>): Promise<Positioned<ValidDraft>[]> {
     const { evaluations, onCached, runId } = this.deps;
     if (!evaluations || !onCached) return fresh;
-    const evals = fresh.filter(({ draft }) => draft.spec.class === 'evaluation').map(({ draft }) => ({ leaseId: draft.leaseId, taskId: draft.taskId, runId, hash: evaluationHash(draft.spec) }));
+    const evals = fresh.filter(({ draft }) => draft.spec.class === 'evaluation').map(({ draft }) => ({ leaseId: draft.leaseId, taskId: draft.taskId, runId, hash: evaluationHash(draft.spec), meta: draft.spec.meta }));
     if (evals.length === 0) return fresh;
     const hits = await evaluations.lookup(evals, new Date().toISOString());
     for (const { leaseId, hash } of evals) if (!hits.has(leaseId)) this.evalHashes.set(leaseId, hash);
@@ -384,6 +387,11 @@ export class DraftEnqueuer {
   /** True while this enqueuer keeps the draft of `leaseId` (it added it; its Result is not in). */
   keeps(leaseId: string): boolean {
     return this.kept.has(leaseId);
+  }
+
+  /** The `meta` of a kept lease's draft (undefined when it has none or is not kept): for a Result the producer writes. */
+  metaOf(leaseId: string): unknown {
+    return this.kept.get(leaseId)?.draft.spec.meta;
   }
 
   /** The Result of `leaseId` is in: its draft is no longer kept. */

@@ -431,7 +431,7 @@ export class RunSession {
       // job is added again from its kept draft rather than ended (readdLostJobs; the record is
       // made again on the way, by noticeHead or by the add's own record write).
       else if ((!head || this.recordRestored) && this.enqueuer?.keeps(leaseId)) this.readdLostJobs();
-      else this.accept(resultForMissingJob(leaseId, this.runId, this.deps.keys.queue));
+      else this.accept(resultForMissingJob(leaseId, this.runId, this.deps.keys.queue, this.enqueuer?.metaOf(leaseId)));
     }
   }
 
