@@ -116,6 +116,8 @@ export class DraftEnqueuer {
   private pulledCount = 0;
   /** Distinct leases seen in this call (enqueued, already enqueued or refused). */
   private readonly seen = new Set<string>();
+  /** Leases of this call's drafts that the run delivered before this call (neither run nor yielded again). */
+  private deliveredBeforeCount = 0;
   /** Lease ids named by the drafts prepared in this call, so a repeat is told apart ({@link prepare}). */
   private readonly named = new Set<string>();
   /** Content hash of each evaluation lease enqueued in this call (its ok Result is cached under it). */
@@ -136,6 +138,14 @@ export class DraftEnqueuer {
   /** Number of distinct leases in the draft list, known once {@link run} returned true. */
   get distinctLeases(): number {
     return this.seen.size;
+  }
+
+  /**
+   * Leases of this call's drafts whose Result the run delivered before this call began (a run id
+   * used again): they are neither run nor yielded again, even if their drafts changed.
+   */
+  get deliveredBefore(): number {
+    return this.deliveredBeforeCount;
   }
 
   /** Drafts taken from the source so far (a finite list is all taken when this equals its length). */
@@ -277,6 +287,7 @@ export class DraftEnqueuer {
       if (this.stopped) break;
       const { leaseId } = draft;
       this.seen.add(leaseId);
+      if (flags.get(leaseId)?.delivered) this.deliveredBeforeCount++;
       if (!draft.ok) {
         // A refused draft of a resumed run was answered before: never yield it twice.
         if (flags.get(leaseId)?.delivered) continue;
