@@ -20,7 +20,9 @@ export const MAX_META_DEPTH = 8;
 export function findMetaIssue(value: unknown): JsonDataIssue | undefined {
   const issue = findJsonDataIssue(value, 'meta', { scalarArraysOnly: false, maxDepth: MAX_META_DEPTH });
   if (issue) return issue;
-  const bytes = new TextEncoder().encode(JSON.stringify(value)).length;
+  const json = JSON.stringify(value);
+  // A UTF-16 unit is at most 3 UTF-8 bytes: most tags are known small without encoding them.
+  const bytes = json.length * 3 <= MAX_META_BYTES ? json.length : new TextEncoder().encode(json).length;
   if (bytes > MAX_META_BYTES) {
     return { path: 'meta', message: `meta is ${bytes} bytes as JSON, over the ${MAX_META_BYTES}-byte limit; keep meta a small tag (candidate id, generation) and keep larger data on the coordinator, keyed by it` };
   }
