@@ -4,19 +4,13 @@ import { RolloutQueue, type RolloutDraft, type RunReuse } from '../../../src/pro
 import type { Result } from '../../../src/spec/index.js';
 import { fixture, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { startWorkerProcess } from '../../helpers/worker-process.js';
-import { fleetFixture } from './fleet-fixture.js';
+import { all, fleetFixture } from './fleet-fixture.js';
 
 // Issue 30: a draft's meta comes back untouched on its Result, whoever writes the Result (a real
 // worker, the producer for a refused draft, the evaluation cache, the coordinator's deadline), and
 // a run id used again says so instead of yielding nothing without a word.
 const fx = fleetFixture();
-const { workers, closers, silent } = fx;
-
-async function all(results: AsyncIterable<Result>): Promise<Result[]> {
-  const items: Result[] = [];
-  for await (const result of results) items.push(result);
-  return items;
-}
+const { workers, closers } = fx;
 
 const byTask = (results: readonly Result[]): Record<string, Result> => Object.fromEntries(results.map((r) => [r.taskId, r]));
 

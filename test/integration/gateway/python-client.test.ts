@@ -43,7 +43,7 @@ function pythonWithPytest(): string {
 function offlineEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('PIP_') && key !== 'VIRTUAL_ENV' && key !== 'PYTHONPATH') env[key] = value;
-  return { ...env, PIP_CONFIG_FILE: os.devnull, PIP_NO_INDEX: '1', PIP_DISABLE_PIP_VERSION_CHECK: '1' };
+  return { ...env, PIP_CONFIG_FILE: os.devNull, PIP_NO_INDEX: '1', PIP_DISABLE_PIP_VERSION_CHECK: '1' };
 }
 
 beforeAll(async () => {
