@@ -426,6 +426,8 @@ export class RolloutProcessor {
       runMs,
       finishedAt: new Date(nowMs).toISOString(),
       cost: redactSecretsDeep(costs, secrets) as CostReceipt[],
+      // What the child did (taskForRun): the gold keys were kept from the run unless the spec opted in.
+      goldVisibleToRun: spec.goldVisibleToRun === true,
     };
     // The caller's tag, untouched (its value passed the producer's secret scan with the rest of the spec).
     if (spec.meta !== undefined) result.meta = spec.meta;

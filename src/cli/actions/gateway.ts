@@ -44,6 +44,7 @@ export async function gatewayAction(options: GatewayCommandOptions): Promise<Exi
       noAuth,
       ...(authToken !== undefined ? { authToken } : {}),
       ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+      ...(options.goldKey !== undefined ? { goldKeys: options.goldKey } : {}),
       logger: createLogger({ component: 'gateway' }),
     });
   } catch (err) {

@@ -101,7 +101,15 @@ class Client:
         return Dispatched(kind="ok", artifact=answer.get("artifact"), files=dict(answer.get("files") or {}), cost_receipts=list(answer.get("costReceipts") or []))
 
     # ── the runs API ────────────────────────────────────────────────────────
-    def map_rollouts(self, drafts: Iterable[Mapping[str, Any]], run_id: str, *, ack_interval_s: float = 0.2, on_delivered: str = "raise") -> Iterator[Result]:
+    def map_rollouts(
+        self,
+        drafts: Iterable[Mapping[str, Any]],
+        run_id: str,
+        *,
+        ack_interval_s: float = 0.2,
+        on_delivered: str = "raise",
+        gold_keys: Optional[Iterable[str]] = None,
+    ) -> Iterator[Result]:
         """Runs every draft as one rollout; yields each Result once, in completion order.
 
         ``drafts``: dicts as in schema/rollout-spec.json without ``v``, ``leaseId``, ``runId``,
@@ -120,6 +128,12 @@ class Client:
         id was used again): ``"raise"`` (default) raises RunDeliveredError before anything is
         yielded; ``"replay"`` yields those Results again; ``"empty"`` yields nothing.
 
+        The gold stays with the reward: workers remove the keys a reward scores against (a
+        built-in reward's goldKey, goldKey/gold_key in the reward Ref's config) from the task the
+        run receives. ``gold_keys`` lists more task keys to keep from the run, added to each
+        draft's own ``"goldKeys"``; a draft with ``"goldVisibleToRun": True`` hands its run the
+        whole task. Each Result says which: ``result.gold_visible_to_run``.
+
         Raises ValueError/TypeError for bad arguments (at the call), CallerError for drafts the
         gateway refuses (400 naming ``drafts[i]``, nothing enqueued), for other drafts under a
         ``run_id`` posted before (409 ``RunConflict``), or when a caller Result stopped the run;
@@ -133,6 +147,9 @@ class Client:
         for index, draft in enumerate(listed):
             if not isinstance(draft, Mapping):
                 raise TypeError("drafts[%d] is a %s; each draft is a dict like {\"rendered\": ..., \"task\": {...}, \"run\": ref(...), \"reward\": ref(...)}" % (index, type(draft).__name__))
+        if gold_keys:
+            extra = list(gold_keys)
+            listed = [dict(draft, goldKeys=list(draft.get("goldKeys") or []) + [key for key in extra if key not in (draft.get("goldKeys") or [])]) for draft in listed]
         return self._stream(listed, run_id, ack_interval_s, on_delivered)
 
     def _stream(self, drafts: List[Mapping[str, Any]], run_id: str, ack_interval_s: float, on_delivered: str) -> Iterator[Result]:

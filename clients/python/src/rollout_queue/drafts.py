@@ -38,6 +38,8 @@ Draft = TypedDict(
         "placement": Dict[str, str],
         "timeouts": Dict[str, int],
         "rewardRange": List[float],
+        "goldKeys": List[str],
+        "goldVisibleToRun": bool,
     },
     total=False,
 )

@@ -68,7 +68,9 @@ class Result:
       ``finished_at``: ISO 8601 time, by the Redis clock;
     - ``cost``: CostReceipt list; ``cached``: True when an evaluation was answered from the cache;
     - ``meta``: the draft's ``meta``, untouched (None when it had none): match Results to your
-      candidates by it.
+      candidates by it;
+    - ``gold_visible_to_run``: False when the worker removed the task's gold keys from what the run
+      saw, True when the draft set ``goldVisibleToRun``; None on a Result no worker wrote.
     """
 
     lease_id: str
@@ -87,6 +89,7 @@ class Result:
     cost: List[CostReceipt] = field(default_factory=list)
     cached: bool = False
     meta: Any = None
+    gold_visible_to_run: Optional[bool] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -121,6 +124,7 @@ class Result:
             cost=receipts,
             cached=value.get("cached") is True,
             meta=value.get("meta"),
+            gold_visible_to_run=value.get("goldVisibleToRun"),
             raw=dict(value),
         )
 
