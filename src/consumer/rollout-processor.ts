@@ -429,8 +429,8 @@ export class RolloutProcessor {
       // What the child did (taskForRun): the gold keys were kept from the run unless the spec opted in.
       goldVisibleToRun: spec.goldVisibleToRun === true,
     };
-    // The caller's tag, untouched (its value passed the producer's secret scan with the rest of the spec).
-    if (spec.meta !== undefined) result.meta = spec.meta;
+    // The caller's tag, untouched, unless a job written by another client put a secret value in it.
+    if (spec.meta !== undefined) result.meta = redactSecretsDeep(spec.meta, secrets);
     this.finishing.set(spec.leaseId, spec.runId);
     this.events.onResult(result.kind, runMs);
     // Per rollout, so debug for the expected kinds: at thousands of rollouts a second an info line

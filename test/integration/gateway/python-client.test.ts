@@ -39,7 +39,7 @@ function pythonWithPytest(): string {
   throw new Error('no python3 with pytest: install Debian\'s python3-pytest (and python3-venv), as .ci/run does');
 }
 
-/** An environment in which pip reaches no index (the offline install README and docs/python.md promise). */
+/** An environment in which pip reaches no index (the offline install docs/python.md promises). */
 function offlineEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('PIP_') && key !== 'VIRTUAL_ENV' && key !== 'PYTHONPATH') env[key] = value;
