@@ -242,6 +242,8 @@ export const MSG = {
   taskInvalid: (file: string, line: number, why: string) => `${file}:${line}: ${why}. Nothing was enqueued.`,
   taskTooBig: (file: string, line: number, bytes: number, limit: number) =>
     `${file}:${line}: the task is ${bytes} bytes as JSON, over the ${limit}-byte task limit; keep large inputs out of the task (put them where the worker can read them and pass their path or key). Nothing was enqueued.`,
+  taskMetaInvalid: (file: string, line: number, why: string) =>
+    `${file}:${line}: "$meta" (the line's own tag, returned on its Result as meta, never part of the task): ${why}. Nothing was enqueued.`,
   taskEmptyId: (file: string, line: number) =>
     `${file}:${line}: task.id is empty; give it a non-empty id or remove it to use the line number. Nothing was enqueued.`,
   /**

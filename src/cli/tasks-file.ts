@@ -1,6 +1,6 @@
 import { DEFAULT_MAX_TASK_BYTES } from '../producer/index.js';
 import { readFile } from 'node:fs/promises';
-import { TaskSchema, type Task } from '../spec/index.js';
+import { findMetaIssue, TaskSchema, type Task } from '../spec/index.js';
 import { UsageError } from './errors.js';
 import { fileErrorText } from './file-error.js';
 import { LineProblems } from './line-problems.js';
@@ -13,7 +13,15 @@ export interface TaskLine {
   readonly task: Task;
   /** 1-based line number in the file, for messages. */
   readonly line: number;
+  /** The line's `$meta` (taken out of the task): its draft's `meta`, returned on its Result. */
+  readonly meta?: unknown;
 }
+
+/**
+ * The key of a tasks-file line that holds the line's own tag: taken out of the task (the worker
+ * never sees it) and given to its draft as `meta`, so each line's Result carries it.
+ */
+export const TASK_META_KEY = '$meta';
 
 /** Options of {@link readTasksFile}. */
 export interface ReadTasksOptions {
@@ -68,8 +76,11 @@ export async function readTasksFile(file: string, options: ReadTasksOptions = {}
 
 /** The task of one non-blank line, or the message saying why the line is refused; records its lease key in `firstOf`. */
 function lineProblem(raw: string, label: string, line: number, firstOf: Map<string, { line: number; byId: boolean }>): TaskLine | string {
-  const task = parseTask(raw, label, line);
-  if (typeof task === 'string') return task;
+  const parsed = parseTask(raw, label, line);
+  if (typeof parsed === 'string') return parsed;
+  const split = takeMeta(parsed, label, line);
+  if (typeof split === 'string') return split;
+  const { task, meta } = split;
   if (typeof task.id === 'string' && task.id.trim() === '') return MSG.taskEmptyId(label, line);
   // The producer's own limit, checked here too so that an oversized task stops the run before
   // anything is enqueued rather than midway through it.
@@ -81,7 +92,7 @@ function lineProblem(raw: string, label: string, line: number, firstOf: Map<stri
   const first = firstOf.get(key);
   if (first !== undefined) return MSG.taskDuplicate(label, line, key, first, byId);
   firstOf.set(key, { line, byId });
-  return { taskKey, task, line };
+  return { taskKey, task, line, ...(meta !== undefined ? { meta } : {}) };
 }
 
 /**
@@ -116,6 +127,18 @@ function decodeUtf8(bytes: Buffer, label: string): string {
     }
     throw new UsageError(MSG.taskNotUtf8(label, line, sequenceStart - lineStart + 1, bytes[sequenceStart] ?? 0));
   }
+}
+
+/**
+ * Splits a line's {@link TASK_META_KEY} from its task, or says why the meta is refused (too
+ * large, not JSON data), naming `file:line`.
+ */
+function takeMeta(parsed: Task, label: string, line: number): { task: Task; meta?: unknown } | string {
+  if (!Object.hasOwn(parsed, TASK_META_KEY)) return { task: parsed };
+  const { [TASK_META_KEY]: meta, ...task } = parsed;
+  const issue = findMetaIssue(meta);
+  if (issue) return MSG.taskMetaInvalid(label, line, `${issue.path}: ${issue.message}`);
+  return { task, meta };
 }
 
 /** The line's task, or the message saying why it is none. */

@@ -37,6 +37,24 @@ it('a leading byte order mark is dropped and CRLF line ends are read as line end
   expect(tasks.map((task) => [task.taskKey, task.line, task.task])).toEqual([['a', 1, { id: 'a', q: 'é' }], ['b', 3, { id: 'b' }]]);
 });
 
+// Issue 30: a line's own tag, returned on its Result as meta.
+describe('a tasks file line with "$meta"', () => {
+  it('gives the line its meta and takes it out of the task (the worker never sees it; the line is still keyed by its id)', async () => {
+    const tasks = await tasksOf(Buffer.from('{"id":"a","q":1,"$meta":{"candidate":7,"tags":["x"]}}\n{"q":2}\n'));
+    expect(tasks.map(({ taskKey, task, meta }) => ({ taskKey, task, meta }))).toEqual([
+      { taskKey: 'a', task: { id: 'a', q: 1 }, meta: { candidate: 7, tags: ['x'] } },
+      { taskKey: 2, task: { q: 2 }, meta: undefined },
+    ]);
+    expect('meta' in (tasks[1] as object)).toBe(false);
+  });
+
+  it('refuses a meta over the limit naming the line, the key and the fix; nothing is enqueued', async () => {
+    await expect(tasksOf(Buffer.from(`{"id":"a"}\n{"id":"b","$meta":{"blob":"${'x'.repeat(5000)}"}}\n`))).rejects.toThrow(
+      /^tasks\.jsonl:2: "\$meta" \(the line's own tag, returned on its Result as meta, never part of the task\): meta: meta is 5011 bytes as JSON, over the 4096-byte limit; keep meta a small tag .* Nothing was enqueued\.$/,
+    );
+  });
+});
+
 // Issue 31: a tasks file with three bad lines needed three runs to find them.
 describe('every bad line at once', () => {
   it('reports the three bad lines of one file in one error, in file order, and nothing else', async () => {
