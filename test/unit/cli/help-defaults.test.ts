@@ -14,6 +14,7 @@ import { compileWorkerOptions } from '../../../src/consumer/index.js';
 import { environmentFingerprint, fingerprintInputs } from '../../../src/consumer/environment-fingerprint.js';
 import { compileGatewayOptions } from '../../../src/gateway/index.js';
 import { compileProducerOptions } from '../../../src/producer/index.js';
+import { DEFAULT_CPUS, DEFAULT_DISK_MB } from '../../../src/spec/index.js';
 
 // Issue 31: help text that matches behaviour. Each default a --help documents is compared with
 // what the code does when the option is left out: the value commander passes, or the default
@@ -57,6 +58,10 @@ const BEHAVIOUR: Record<string, Record<string, () => string>> = {
     '--reward-ms': () => String(DRAFT_SPEC?.timeouts.rewardMs),
     '--hang-ms': () => String(DRAFT_SPEC?.timeouts.hangMs),
     '--memory-mb': () => String(DRAFT_SPEC?.sandbox.memoryMb),
+    // Left out of the spec, the sandbox applies these to the programs it runs (src/sandbox).
+    '--cpus': () => String(DRAFT_SPEC?.sandbox.cpus ?? DEFAULT_CPUS),
+    '--disk-mb': () => String(DRAFT_SPEC?.sandbox.diskMb ?? DEFAULT_DISK_MB),
+    '--network': () => DRAFT_SPEC?.sandbox.network ?? 'none',
     '--retain': retain,
     '--metrics-host': () => metricsOf({ metricsPort: 0 }).metrics?.host ?? 'none',
     '--class': () => String(DRAFT_SPEC?.class),
