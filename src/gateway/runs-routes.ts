@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../platform/logger.js';
 import { DuplicateLeaseError, firstRefusedDraft, refuseRepeatedLeases, type RolloutDraft, type RolloutQueue } from '../producer/index.js';
 import { canonicalJson, RunIdSchema } from '../spec/index.js';
-import { sendError, sendJson } from './http-io.js';
+import { sendError, sendJson } from '../harness/http/http-io.js';
 import { ENDED_STATES, type RunLog } from './run-log.js';
 import { RunPump } from './run-pump.js';
 

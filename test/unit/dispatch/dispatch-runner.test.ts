@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { dispatchRunner, noReward, type Dispatch, type DispatchContext } from '../../../src/dispatch/index.js';
-import { dispatchRunId } from '../../../src/producer/dispatch-run-id.js';
+import { dispatchRunner, noReward, type Dispatch, type DispatchContext } from '../../../src/harness/worker/index.js';
+import { dispatchRunId } from '../../../src/harness/coordinator/dispatch-run-id.js';
 import { leaseIdFor } from '../../../src/lease/index.js';
 import { CallerError, ModelError } from '../../../src/spec/index.js';
 import { fakeContext } from '../runners/fake-context.js';

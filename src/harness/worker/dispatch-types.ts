@@ -1,4 +1,4 @@
-import type { DispatchIdentity } from '../spec/index.js';
+import type { DispatchIdentity } from '../../spec/index.js';
 
 /**
  * The evaluation harness' Dispatch contract, as rollout-queue implements it on both sides of

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { DispatchCostReceipt } from '../dispatch/index.js';
-import type { Logger } from '../platform/logger.js';
-import { DispatchError, type QueueDispatch } from '../producer/index.js';
-import { dispatchIdentity, DispatchRequestSchema } from '../spec/index.js';
+import type { DispatchCostReceipt } from '../worker/index.js';
+import type { Logger } from '../../platform/logger.js';
+import { DispatchError, type QueueDispatch } from '../coordinator/index.js';
+import { dispatchIdentity, DispatchRequestSchema } from '../../spec/index.js';
 import { sendError, sendJson } from './http-io.js';
 
 /** HTTP status of each dispatch outcome (the harness' wire, plus 400 for terminal problems). */

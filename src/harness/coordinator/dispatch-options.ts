@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { RefSchema, SandboxSpecSchema, TimeoutsSchema, type Ref } from '../spec/index.js';
-import type { Logger } from '../platform/logger.js';
-import { ProducerOptionsSchema, type ProducerOptions } from './producer-options.js';
-import { RolloutQueue } from './rollout-queue.js';
+import { RefSchema, SandboxSpecSchema, TimeoutsSchema, type Ref } from '../../spec/index.js';
+import type { Logger } from '../../platform/logger.js';
+import { ProducerOptionsSchema, type ProducerOptions } from '../../producer/index.js';
+import { RolloutQueue } from '../../producer/index.js';
 
 /** Default of {@link QueueDispatchOptions.keepAnswerMs}: 10 minutes. */
 export const DEFAULT_KEEP_ANSWER_MS = 600_000;

@@ -1,4 +1,4 @@
-import type { ErrorInfo, Result, ResultKind } from '../spec/index.js';
+import type { ErrorInfo, Result, ResultKind } from '../../spec/index.js';
 
 /**
  * What a `queueDispatch` call throws for a Result that is not `ok`, as data the harness can

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { QueueKeys } from '../lease/index.js';
-import { canonicalJson, CostReceiptSchema, DispatchRequestSchema, ResultSchema, type CostReceipt, type DispatchRequest, type Result } from '../spec/index.js';
-import type { DispatchContext, DispatchPlacement } from '../dispatch/index.js';
+import type { QueueKeys } from '../../lease/index.js';
+import { canonicalJson, CostReceiptSchema, DispatchRequestSchema, ResultSchema, type CostReceipt, type DispatchRequest, type Result } from '../../spec/index.js';
+import type { DispatchContext, DispatchPlacement } from '../worker/index.js';
 import { DispatchError } from './dispatch-errors.js';
 
 /** The request a call stands for, checked like a gateway body. @throws DispatchError (caller) naming the field. */

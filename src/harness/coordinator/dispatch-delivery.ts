@@ -1,8 +1,8 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { safeTaskKey } from '../lease/index.js';
-import { DispatchOutputSchema, type CostReceipt, type Result } from '../spec/index.js';
-import type { DispatchContext, DispatchCost } from '../dispatch/index.js';
+import { safeTaskKey } from '../../lease/index.js';
+import { DispatchOutputSchema, type CostReceipt, type Result } from '../../spec/index.js';
+import type { DispatchContext, DispatchCost } from '../worker/index.js';
 import { DispatchError } from './dispatch-errors.js';
 
 /** Receipts already replayed, per coordinator ledger object: replay scope and `callId`. */

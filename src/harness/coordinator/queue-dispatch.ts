@@ -1,21 +1,21 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { leaseIdFor, queueKeys, type QueueKeys } from '../lease/index.js';
-import type { CostReceipt, DispatchRequest, Result } from '../spec/index.js';
-import type { Dispatch, DispatchContext } from '../dispatch/index.js';
-import { AbortError } from './abort-error.js';
-import { connectProducerRedis } from './connect-producer-redis.js';
-import { RunBusyError } from './coordinator-lease.js';
+import { leaseIdFor, queueKeys, type QueueKeys } from '../../lease/index.js';
+import type { CostReceipt, DispatchRequest, Result } from '../../spec/index.js';
+import type { Dispatch, DispatchContext } from '../worker/index.js';
+import { AbortError } from '../../producer/index.js';
+import { connectProducerRedis } from '../../producer/index.js';
+import { RunBusyError } from '../../producer/index.js';
 import { deliverDispatch, replayReceipts } from './dispatch-delivery.js';
 import { DispatchError } from './dispatch-errors.js';
 import { compileQueueDispatchOptions, type CompiledQueueDispatchOptions, type QueueDispatchOptions } from './dispatch-options.js';
 import { answerText, checkedRequest, conflictError, placementOf, readAnswer, readReceipts, requestFingerprint } from './dispatch-request.js';
 import { dispatchRunId } from './dispatch-run-id.js';
 import { forgetDispatchRun } from './forget-dispatch-run.js';
-import { compileProducerOptions } from './producer-options.js';
-import type { RolloutDraft } from './rollout-draft.js';
-import { RolloutQueue } from './rollout-queue.js';
-import { RunStoppedError } from './run-stopped-error.js';
+import { compileProducerOptions } from '../../producer/index.js';
+import type { RolloutDraft } from '../../producer/index.js';
+import { RolloutQueue } from '../../producer/index.js';
+import { RunStoppedError } from '../../producer/index.js';
 import { SharedCall } from './shared-dispatch-call.js';
 
 /** A Dispatch over the durable queue, with a `close()` for its connections. */

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { dispatchIdentity, ModelError, type DispatchRequest, type RolloutContext } from '../spec/index.js';
+import { dispatchIdentity, ModelError, type DispatchRequest, type RolloutContext } from '../../spec/index.js';
 import type { DispatchContext, DispatchCostReceipt, DispatchSpan, PaidCallCost } from './dispatch-types.js';
 
 /** What the worker-side ctx collected while the dispatch ran. */

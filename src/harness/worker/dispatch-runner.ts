@@ -1,5 +1,5 @@
-import { CallerError, DispatchRequestSchema, type DispatchOutput, type Rendered, type RolloutContext, type Task } from '../spec/index.js';
-import { checkedConfigRecord, describeValue } from '../spec/factory-config.js';
+import { CallerError, DispatchRequestSchema, type DispatchOutput, type Rendered, type RolloutContext, type Task } from '../../spec/index.js';
+import { checkedConfigRecord, describeValue } from '../../spec/factory-config.js';
 import type { Dispatch } from './dispatch-types.js';
 import { workerDispatchContext } from './worker-dispatch-context.js';
 

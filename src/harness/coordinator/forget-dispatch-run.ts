@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { redisScript } from '../platform/redis-script.js';
-import { runOwnKeys, type QueueKeys } from '../lease/index.js';
+import { redisScript } from '../../platform/redis-script.js';
+import { runOwnKeys, type QueueKeys } from '../../lease/index.js';
 
 // While the answer (KEYS[1]) lives, the keys that say the lease was delivered (KEYS[2] up to
 // 1 + ARGV[2]) expire with it; without one they are deleted. The answer's expiry is set again,

@@ -1,5 +1,5 @@
-import type { Result } from '../spec/index.js';
-import { AbortError } from './abort-error.js';
+import type { Result } from '../../spec/index.js';
+import { AbortError } from '../../producer/index.js';
 
 /** One lease shared by every call attached to it. */
 export class SharedCall {
