@@ -1,42 +1,87 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { safeTaskKey } from '../../lease/index.js';
-import { DispatchOutputSchema, type CostReceipt, type Result } from '../../spec/index.js';
+import type { Logger } from '../../platform/logger.js';
+import { DispatchOutputSchema, type CostReceipt, type DispatchOutput, type DispatchSpan, type Result } from '../../spec/index.js';
 import type { DispatchContext, DispatchCost } from '../worker/index.js';
-import { DispatchError } from './dispatch-errors.js';
+import { receiptInputOf } from '../worker/receipt-forms.js';
+import { replaySpans } from './dispatch-spans.js';
+import { DispatchError, type FinalAnswer } from './dispatch-errors.js';
+
+/**
+ * Key of a sink on a call's ctx that takes a delivered dispatch's receipts and spans whole (the
+ * gateway answers them in the harness' wire shapes). Internal to the harness seam: a symbol, so
+ * no caller's ctx has it by accident.
+ */
+export const WIRE_SINK = Symbol.for('rollout-queue.dispatch-wire-sink');
+
+/** What {@link WIRE_SINK} collects. */
+export interface WireSink {
+  readonly receipts: CostReceipt[];
+  readonly spans: DispatchSpan[];
+}
+
+/** The wire sink of a ctx, if it has one. */
+export const wireSinkOf = (ctx: DispatchContext): WireSink | undefined => (ctx as { [WIRE_SINK]?: WireSink })[WIRE_SINK];
 
 /** Receipts already replayed, per coordinator ledger object: replay scope and `callId`. */
 const replayed = new WeakMap<object, Set<string>>();
 
 /**
- * Replays the receipts of one dispatch lease into the caller's `ctx.cost`, once per `callId` of
- * `scope` per ledger: `scope` names the lease (one cell of one run attempt) and its incarnation
- * (`queueDispatch` counts one more each time the call's keys are deleted without a kept answer,
- * after which the cell runs afresh and pays again). A retried call, or two calls attached to one
- * lease, never count a receipt twice. A `callId` is the Dispatch's own name of a paid call within
- * its cell, so one ledger shared by every cell gets `call-1` of each cell (fresh-user report:
- * only the first cell's `call-1` reached a shared ledger).
+ * Replays one receipt through the harness meter's `runPaidCall`, as the paid call it stands
+ * for: `execute` resolves to the Dispatch's own `CostReceiptInput` and `receipt` returns it, so
+ * the caller's ledger prices and counts it exactly as an in-process cell's call (a call that
+ * failed after paying is replayed as failing, priced by `receiptFromError`). The meter reports a
+ * refusal (a callId its ledger holds already, a cost ceiling) as a result, never a throw: logged.
  */
-export async function replayReceipts(scope: string, receipts: readonly CostReceipt[], cost: DispatchCost | undefined): Promise<void> {
-  if (!cost || typeof cost.record !== 'function' || receipts.length === 0) return;
+async function replayThroughMeter(receipt: CostReceipt, runPaidCall: NonNullable<DispatchCost['runPaidCall']>, logger: Logger | undefined): Promise<void> {
+  const { start, observed } = receiptInputOf(receipt);
+  const failed = receipt.paidCall?.error;
+  const outcome = await runPaidCall({
+    callId: start.callId,
+    channel: start.channel,
+    actor: start.actor,
+    ...(start.model !== undefined ? { model: start.model } : {}),
+    ...(start.tags !== undefined ? { tags: { ...start.tags } } : {}),
+    execute: async () => {
+      if (failed !== undefined) throw new Error(failed);
+      return observed;
+    },
+    receipt: (value) => value,
+    receiptFromError: () => observed,
+  });
+  if (outcome && typeof outcome === 'object' && outcome.succeeded === false && failed === undefined) {
+    logger?.warn({ callId: start.callId, err: outcome.error?.message }, "the caller's cost meter refused a replayed receipt (its ledger may hold this callId already)");
+  }
+}
+
+/**
+ * Replays the receipts of one dispatch lease into the caller's `ctx.cost`, once per `callId` of
+ * `scope` per meter: through the harness meter's `runPaidCall` (see {@link replayThroughMeter}),
+ * else through an older ledger's `record(receipt)`. `scope` names the lease (one cell of one run
+ * attempt) and its incarnation (`queueDispatch` counts one more each time the call's keys are
+ * deleted without a kept answer, after which the cell runs afresh and pays again). A retried
+ * call, or two calls attached to one lease, never count a receipt twice.
+ */
+export async function replayReceipts(scope: string, receipts: readonly CostReceipt[], cost: DispatchCost | undefined, logger?: Logger): Promise<void> {
+  if (!cost || receipts.length === 0) return;
+  const runPaidCall = typeof cost.runPaidCall === 'function' ? cost.runPaidCall.bind(cost) : undefined;
+  if (!runPaidCall && typeof cost.record !== 'function') return;
   let seen = replayed.get(cost);
   if (!seen) replayed.set(cost, (seen = new Set()));
   for (const receipt of receipts) {
     const key = `${scope}\n${receipt.id}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    await cost.record({
-      callId: receipt.id,
-      usd: receipt.usd,
-      ...(receipt.label !== undefined ? { label: receipt.label } : {}),
-      ...(receipt.units !== undefined ? { units: receipt.units } : {}),
-    });
+    if (runPaidCall) await replayThroughMeter(receipt, runPaidCall, logger);
+    else await cost.record?.({ callId: receipt.id, usd: receipt.usd, ...(receipt.label !== undefined ? { label: receipt.label } : {}), ...(receipt.units !== undefined ? { units: receipt.units } : {}) });
   }
 }
 
-/** Writes the files of a dispatch through `ctx.artifacts.write`, else under `runDir`, else drops them. */
-async function writeFiles(files: Readonly<Record<string, string>>, ctx: DispatchContext, runDir: string | undefined): Promise<void> {
-  const entries = Object.entries(files);
+/** Writes the files of a dispatch through `ctx.artifacts.write`, else under `runDir`, else drops them. Binary files (base64 on the wire) are written as bytes. */
+async function writeFiles(output: DispatchOutput, ctx: DispatchContext, runDir: string | undefined): Promise<void> {
+  const binary = new Set(output.binary ?? []);
+  const entries = Object.entries(output.files).map(([file, text]) => [file, binary.has(file) ? Buffer.from(text, 'base64') : text] as const);
   if (entries.length === 0) return;
   if (ctx.artifacts && typeof ctx.artifacts.write === 'function') {
     for (const [file, content] of entries) await ctx.artifacts.write(file, content);
@@ -53,15 +98,25 @@ async function writeFiles(files: Readonly<Record<string, string>>, ctx: Dispatch
   }
 }
 
+/** How a lease's Result is delivered: where receipts replay (`replayScope`), where files go, and whether a failure is the cell's final answer. */
+export interface DeliveryOptions {
+  readonly runDir: string | undefined;
+  readonly replayScope: string;
+  readonly final: FinalAnswer | undefined;
+  readonly logger: Logger | undefined;
+}
+
 /**
  * Turns the Result of a dispatch lease into what the call returns: receipts replayed first
- * (also for a failed dispatch; `replayScope` as {@link replayReceipts}' scope), then the artifact of an `ok` Result (its files written), or a
- * {@link DispatchError}: `caller` terminal, `infrastructure` retryable, `model` the dispatch's own error.
+ * (also for a failed dispatch), then for an `ok` Result its spans (exported and replayed into
+ * `ctx.trace`), its files and its artifact; any other Result is a {@link DispatchError}:
+ * `caller` terminal, `infrastructure` retryable unless `final`, `model` the dispatch's own error.
  */
-export async function deliverDispatch(result: Result, ctx: DispatchContext, runDir: string | undefined, replayScope: string = result.leaseId): Promise<unknown> {
-  await replayReceipts(replayScope, result.cost, ctx.cost);
+export async function deliverDispatch(result: Result, ctx: DispatchContext, options: DeliveryOptions): Promise<unknown> {
+  wireSinkOf(ctx)?.receipts.push(...result.cost);
+  await replayReceipts(options.replayScope, result.cost, ctx.cost, options.logger);
   if (result.kind !== 'ok') {
-    throw new DispatchError(result.kind, result.error ?? { type: 'Unknown', message: `the dispatch ended as ${result.kind} without an error` }, result);
+    throw new DispatchError(result.kind, result.error ?? { type: 'Unknown', message: `the dispatch ended as ${result.kind} without an error` }, result, options.final);
   }
   const output = DispatchOutputSchema.safeParse(result.output);
   if (!output.success) {
@@ -70,6 +125,8 @@ export async function deliverDispatch(result: Result, ctx: DispatchContext, runD
       message: `lease ${result.leaseId} completed without a dispatchRunner output ({ artifact, files, spans }); the worker ran another run factory`,
     }, result);
   }
-  await writeFiles(output.data.files, ctx, runDir);
+  wireSinkOf(ctx)?.spans.push(...output.data.spans);
+  replaySpans(output.data.spans, ctx.trace);
+  await writeFiles(output.data, ctx, options.runDir);
   return output.data.artifact;
 }

@@ -1,25 +1,26 @@
-import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
-import { leaseIdFor, queueKeys, type QueueKeys } from '../../lease/index.js';
+import { leaseIdFor } from '../../lease/index.js';
+import { withSpan } from '../../platform/telemetry.js';
+import { AbortError, RunBusyError, RunStoppedError, type RolloutDraft, type RolloutQueue } from '../../producer/index.js';
 import type { CostReceipt, DispatchRequest, Result } from '../../spec/index.js';
-import type { Dispatch, DispatchContext } from '../worker/index.js';
-import { AbortError } from '../../producer/index.js';
-import { connectProducerRedis } from '../../producer/index.js';
-import { RunBusyError } from '../../producer/index.js';
-import { deliverDispatch, replayReceipts } from './dispatch-delivery.js';
-import { DispatchError } from './dispatch-errors.js';
+import type { DispatchContext } from '../worker/index.js';
+import { AbandonedDispatchSweeper } from './abandoned-dispatch-sweeper.js';
+import { checkCallContext, withCallerSpan } from './call-context.js';
+import { DispatchCleanups, CLOSE_CLEANUP_MS } from './dispatch-cleanups.js';
+import { deliverDispatch, replayReceipts, wireSinkOf } from './dispatch-delivery.js';
+import { DispatchError, type FinalAnswer } from './dispatch-errors.js';
 import { compileQueueDispatchOptions, type CompiledQueueDispatchOptions, type QueueDispatchOptions } from './dispatch-options.js';
-import { answerText, checkedRequest, conflictError, placementOf, readAnswer, readReceipts, requestFingerprint } from './dispatch-request.js';
+import { DispatchPlanes, type Plane } from './dispatch-planes.js';
+import { answerText, checkedRequest, conflictError, placementOf, readAnswer, readReceipts, requestFingerprint, type KeptAnswer } from './dispatch-request.js';
 import { dispatchRunId } from './dispatch-run-id.js';
-import { forgetDispatchRun } from './forget-dispatch-run.js';
-import { compileProducerOptions } from '../../producer/index.js';
-import type { RolloutDraft } from '../../producer/index.js';
-import { RolloutQueue } from '../../producer/index.js';
-import { RunStoppedError } from '../../producer/index.js';
-import { SharedCall } from './shared-dispatch-call.js';
+import { SharedCall, type CellAnswer } from './shared-dispatch-call.js';
 
-/** A Dispatch over the durable queue, with a `close()` for its connections. */
-export interface QueueDispatch extends Dispatch {
+/**
+ * A Dispatch over the durable queue, with a `close()` for its connections. `S` and `A` type the
+ * scenario and the artifact as the harness' `Dispatch<S, A>` does (not checked: the artifact is
+ * whatever JSON the workers' Dispatch returned).
+ */
+export interface QueueDispatch<S = unknown, A = unknown> {
+  (scenario: S, ctx: DispatchContext): Promise<A>;
   /** Opens the producer of the default queue now (a call does it lazily). */
   ready(): Promise<void>;
   /**
@@ -31,24 +32,6 @@ export interface QueueDispatch extends Dispatch {
   close(): Promise<void>;
 }
 
-/** How often a cleanup of an aborted dispatch whose job is still active is tried again, ms, and how often at most. */
-const CLEANUP_RETRY_MS = 1000;
-const CLEANUP_TRIES = 120;
-/**
- * Longest `close()` waits for the cleanups still pending (aborted calls whose jobs were still
- * active: a worker stops a Dispatch that ignores `ctx.signal` after its `killGraceMs`, 2 s by
- * default), ms; then it tries them every {@link CLOSE_CLEANUP_POLL_MS}.
- */
-const CLOSE_CLEANUP_MS = 10_000;
-const CLOSE_CLEANUP_POLL_MS = 250;
-
-/** A call's keys still to delete: see {@link forgetDispatchRun}. */
-interface PendingCleanup {
-  readonly plane: Plane;
-  readonly runId: string;
-  readonly leaseId: string;
-}
-
 /** The retryable error of a call that found the run of an earlier, cancelled call of its cell still there. */
 function earlierCallCancelled(request: DispatchRequest): DispatchError {
   return new DispatchError('infrastructure', {
@@ -57,72 +40,76 @@ function earlierCallCancelled(request: DispatchRequest): DispatchError {
   });
 }
 
-/** The producer, a BullMQ Queue handle (for removing jobs) and the key layout of one queue. */
-interface Plane {
-  readonly rq: RolloutQueue;
-  readonly owned: boolean;
-  readonly queue: Queue;
-  readonly keys: QueueKeys;
+/**
+ * The final-answer note of a kept failure (a `model` failure, or an `infrastructure` one the plane
+ * spent the cell's re-dispatch budget on): a retry of the cell attempt gets it again; else undefined.
+ */
+function finalOf(result: Result, keptUntilMs: number | undefined): FinalAnswer | undefined {
+  return (result.kind === 'infrastructure' || result.kind === 'model') && keptUntilMs !== undefined ? { executions: result.attempts, keptUntilMs } : undefined;
 }
 
 /**
  * The harness' `Dispatch` over the durable queue (coordinator side). Each call
- * `dispatch(scenario, ctx)` becomes one lease of a one-spec run whose id is derived from
- * `(ctx.runAttemptId, ctx.cellId)` ({@link dispatchRunId}), run on a worker by
- * `rollout-queue/dispatch:dispatchRunner({ dispatch: options.dispatch })`:
+ * `dispatch(scenario, ctx)`, with `ctx` as the harness' `runCampaign` builds it, becomes one lease
+ * of a one-spec run whose id is derived from `(ctx.runAttemptId, ctx.cellId)` ({@link dispatchRunId}),
+ * run on a worker by `rollout-queue/dispatch:dispatchRunner({ dispatch: options.dispatch })`:
  * - a retried call of the same cell attempt, or two identical calls at once, attach to the
  *   same lease and run once (in this process by sharing the call, across processes through
  *   the run record, which a call waiting for the run's lease in another process then finds
  *   delivered); after delivery the answer stays `keepAnswerMs` for late retries, the run record
  *   saying its lease was delivered expires with it, and every other key of the call is deleted;
+ * - one cell, one budget: an `infrastructure` Result of a lease that ran (the workers re-dispatched
+ *   a transient up to their limit) is kept too, and a retry gets it again: at most 3 executions per
+ *   cell attempt whatever the caller retries (`DispatchError.final` says so);
  * - `ctx.signal` cancels it (the lease is cancelled once no attached call waits) and the call
  *   rejects with `AbortError` (never retry it); receipts stored so far are replayed first; a
  *   retry of the cell that finds the cancelled run still there rejects with a retryable
  *   `EarlierCallCancelled` (nothing kept), and runs the cell afresh once it is cleaned up;
  * - `ctx.placement` picks the queue (a string, or `{ queue, ...labels }`);
- * - resolves to the artifact of an `ok` Result; rejects with {@link DispatchError}: `caller`
- *   terminal (`retryable: false`), `infrastructure` retryable, `model` the dispatch's own error;
- * - the Result's cost receipts are replayed into `ctx.cost.record` once per `callId` of the cell, also
- *   when the dispatch failed after paying; files from `ctx.artifacts.write` go to the caller's
- *   `ctx.artifacts.write`, else under `runDir`.
- * - with a `ctx.trace.span`, the call runs inside a span `rollout-queue.dispatch` (attributes cellId, runAttemptId, queue).
- * One long-lived producer per queue serves every call (one QueueEvents listener, no start-up per call).
+ * - resolves to the artifact of an `ok` Result; rejects with {@link DispatchError};
+ * - the Result's cost receipts are replayed through `ctx.cost.runPaidCall` (the harness' meter;
+ *   or `ctx.cost.record`) once per `callId` of the cell, also when the dispatch failed after
+ *   paying; the dispatch's spans are exported (OpenTelemetry) and replayed into `ctx.trace`; its
+ *   files go to `ctx.artifacts.write`, else under `runDir`;
+ * - the call runs under a span `rollout-queue.dispatch` of `ctx.trace` (the harness' handle, or the
+ *   older callback form) and of OpenTelemetry (attributes cellId, runAttemptId, queue);
+ * - a ctx part of an unknown shape (a `cost` with neither method, a `trace.span` that returns no
+ *   handle) is a `caller` DispatchError before anything is enqueued;
+ * - a dispatch run nobody waits on any more (its caller's process stopped) is finished by the
+ *   sweeper of any queueDispatch on its queue after `keepAnswerMs` (at least 5 s): its answer and
+ *   receipts are kept for a late retry, and the run completes (see `AbandonedDispatchSweeper`).
  * @throws Error synchronously for invalid options (naming the option).
  */
-export function queueDispatch(input: QueueDispatchOptions): QueueDispatch {
+export function queueDispatch<S = unknown, A = unknown>(input: QueueDispatchOptions): QueueDispatch<S, A> {
   const dispatcher = new QueueDispatcher(compileQueueDispatchOptions(input));
-  const dispatch = ((scenario: unknown, ctx: DispatchContext) => dispatcher.call(scenario, ctx)) as QueueDispatch;
+  const dispatch = ((scenario: S, ctx: DispatchContext) => dispatcher.call(scenario, ctx)) as QueueDispatch<S, A>;
   dispatch.ready = async () => {
-    await dispatcher.plane(dispatcher.options.queue);
+    await dispatcher.planes.plane(dispatcher.options.queue);
   };
   dispatch.close = () => dispatcher.close();
   return dispatch;
 }
 
 class QueueDispatcher {
-  private readonly planes = new Map<string, Promise<Plane>>();
+  readonly planes: DispatchPlanes;
   private readonly inflight = new Map<string, SharedCall>();
-  private readonly cleanups = new Set<NodeJS.Timeout>();
-  /**
-   * How often the keys of each call (by queue and run id) were deleted without a kept answer (an
-   * abort, a transient, `keepAnswerMs: 0`). A run of the cell after that pays its calls again under
-   * the same lease id and callIds, so receipts are replayed once per incarnation of the lease
-   * (fresh-user report: a cell re-run after an abort paid twice and the ledger got one receipt).
-   */
-  private readonly incarnations = new Map<string, number>();
-  /** Cleanups not done yet, by queue and run id: `close()` finishes them (fresh-user report: closed at once, they left the run with no expiry). */
-  private readonly pendingCleanups = new Map<string, PendingCleanup>();
-  private redisValue: Promise<Redis> | undefined;
+  private readonly cleanups: DispatchCleanups;
+  private readonly sweepers: AbandonedDispatchSweeper[] = [];
   private closed = false;
 
-  constructor(readonly options: CompiledQueueDispatchOptions) {}
+  constructor(readonly options: CompiledQueueDispatchOptions) {
+    this.planes = new DispatchPlanes(options, (plane) => this.startSweeper(plane));
+    this.cleanups = new DispatchCleanups(() => this.planes.redis(), options.logger);
+  }
 
   async call(scenario: unknown, ctx: DispatchContext): Promise<unknown> {
     if (this.closed) throw new Error('queueDispatch is closed; create a new one');
     const request = checkedRequest(scenario, ctx);
+    checkCallContext(ctx);
     const { queue, labels } = placementOf(ctx.placement, this.options.queue);
-    if (typeof ctx.trace?.span !== 'function') return this.attach(request, queue, labels, ctx);
-    return ctx.trace.span('rollout-queue.dispatch', () => this.attach(request, queue, labels, ctx), { cellId: request.cellId, runAttemptId: request.runAttemptId, queue });
+    const attributes = { cellId: request.cellId, runAttemptId: request.runAttemptId, queue };
+    return withCallerSpan(ctx.trace, 'rollout-queue.dispatch', attributes, () =>
+      withSpan('rollout-queue.dispatch', attributes, () => this.attach(request, queue, labels, ctx)));
   }
 
   /** Joins (or starts) the lease of the call and delivers its Result to this caller. */
@@ -133,7 +120,7 @@ class QueueDispatcher {
     if (ctx.signal?.aborted) throw abortError();
     const key = `${queue}\n${runId}`;
     // Receipts of this call are replayed once per callId of this incarnation of the lease.
-    const replayScope = `${leaseId}#${this.incarnations.get(key) ?? 0}`;
+    const replayScope = `${leaseId}#${this.cleanups.incarnation(queue, runId)}`;
     const fingerprint = requestFingerprint(request);
     let shared = this.inflight.get(key);
     if (shared && shared.fingerprint !== fingerprint) throw conflictError(request);
@@ -147,28 +134,34 @@ class QueueDispatcher {
       fresh.done.then(() => this.inflight.delete(key), () => this.inflight.delete(key));
       shared = fresh;
     }
-    let result: Result;
+    let answer: CellAnswer;
     try {
-      result = await shared.join(ctx.signal, abortError);
+      answer = await shared.join(ctx.signal, abortError);
     } catch (err) {
-      if (err instanceof AbortError) await replayReceipts(replayScope, (err as AbortError & { receipts?: CostReceipt[] }).receipts ?? [], ctx.cost);
+      if (err instanceof AbortError) {
+        const receipts = (err as AbortError & { receipts?: CostReceipt[] }).receipts ?? [];
+        wireSinkOf(ctx)?.receipts.push(...receipts);
+        await replayReceipts(replayScope, receipts, ctx.cost, this.options.logger);
+      }
       throw err;
     }
-    return deliverDispatch(result, ctx, this.options.runDir, replayScope);
+    return deliverDispatch(answer.result, ctx, { runDir: this.options.runDir, replayScope, final: answer.final, logger: this.options.logger });
   }
 
-  /** The lease's Result: the kept answer of an earlier delivery, or a (resumed) one-spec run. */
-  private async run(queueName: string, runId: string, leaseId: string, request: DispatchRequest, fingerprint: string, labels: Record<string, string>, signal: AbortSignal): Promise<Result> {
-    const plane = await this.plane(queueName);
-    const redis = await this.redis();
+  /** The lease's answer: the kept answer of an earlier delivery, or a (resumed) one-spec run's Result, kept when it is the cell's. */
+  private async run(queueName: string, runId: string, leaseId: string, request: DispatchRequest, fingerprint: string, labels: Record<string, string>, signal: AbortSignal): Promise<CellAnswer> {
+    const plane = await this.planes.plane(queueName);
+    const redis = await this.planes.redis();
     const answerKey = plane.keys.dispatchAnswer(runId);
     /** A kept answer is this request's only when it was kept for an equal request (fresh-user report: another scenario got it). */
-    const answerOf = (kept: Awaited<ReturnType<typeof readAnswer>>): Result | undefined => {
+    const answerOf = (kept: KeptAnswer | undefined): CellAnswer | undefined => {
       if (kept?.fingerprint !== undefined && kept.fingerprint !== fingerprint) throw conflictError(request);
-      return kept?.result;
+      return kept ? { result: kept.result, final: finalOf(kept.result, kept.keptUntilMs) } : undefined;
     };
     const kept = answerOf(await readAnswer(redis, answerKey));
     if (kept) return kept;
+    // Whoever finishes this run if its callers go away keeps the answer under this request.
+    await redis.set(plane.keys.dispatchRequest(runId), fingerprint, 'NX');
     const { options } = this;
     const draft: RolloutDraft = {
       rendered: '',
@@ -189,20 +182,20 @@ class QueueDispatcher {
     } catch (err) {
       if (err instanceof AbortError) {
         const receipts = await readReceipts(redis, plane.keys, leaseId).catch(() => []);
-        this.cleanupLater(plane, runId, leaseId, 0);
+        this.cleanups.later(plane, runId, leaseId);
         throw Object.assign(err, { receipts });
       }
       // Delivered before (by another process, whose lease this call waited for): the answer says
       // what it was. This session gave the run the producer's retention: it expires with the answer again.
       const late = answerOf(await readAnswer(redis, answerKey).catch(() => undefined));
       if (late) {
-        this.cleanupLater(plane, runId, leaseId, 0);
+        this.cleanups.later(plane, runId, leaseId);
         return late;
       }
       if (err instanceof RunStoppedError && err.status === 'cancelled') {
         // The run of an earlier, aborted call of the cell, found after its session ended and
         // before its keys were deleted (fresh-user report: DispatchFailed, "start a new run id").
-        this.cleanupLater(plane, runId, leaseId, 0);
+        this.cleanups.later(plane, runId, leaseId);
         throw earlierCallCancelled(request);
       }
       throw new DispatchError('infrastructure', { type: 'DispatchFailed', message: `dispatch of cell ${JSON.stringify(request.cellId)}: ${(err as Error).message}` });
@@ -213,21 +206,30 @@ class QueueDispatcher {
       // not this call's answer: never kept, and retryable (fresh-user report: a retry after a
       // hang-up got a kept 400 for 10 minutes). Once the cancelled job ended and its keys are
       // gone, a retry runs the cell afresh.
-      this.cleanupLater(plane, runId, leaseId, 0);
+      this.cleanups.later(plane, runId, leaseId);
       throw earlierCallCancelled(request);
     }
-    // A transient is not kept, and its keys go before the call returns: the caller's retry
-    // must run the cell again, on a fresh lease. Otherwise the kept answer covers a retry that
-    // races the cleanup, which then need not hold up the call.
-    if (result.kind === 'infrastructure' || options.keepAnswerMs === 0) {
+    return this.settle(plane, runId, leaseId, result, fingerprint);
+  }
+
+  /**
+   * Keeps a delivered Result as the cell's answer for `keepAnswerMs` and deletes the rest of the
+   * call's keys. An `infrastructure` Result is kept only when the lease ran (the workers spent its
+   * re-dispatch budget: one cell, one budget); one that ran nothing (no worker in time) is not,
+   * and its keys go before the call returns, so the caller's retry runs the cell on a fresh lease.
+   */
+  private async settle(plane: Plane, runId: string, leaseId: string, result: Result, fingerprint: string | undefined): Promise<CellAnswer> {
+    const { keepAnswerMs } = this.options;
+    if ((result.kind === 'infrastructure' && result.attempts === 0) || keepAnswerMs === 0) {
       // rollout() returned before the run's wrap-up (completion mark, retention): forget after it.
       await plane.rq.settled(runId);
-      if (!(await this.forget({ plane, runId, leaseId }))) this.cleanupLater(plane, runId, leaseId, 1);
-    } else {
-      await redis.set(answerKey, answerText(result, fingerprint), 'PX', options.keepAnswerMs);
-      this.cleanupLater(plane, runId, leaseId, 0);
+      if (!(await this.cleanups.forget({ plane, runId, leaseId }))) this.cleanups.later(plane, runId, leaseId, 1);
+      return { result, final: undefined };
     }
-    return result;
+    const keptUntilMs = Date.now() + keepAnswerMs;
+    await (await this.planes.redis()).set(plane.keys.dispatchAnswer(runId), answerText(result, fingerprint, keptUntilMs), 'PX', keepAnswerMs);
+    this.cleanups.later(plane, runId, leaseId);
+    return { result, final: finalOf(result, keptUntilMs) };
   }
 
   /**
@@ -235,7 +237,7 @@ class QueueDispatcher {
    * runs this very call (the run id is the call's): the lease is waited for again each time
    * `rollout()` gives up on it (`RunBusyError`, after `LEASE_LOST_WAIT_MS`), however long that
    * process' Dispatch takes, until the caller aborts. Once that process delivered, the run's
-   * record says the lease is delivered ({@link forgetDispatchRun} keeps it with the answer), so
+   * record says the lease is delivered (`forgetDispatchRun` keeps it with the answer), so
    * `rollout()` runs nothing and throws, and the caller reads the kept answer.
    */
   private async rollout(rq: RolloutQueue, draft: RolloutDraft, runId: string, signal: AbortSignal): Promise<Result> {
@@ -249,122 +251,51 @@ class QueueDispatcher {
     }
   }
 
-  /** Deletes a delivered (or aborted) call's keys in the background; retried while its job is still active. */
-  private cleanupLater(plane: Plane, runId: string, leaseId: string, tries: number): void {
-    const key = `${plane.queue.name}\n${runId}`;
-    this.pendingCleanups.set(key, { plane, runId, leaseId });
-    const attempt = async (): Promise<void> => {
+  /** Watches `plane`'s queue for dispatch runs their callers left, finishing them (see {@link AbandonedDispatchSweeper}). */
+  private startSweeper(plane: Plane): void {
+    void this.planes.redis().then((redis) => {
       if (this.closed) return;
-      const done = await this.forget({ plane, runId, leaseId });
-      if (done || tries + 1 >= CLEANUP_TRIES) this.pendingCleanups.delete(key);
-      if (!done && tries + 1 < CLEANUP_TRIES) this.cleanupLater(plane, runId, leaseId, tries + 1);
-    };
-    if (tries === 0) {
-      void attempt();
-      return;
-    }
-    const timer = setTimeout(() => {
-      this.cleanups.delete(timer);
-      void attempt();
-    }, CLEANUP_RETRY_MS);
-    timer.unref();
-    this.cleanups.add(timer);
+      const abandonedMs = this.options.keepAnswerMs;
+      const sweeper = new AbandonedDispatchSweeper({
+        redis, keys: plane.keys, abandonedMs, logger: this.options.logger,
+        attachedHere: (runId) => this.inflight.has(`${plane.queue.name}\n${runId}`),
+        adopt: (runId) => this.adopt(plane, runId),
+      });
+      sweeper.start(Math.min(60_000, Math.max(1000, Math.floor(abandonedMs / 4))));
+      this.sweepers.push(sweeper);
+    }, () => undefined);
   }
 
-  /**
-   * One try of a cleanup, after the run's wrap-up: true when the call's keys are gone (see
-   * {@link forgetDispatchRun}). Gone without a kept answer, a later call of the cell runs it
-   * afresh: a new incarnation of the lease, whose receipts are new ({@link incarnations}).
-   */
-  private async forget({ plane, runId, leaseId }: PendingCleanup): Promise<boolean> {
-    await plane.rq.settled(runId);
+  /** Finishes an abandoned dispatch run: collects its Result through a session of the run, keeps it as the cell's answer. */
+  private async adopt(plane: Plane, runId: string): Promise<void> {
+    const redis = await this.planes.redis();
+    const [leaseId] = await redis.zrange(plane.keys.runLeases(runId), 0, 0);
+    if (leaseId === undefined) return;
+    const fingerprint = (await redis.get(plane.keys.dispatchRequest(runId))) ?? undefined;
+    let result: Result | undefined;
     try {
-      const outcome = await forgetDispatchRun(await this.redis(), plane.queue, plane.keys, runId, leaseId);
-      const key = `${plane.queue.name}\n${runId}`;
-      if (outcome === 'deleted') this.incarnations.set(key, (this.incarnations.get(key) ?? 0) + 1);
-      return outcome !== 'active';
-    } catch {
-      // Redis trouble: tried again later (or left to close()'s last tries).
-      return false;
+      for await (const delivered of plane.rq.attach(runId)) {
+        result = delivered;
+        break;
+      }
+    } catch (err) {
+      // Taken meanwhile by a retrying call (it delivers), or ended otherwise.
+      if (err instanceof RunBusyError) return;
+      if (err instanceof RunStoppedError) return this.cleanups.later(plane, runId, leaseId);
+      throw err;
     }
-  }
-
-  /**
-   * Finishes the pending cleanups before the connections close, trying each every
-   * {@link CLOSE_CLEANUP_POLL_MS} for at most {@link CLOSE_CLEANUP_MS}; what is left then (a job
-   * a worker still holds) is logged with the way to remove it.
-   */
-  private async finishCleanups(): Promise<void> {
-    const deadline = Date.now() + CLOSE_CLEANUP_MS;
-    for (;;) {
-      for (const [key, pending] of this.pendingCleanups) if (await this.forget(pending)) this.pendingCleanups.delete(key);
-      if (this.pendingCleanups.size === 0 || Date.now() >= deadline) break;
-      await new Promise((resolve) => setTimeout(resolve, CLOSE_CLEANUP_POLL_MS));
-    }
-    const left = [...this.pendingCleanups.values()];
-    this.pendingCleanups.clear();
-    if (left.length === 0) return;
-    const runIds = left.map(({ runId }) => runId);
-    this.options.logger?.warn(
-      { runIds },
-      `queueDispatch closed with ${left.length} aborted call(s) whose jobs a worker still holds after ${CLOSE_CLEANUP_MS} ms; their runs stay in Redis until purged (purge RUN_ID --discard-undelivered)`,
-    );
-  }
-
-  /** The producer of one queue, created on first use (the `producer` option serves its own queue). */
-  plane(queueName: string): Promise<Plane> {
-    let plane = this.planes.get(queueName);
-    if (!plane) {
-      plane = this.openPlane(queueName);
-      this.planes.set(queueName, plane);
-      plane.catch(() => this.planes.delete(queueName));
-    }
-    return plane;
-  }
-
-  private async openPlane(queueName: string): Promise<Plane> {
-    const { producer, producerOptions } = this.options;
-    const given = producer && producer.options.queue === queueName ? producer : undefined;
-    const base = producer
-      ? {
-          redisUrl: producer.options.redisUrl, prefix: producer.options.prefix, reconcileMs: producer.options.reconcileMs,
-          maxSpecBytes: producer.options.maxSpecBytes, maxTaskBytes: producer.options.maxTaskBytes, logger: producer.options.logger,
-        }
-      : producerOptions;
-    const rq = given ?? (await RolloutQueue.create({ ...base, queue: queueName, stopOnCaller: false }));
-    const redis = await this.redis();
-    const queue = new Queue(queueName, { prefix: rq.options.prefix, connection: redis });
-    queue.on('error', () => undefined);
-    return { rq, owned: !given, queue, keys: queueKeys(rq.options.prefix, queueName) };
-  }
-
-  private redis(): Promise<Redis> {
-    if (!this.redisValue) {
-      const { producer, producerOptions } = this.options;
-      const compiled = producer?.options ?? compileProducerOptions(producerOptions);
-      this.redisValue = connectProducerRedis(compiled.redisUrl, compiled.connectTimeoutMs, compiled.logger);
-      this.redisValue.catch(() => (this.redisValue = undefined));
-    }
-    return this.redisValue;
+    if (result) await this.settle(plane, runId, leaseId, result, fingerprint);
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const timer of this.cleanups) clearTimeout(timer);
-    this.cleanups.clear();
+    for (const sweeper of this.sweepers) sweeper.stop();
     // Calls being cancelled (their callers aborted) end first, so their cleanups are known
     // (fresh-user report: close() right after an abort, before its rejection, left the keys).
     const cancelling = [...this.inflight.values()].filter((call) => call.controller.signal.aborted).map((call) => call.done.catch(() => undefined));
     await Promise.race([Promise.all(cancelling), new Promise((resolve) => setTimeout(resolve, CLOSE_CLEANUP_MS).unref())]);
-    await this.finishCleanups();
-    const planes = await Promise.allSettled([...this.planes.values()]);
-    for (const settled of planes) {
-      if (settled.status !== 'fulfilled') continue;
-      if (settled.value.owned) await settled.value.rq.close();
-      await settled.value.queue.close().catch(() => undefined);
-    }
-    const redis = await this.redisValue?.catch(() => undefined);
-    if (redis) await redis.quit().catch(() => redis.disconnect());
+    await this.cleanups.finish();
+    await this.planes.close();
   }
 }

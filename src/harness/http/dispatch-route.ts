@@ -47,7 +47,7 @@ export async function handleDispatch(req: IncomingMessage, res: ServerResponse, 
       ...(request.placement !== undefined ? { placement: request.placement } : {}),
       signal: clientGone.signal,
       cost: { record: (receipt) => void costReceipts.push(receipt) },
-      artifacts: { write: (file, content) => void (files[file] = content) },
+      artifacts: { write: (file, content) => void (files[file] = typeof content === 'string' ? content : Buffer.from(content).toString('base64')) },
     });
     sendJson(res, DISPATCH_STATUS.ok, { artifact: artifact ?? null, costReceipts, ...(Object.keys(files).length > 0 ? { files } : {}) });
   } catch (err) {

@@ -1,20 +1,18 @@
 import type { DispatchIdentity } from '../../spec/index.js';
+import type { DispatchSpanHandle, HarnessArtifactWriter, HarnessCostMeter, HarnessTraceWriter, PaidCallResult, RunPaidCallInput } from './harness-shapes.js';
 
 /**
  * The evaluation harness' Dispatch contract, as rollout-queue implements it on both sides of
  * the queue: `Dispatch = (scenario, ctx) => Promise<artifact>`. On the coordinator
- * `queueDispatch` is such a function (each call one lease); on the worker
- * `dispatchRunner({ dispatch: Ref })` calls the user's Dispatch with a ctx built there.
+ * `queueDispatch` is such a function (each call one lease) and takes the harness' ctx as its
+ * `runCampaign` builds it; on the worker `dispatchRunner({ dispatch: Ref })` calls the user's
+ * Dispatch with a {@link WorkerDispatchContext} built there, in the harness' shapes.
  * Built-in layer: imports only `spec`.
  */
 
-/** A cost receipt of one paid call, as the harness' ledgers keep them: `callId` names the call and makes a replay idempotent. */
+/** A cost receipt in rollout-queue's older form (`ctx.cost.record`): `callId` names the call and makes a replay idempotent. */
 export interface DispatchCostReceipt {
-  /**
-   * Unique per paid call within one Dispatch call (one cell of one run attempt), 1–256
-   * characters; a receipt is counted once per `callId` of its cell (the same `callId` in two
-   * cells names two calls).
-   */
+  /** Unique per paid call within one cell of one run attempt, 1–256 characters. */
   readonly callId: string;
   /** Cost in US dollars, ≥ 0. */
   readonly usd: number;
@@ -23,7 +21,7 @@ export interface DispatchCostReceipt {
   readonly units?: Readonly<Record<string, number>>;
 }
 
-/** What a paid call reports besides its value. */
+/** What a paid call of the older `(callId, call)` form reports besides its value. */
 export interface PaidCallCost {
   readonly usd: number;
   readonly label?: string;
@@ -31,54 +29,42 @@ export interface PaidCallCost {
 }
 
 /**
- * The cost ledger of a Dispatch ctx. The coordinator's one only needs `record` (receipts of
- * remote work are replayed into it, once per `callId` of each cell); the worker's one also has
- * `runPaidCall`, which stores each receipt durably before it returns.
+ * The cost meter a caller of `queueDispatch` passes in `ctx.cost`: the harness' meter, whose
+ * only method is `runPaidCall(input)` (receipts of remote work are replayed through it, once per
+ * `callId` of each cell), or rollout-queue's older `record(receipt)` ledger. With both,
+ * `runPaidCall` is used.
  */
 export interface DispatchCost {
-  /** Records one receipt (a repeated `callId` is ignored by rollout-queue's ledgers). */
-  record(receipt: DispatchCostReceipt): void | Promise<void>;
-  /**
-   * Runs one paid call and records its receipt, also when the call throws after paying (give
-   * `cost` then via the error's `cost` property, see below). Resolves to the call's value once
-   * the receipt is stored on the worker's Redis, so it survives a crash right after.
-   * `call` returns `{ value, cost }`; an error carrying `cost: PaidCallCost` is recorded, then re-thrown.
-   */
-  runPaidCall?<T>(callId: string, call: () => Promise<{ readonly value: T; readonly cost: PaidCallCost }>): Promise<T>;
+  runPaidCall?: HarnessCostMeter['runPaidCall'];
+  record?(receipt: DispatchCostReceipt): unknown;
 }
 
-/** One finished span of `ctx.trace.span`. */
-export interface DispatchSpan {
-  readonly name: string;
-  /** Epoch ms of the start. */
-  readonly startMs: number;
-  readonly durationMs: number;
-  /** `{type, message}` when the spanned work threw. */
-  readonly error?: { readonly type: string; readonly message: string };
-  readonly attributes?: Readonly<Record<string, string | number | boolean>>;
-}
-
-/** Tracing of a Dispatch ctx. */
+/**
+ * Tracing a caller of `queueDispatch` passes in `ctx.trace`: the harness' writer
+ * (`span(name, attributes) → handle`), or rollout-queue's older callback form
+ * (`span(name, fn, attributes)`, told apart by taking three parameters).
+ */
 export interface DispatchTrace {
-  /** Runs `fn` inside a span named `name`; the span is recorded also when `fn` throws (and the error re-thrown). */
-  span<T>(name: string, fn: () => T | Promise<T>, attributes?: Readonly<Record<string, string | number | boolean>>): Promise<T>;
+  span: HarnessTraceWriter['span'] | (<T>(name: string, fn: () => T | Promise<T>, attributes?: Readonly<Record<string, string | number | boolean>>) => Promise<T>);
+  flush?(): Promise<void>;
 }
 
-/** Small files a dispatch leaves besides its artifact. */
+/** Where a caller of `queueDispatch` takes the files a Dispatch wrote: the harness' writer (`write` resolves to the full path). */
 export interface DispatchArtifacts {
-  /**
-   * Writes one file by relative path (`a/b.txt`; no absolute path, no `..`). On the worker the
-   * file travels back with the Result (capped by `dispatchRunner`'s `maxArtifactBytes`) and is
-   * written under the coordinator's run dir.
-   */
-  write(path: string, content: string): void | Promise<void>;
+  write(path: string, content: string | Uint8Array): unknown;
+  writeJson?(path: string, value: unknown): unknown;
 }
 
-/** What a Dispatch receives besides the scenario (the harness' ctx). */
+/**
+ * The ctx a caller passes to `queueDispatch` (the harness' `DispatchContext` as `runCampaign`
+ * builds it: `cellId`, `runAttemptId`, `rep`, `seed`, `signal`, `trace`, `artifacts`, `cost`,
+ * `placement`; everything but the identity is optional here).
+ */
 export interface DispatchContext extends DispatchIdentity {
   /**
-   * Where it should run. A string is a queue name; an object `{ queue?, ...labels }` picks the
-   * queue (default: queueDispatch's `queue`) and passes its other string labels as `spec.placement`.
+   * Where it should run. A string (the harness' placement key, from `cellPlacement`) is a queue
+   * name; an object `{ queue?, ...labels }` picks the queue (default: queueDispatch's `queue`)
+   * and passes its other string labels as `spec.placement`.
    */
   readonly placement?: DispatchPlacement;
   /** Aborting cancels the dispatch (never retried). */
@@ -86,10 +72,63 @@ export interface DispatchContext extends DispatchIdentity {
   readonly cost?: DispatchCost;
   readonly trace?: DispatchTrace;
   readonly artifacts?: DispatchArtifacts;
+  /** Set by the harness on a resumed cell; carried for its shape, unused. */
+  readonly resumedFrom?: string;
 }
 
 /** A placement: a queue name, or `{ queue?, ...labels }`. */
 export type DispatchPlacement = string | Readonly<Record<string, string>>;
 
-/** The harness' seam: runs one scenario and resolves to its artifact (JSON data). */
+/** The harness' seam, coordinator side: runs one scenario and resolves to its artifact (JSON data). */
 export type Dispatch = (scenario: unknown, ctx: DispatchContext) => Promise<unknown>;
+
+/**
+ * The cost meter of a Dispatch on the worker. `runPaidCall(input)` is the harness meter's: it
+ * runs `input.execute(signal, callId)`, prices the value with `input.receipt(value)` (or a
+ * failure with `input.receiptFromError`), stores the receipt in the worker's Redis before it
+ * resolves, and resolves to the harness' `PaidCallResult` (a failure is reported, not thrown).
+ * The older `(callId, call)` form and `record(receipt)` still work.
+ * @throws CallerError for an argument of neither form (a bug of the Dispatch, the same on every try).
+ */
+export interface WorkerDispatchCost extends HarnessCostMeter {
+  runPaidCall<T>(input: RunPaidCallInput<T>): Promise<PaidCallResult<T>>;
+  /** Older form: `call` resolves to `{ value, cost }`; an error carrying `cost: PaidCallCost` is recorded, then re-thrown. */
+  runPaidCall<T>(callId: string, call: () => Promise<{ readonly value: T; readonly cost: PaidCallCost }>): Promise<T>;
+  /** Records one receipt (the first per `callId` of the lease counts). */
+  record(receipt: DispatchCostReceipt): Promise<void>;
+}
+
+/** Tracing of a Dispatch on the worker: the harness' `span(name, attributes) → handle`, or the older callback form. */
+export interface WorkerDispatchTrace extends HarnessTraceWriter {
+  span<T>(name: string, fn: () => T | Promise<T>, attributes?: Readonly<Record<string, unknown>>): Promise<T>;
+  span(name: string, attributes?: Readonly<Record<string, unknown>>): DispatchSpanHandle;
+  flush(): Promise<void>;
+}
+
+/**
+ * What a Dispatch receives on the worker: the harness' ctx (`cellId`, `runAttemptId`, `rep`,
+ * `seed`, `generation?`, `cycleId?`, `signal`, `trace`, `artifacts`, `cost`, `placement`) plus
+ * `secrets` and `placementLabels`.
+ */
+export interface WorkerDispatchContext extends DispatchIdentity {
+  /** The placement key the caller sent (a string, as the harness' `ctx.placement`); undefined without one. */
+  readonly placement: string | undefined;
+  /** The lease's placement labels (`spec.placement`: an object placement's labels). */
+  readonly placementLabels: Readonly<Record<string, string>>;
+  /** Aborts on cancel, on the lease's `runMs`, on worker shutdown or lock loss. */
+  readonly signal: AbortSignal;
+  /** Values of the lease's `sandbox.env` names, read from the worker's environment (also set in `process.env` while the Dispatch runs). Never log them. */
+  readonly secrets: Readonly<Record<string, string>>;
+  readonly cost: WorkerDispatchCost;
+  readonly trace: WorkerDispatchTrace;
+  /**
+   * Files beside the artifact. `write` stores a file under a directory of this attempt on the
+   * worker and resolves to its full path there (valid until the Dispatch returns; the directory
+   * is removed then); its content travels back with the Result (capped by `maxArtifactBytes`)
+   * and reaches the caller's `ctx.artifacts.write`.
+   */
+  readonly artifacts: HarnessArtifactWriter;
+}
+
+/** A Dispatch as the workers run it: `(scenario, ctx) => Promise<artifact>` (JSON data). */
+export type WorkerDispatch = (scenario: unknown, ctx: WorkerDispatchContext) => Promise<unknown>;
