@@ -98,6 +98,10 @@ export const HELP = {
     authTokenEnv: 'name of the environment variable holding the bearer token every request must send (at least 16 characters)',
     noAuth: 'serve without a token (loopback host only)',
     maxBodyBytes: 'largest request body; larger ones get 413 (default 10485760 = 10 MiB)',
+    env: 'name of a secret each dispatch gets as ctx.secrets and in its process.env, read by the workers from their own environment (names only, never values); repeat for more',
+    runMs: 'time limit of each dispatch on the worker, ms (default 600000); past it the Dispatch is aborted and answered 500 RunTimeout',
+    graceMs: 'on SIGTERM, how long requests in flight get to be answered before the rest get 503 GatewayClosing, ms (default 30000)',
+    keepAnswerMs: 'how long a dispatch answer is kept for a client\'s retry, and how long a dispatch run may go without a client before the gateway finishes it, ms (default 600000)',
   },
   demo: {
     description: 'Run examples/arithmetic end to end: Redis, worker processes, dashboard, a run with a summary.',

@@ -1,11 +1,12 @@
 import { Command, Option } from '@commander-js/extra-typings';
 import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
-import { integerAtLeast, portOf } from '../option-parsers.js';
+import { envNameList, integerAtLeast, integerBetween, portOf } from '../option-parsers.js';
 
 /**
  * `rollout-queue gateway --port P [--host 127.0.0.1] [--queue NAME] [--dispatch TARGET
- * [--dispatch-config JSON]] (--auth-token-env NAME | --no-auth) [--max-body-bytes N]`.
+ * [--dispatch-config JSON]] (--auth-token-env NAME | --no-auth) [--max-body-bytes N] [--env NAME]...
+ * [--run-ms N] [--grace-ms N] [--keep-answer-ms N]`.
  */
 export function gatewayCommand() {
   return new Command('gateway')
@@ -17,7 +18,11 @@ export function gatewayCommand() {
     .option('--dispatch-config <json>', HELP.gateway.dispatchConfig)
     .option('--auth-token-env <name>', HELP.gateway.authTokenEnv)
     .option('--no-auth', HELP.gateway.noAuth)
-    .addOption(new Option('--max-body-bytes <n>', HELP.gateway.maxBodyBytes).argParser(integerAtLeast(1024)));
+    .addOption(new Option('--max-body-bytes <n>', HELP.gateway.maxBodyBytes).argParser(integerAtLeast(1024)))
+    .addOption(new Option('--env <name>', HELP.gateway.env).argParser(envNameList))
+    .addOption(new Option('--run-ms <ms>', HELP.gateway.runMs).argParser(integerBetween(1, 86_400_000)))
+    .addOption(new Option('--grace-ms <ms>', HELP.gateway.graceMs).argParser(integerBetween(0, 3_600_000)))
+    .addOption(new Option('--keep-answer-ms <ms>', HELP.gateway.keepAnswerMs).argParser(integerBetween(0, 86_400_000)));
 }
 
 /**
