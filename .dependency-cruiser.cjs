@@ -56,6 +56,20 @@ module.exports = {
     },
     ...layerRules,
     {
+      name: 'harness-http-client-light',
+      comment: 'The HTTP client (rollout-queue/dispatch/http) is for a coordinator without Redis: at run time its files import only each other, the receipt forms and the harness shapes (type-only imports are erased)',
+      severity: 'error',
+      from: { path: '^src/harness/(http/(client|http-dispatch|wire)|worker/receipt-forms)\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/harness/(http/(http-dispatch|wire)|worker/(receipt-forms|harness-shapes|dispatch-types))\\.ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'harness-http-client-no-redis',
+      comment: 'The HTTP client never loads Redis, BullMQ or zod',
+      severity: 'error',
+      from: { path: '^src/harness/(http/(client|http-dispatch|wire)|worker/receipt-forms)\\.ts$' },
+      to: { path: 'node_modules/(bullmq|ioredis|zod)/', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'layer-root',
       comment: `The package entry (files directly in src/) may import any layer but ${ROOT_MAY_NOT.join(', ')}`,
       severity: 'error',
