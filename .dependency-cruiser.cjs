@@ -59,14 +59,14 @@ module.exports = {
       name: 'harness-http-client-light',
       comment: 'The HTTP client (rollout-queue/dispatch/http) is for a coordinator without Redis: at run time its files import only each other, the receipt forms and the harness shapes (type-only imports are erased)',
       severity: 'error',
-      from: { path: '^src/harness/(http/(client|http-dispatch|wire)|worker/receipt-forms)\\.ts$' },
-      to: { path: '^src/', pathNot: '^src/harness/(http/(http-dispatch|wire)|worker/(receipt-forms|harness-shapes|dispatch-types))\\.ts$', dependencyTypesNot: ['type-only'] },
+      from: { path: '^src/harness/(http/(client|http-dispatch|wire)|worker/(receipt-forms|trace-replay))\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/harness/(http/(http-dispatch|wire)|worker/(receipt-forms|trace-replay|harness-shapes|dispatch-types))\\.ts$', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'harness-http-client-no-redis',
       comment: 'The HTTP client never loads Redis, BullMQ or zod',
       severity: 'error',
-      from: { path: '^src/harness/(http/(client|http-dispatch|wire)|worker/receipt-forms)\\.ts$' },
+      from: { path: '^src/harness/(http/(client|http-dispatch|wire)|worker/(receipt-forms|trace-replay))\\.ts$' },
       to: { path: 'node_modules/(bullmq|ioredis|zod)/', dependencyTypesNot: ['type-only'] },
     },
     {

@@ -1,6 +1,7 @@
 import { describeValue } from '../../spec/factory-config.js';
 import type { DispatchContext, DispatchTrace } from '../worker/index.js';
 import type { DispatchSpanHandle } from '../worker/harness-shapes.js';
+import { isCallbackSpan } from '../worker/trace-replay.js';
 import { DispatchError } from './dispatch-errors.js';
 
 const callerError = (field: string, problem: string, fix: string): DispatchError =>
@@ -30,8 +31,6 @@ export function checkCallContext(ctx: DispatchContext): void {
   }
 }
 
-/** True for rollout-queue's older callback form `span(name, fn, attributes)`: a span function declaring three parameters. */
-export const isCallbackSpan = (span: DispatchTrace['span']): boolean => span.length >= 3;
 
 /**
  * Runs `work` under a span of the caller's trace writer, when it has one. The harness' writer

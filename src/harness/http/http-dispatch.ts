@@ -1,7 +1,8 @@
 import { context, propagation } from '@opentelemetry/api';
-import type { DispatchContext, DispatchCost, DispatchTrace } from '../worker/dispatch-types.js';
-import type { DispatchSpanHandle, HarnessCostReceipt } from '../worker/harness-shapes.js';
+import type { DispatchContext, DispatchCost } from '../worker/dispatch-types.js';
+import type { HarnessCostReceipt } from '../worker/harness-shapes.js';
 import { receiptInputFromHarness } from '../worker/receipt-forms.js';
+import { replayIntoTrace } from '../worker/trace-replay.js';
 import { FINAL_HEADER, type DispatchResponseBody } from './wire.js';
 
 /**
@@ -81,17 +82,7 @@ async function replayReceipts(body: DispatchResponseBody, ctx: DispatchContext):
 async function deliverExtras(body: DispatchResponseBody, ctx: DispatchContext): Promise<void> {
   const binary = new Set(body.binary ?? []);
   if (ctx.artifacts) for (const [file, text] of Object.entries(body.files ?? {})) await ctx.artifacts.write(file, binary.has(file) ? new Uint8Array(Buffer.from(text, 'base64')) : text);
-  const trace: DispatchTrace | undefined = ctx.trace;
-  if (!trace) return;
-  for (const span of body.spans ?? []) {
-    const attributes = { ...span.attributes, 'rollout-queue.startMs': span.startMs, 'rollout-queue.durationMs': span.durationMs };
-    try {
-      if (trace.span.length >= 3) void (trace.span as (n: string, fn: () => undefined, a: object) => Promise<unknown>)(span.name, () => undefined, attributes).catch(() => undefined);
-      else ((trace.span as (n: string, a: object) => DispatchSpanHandle)(span.name, attributes) as DispatchSpanHandle | undefined)?.end?.();
-    } catch {
-      // The caller's writer failed on a replayed span: its trace misses it.
-    }
-  }
+  replayIntoTrace(body.spans ?? [], ctx.trace);
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
