@@ -169,8 +169,8 @@ class Client:
         return answer.get("artifact")
 
     # ── the runs API ───────────────────────────────────────────────────────
-    def map_rollouts(self, drafts, run_id, ack_interval_s=0.2):
-        # type: (Iterable[Dict[str, Any]], str, float) -> Iterator[Dict[str, Any]]
+    def map_rollouts(self, drafts, run_id, ack_interval_s=0.2, gold_keys=None):
+        # type: (Iterable[Dict[str, Any]], str, float, Optional[List[str]]) -> Iterator[Dict[str, Any]]
         """Runs every draft as one rollout and yields each Result dict once, in completion order.
 
         drafts are rollout drafts as in schema/rollout-spec.json without v, leaseId, runId and
@@ -183,10 +183,17 @@ class Client:
         Results are acknowledged to the gateway (POST /runs/ID/ack) at most every
         ack_interval_s seconds, so a process killed even with SIGKILL sees again only the Result
         it was handling and those consumed in the last ack_interval_s (0: acknowledge each one).
+        The gold stays with the reward: workers remove the keys a reward scores against (a
+        built-in reward's goldKey, goldKey/gold_key in the reward Ref's config) from the task the
+        run receives. gold_keys lists more task keys to keep from the run, added to each draft's
+        own "goldKeys"; a draft with "goldVisibleToRun": true hands its run the whole task. Each
+        Result says which: result["goldVisibleToRun"].
         Raises CallerError when a caller Result stopped the run, CancelledError when it was
         cancelled, InfrastructureError when the gateway stays unreachable.
         """
         drafts = list(drafts)
+        if gold_keys:
+            drafts = [dict(d, goldKeys=list(d.get("goldKeys") or []) + [k for k in gold_keys if k not in (d.get("goldKeys") or [])]) for d in drafts]
         quoted = urllib.parse.quote(run_id, safe="")
         count = None  # type: Optional[int]
         acked_at = time.monotonic()

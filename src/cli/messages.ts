@@ -65,6 +65,8 @@ export const HELP = {
     fingerprint: 'run only on workers with this environment fingerprint (spec sandbox.fingerprint); the others never take it',
     class: 'rollout (default) or evaluation (own queue, worker --eval-concurrency, cached by content)',
     costCeilingUsd: 'stop dispatching new leases once the cost receipts of delivered results reach this many US dollars (running ones finish)',
+    goldKey: "a task key only the reward may see (its gold), besides the --reward's own goldKey; repeatable. The worker removes these keys from the task the run (and a codeRunner program's stdin) receives; the reward gets the whole task",
+    goldVisibleToRun: 'hand the run the whole task, gold included (default: the gold keys are removed); only for a trusted run function that needs them, never a model-written program. Each Result records goldVisibleToRun: true',
   },
   resume: {
     description: 'Re-attach to a run and write the results not yet delivered (after the coordinator died).',
@@ -98,6 +100,7 @@ export const HELP = {
     authTokenEnv: 'name of the environment variable holding the bearer token every request must send (at least 16 characters)',
     noAuth: 'serve without a token (loopback host only)',
     maxBodyBytes: 'largest request body; larger ones get 413 (default 10485760 = 10 MiB)',
+    goldKey: "a key of each POST /dispatch scenario the Dispatch must not see (its gold, scored on the coordinator); repeatable. Workers remove it from the scenario before calling the Dispatch",
     env: 'name of a secret each dispatch gets as ctx.secrets and in its process.env, read by the workers from their own environment (names only, never values); repeat for more',
     runMs: 'time limit of each dispatch on the worker, ms (default 600000); past it the Dispatch is aborted and answered 500 RunTimeout',
     graceMs: 'on SIGTERM, how long requests in flight get to be answered before the rest get 503 GatewayClosing, ms (default 30000)',
@@ -166,6 +169,9 @@ export const MSG = {
   notUsd: (value: string) => `must be a positive amount of US dollars like 2.50, got "${value}"`,
   notALabel: (value: string) => `must be KEY=VALUE with a non-empty KEY of at most 64 characters and a VALUE of at most 256 (e.g. region=eu-west), got "${value}"`,
   notAQueueName: (value: string) => `must hold only letters, digits, "_", "-" and "{}", got "${value}"`,
+  notAGoldKey: (value: string) => `"${value}" is not a task key: give the key the gold is at, like answer (one key per --gold-key)`,
+  goldVisibleWarning: 'warning: --gold-visible-to-run hands the run the whole task, gold included: a model-written program that prints it scores without solving anything. Each Result records goldVisibleToRun: true',
+  summaryGoldVisible: (count: number) => summaryRow('gold visible to run', `${String(count).padStart(6)}   Result(s) whose run received the whole task, gold included (--gold-visible-to-run)`),
   notAnEnvName: (value: string) => `"${value}" is not a variable NAME (A-Z, 0-9, "_", not starting with a digit); pass names, never values`,
   notARunId: (what: string, value: string, max: number) =>
     `${what} must be 1 to ${max} letters, digits, "_" or "-" (no "." or ":"), got "${value}"; e.g. ${what === 'runId' ? 'eval-2026-11-29' : `${what} eval-2026-11-29`}`,

@@ -28,15 +28,18 @@ export class RunTally {
   truncatedOk = 0;
   /** Results answered from the evaluation cache (`cached: true`), never run by a worker for this run. */
   cached = 0;
+  /** Results whose run received the whole task, gold included (`goldVisibleToRun: true`). */
+  goldVisible = 0;
   /** Results counted. */
   total = 0;
   /** Cost receipts of the results (each call id once). */
   readonly cost = new CostTally();
 
   /** Counts one result line. */
-  add(line: Pick<ResultLine, 'kind' | 'reward' | 'runMs' | 'worker' | 'redispatched'> & { readonly output?: unknown; readonly cost?: ResultLine['cost'] | null; readonly cached?: boolean | null }): void {
+  add(line: Pick<ResultLine, 'kind' | 'reward' | 'runMs' | 'worker' | 'redispatched'> & { readonly output?: unknown; readonly cost?: ResultLine['cost'] | null; readonly cached?: boolean | null; readonly goldVisibleToRun?: boolean | null }): void {
     this.total += 1;
     if (line.cached === true) this.cached += 1;
+    if (line.goldVisibleToRun === true) this.goldVisible += 1;
     if (Array.isArray(line.cost)) this.cost.add(line.cost, (line as { leaseId?: string }).leaseId);
     if (line.kind in this.kinds) this.kinds[line.kind] += 1;
     if (line.kind === 'ok' && typeof line.reward === 'number') this.okRewards.push(line.reward);

@@ -63,6 +63,8 @@ export function formatSummary(input: SummaryInput): string {
   lines.push(MSG.summaryTruncated(tally.truncated, tally.truncatedOk));
   // Only where a run used the cache (--class evaluation): its per-worker counts name the worker of the cached run.
   if (tally.cached > 0) lines.push(MSG.summaryCached(tally.cached));
+  // Only where a run opted in: its rewards may have been scored on echoed gold.
+  if (tally.goldVisible > 0) lines.push(MSG.summaryGoldVisible(tally.goldVisible));
   lines.push(MSG.summaryFile(input.file));
   return lines.join('\n');
 }

@@ -14,6 +14,7 @@ import { rolloutResidentBytes } from './child-rss.js';
 import { classifyError } from './classify.js';
 import { RolloutAbort, RolloutAborted } from './rollout-abort.js';
 import { StageTimer } from './stage-timer.js';
+import { taskForRun, type RunView } from './task-for-run.js';
 import type { ChildMessage, DoneMessage, ParentMessage, RunMessage } from './child-protocol.js';
 import { STAGE_BOARD_FD, writeRewardStage } from './stage-board.js';
 
@@ -114,6 +115,8 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
   // The message was parsed from the IPC channel for this rollout alone: its objects are frozen in
   // place rather than copied.
   let log: RolloutLogger | undefined;
+  // Set once both Refs are resolved (taskForRun): the task the run sees, without the gold.
+  let runView: RunView | undefined;
   const ctx: RolloutContext = {
     leaseId: spec.leaseId,
     runId: spec.runId,
@@ -128,6 +131,9 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
     traceparent: spec.traceparent,
     timeouts: Object.freeze(spec.timeouts),
     memoryMb: spec.sandbox.memoryMb,
+    get goldKeys() {
+      return runView?.goldKeys ?? [];
+    },
     // Made when rollout code first logs: most rollouts never do.
     get log() {
       return (log ??= logger(message.secrets));
@@ -153,12 +159,14 @@ async function runOne(message: RunMessage, seq: number): Promise<DoneMessage> {
       // sent, and a text resolved before skips the checks (see resolveRefJson).
       const run = (await resolved(spec.run, lastRun)) as RunFn;
       const reward = (await resolved(spec.reward, lastReward)) as RewardFn;
+      // The gold stays with the reward: the run gets the task without the keys it scores against.
+      runView = taskForRun(spec, reward);
       stage = 'run';
       // Called here, not from a `.then` callback: a synchronous throw lands in the catch below all
       // the same, and with the stage started from `Promise.resolve().then(...)` the child's heap
       // grew by ~2 MB at every young-generation collection (survivors promoted, freed only by full
       // GCs; measured on Node 20), which cost every rollout CPU.
-      const returned = await settled(abort, run(spec.rendered, spec.task, ctx));
+      const returned = await settled(abort, run(spec.rendered, runView.task, ctx));
       const stored = storedOutput(returned);
       if ('issue' in stored) {
         // Nothing to score: what would be stored is not what the run returned (fresh-user

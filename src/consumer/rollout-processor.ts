@@ -424,6 +424,8 @@ export class RolloutProcessor {
       runMs,
       finishedAt: new Date(nowMs).toISOString(),
       cost: redactSecretsDeep(costs, secrets) as CostReceipt[],
+      // What the child did (taskForRun): the gold keys were kept from the run unless the spec opted in.
+      goldVisibleToRun: spec.goldVisibleToRun === true,
     };
     this.finishing.set(spec.leaseId, spec.runId);
     this.events.onResult(result.kind, runMs);

@@ -75,6 +75,7 @@ export async function startGateway(input: GatewayOptions): Promise<Gateway> {
         ...(options.keepAnswerMs !== undefined ? { keepAnswerMs: options.keepAnswerMs } : {}),
         ...(options.env.length > 0 ? { sandbox: { env: [...options.env] } } : {}),
         ...(timeouts ? { timeouts } : {}),
+        ...(options.goldKeys !== undefined ? { goldKeys: options.goldKeys } : {}),
       })
     : undefined;
   // Opens the queue's plane now: its sweeper finishes dispatch runs an earlier gateway left.

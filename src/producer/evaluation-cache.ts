@@ -6,12 +6,19 @@ import { ResultSchema, type Ref, type Result, type RolloutSpec } from '../spec/i
 
 /**
  * The content hash of an evaluation: SHA-256 (hex) of the canonical JSON (object keys sorted at
- * every level, Ref defaults filled) of `[rendered, task, run, reward]`. Two specs with equal
- * hashes evaluate the same artifact on the same task the same way.
+ * every level, Ref defaults filled) of `[rendered, task, run, reward]`, plus the spec's
+ * `goldKeys` and `goldVisibleToRun` when set (they change what the run sees, so an answer given
+ * with the gold visible never stands for one without). Two specs with equal hashes evaluate the
+ * same artifact on the same task the same way.
  */
-export function evaluationHash(spec: Pick<RolloutSpec, 'rendered' | 'task' | 'run' | 'reward'>): string {
+export function evaluationHash(spec: Pick<RolloutSpec, 'rendered' | 'task' | 'run' | 'reward'> & Partial<Pick<RolloutSpec, 'goldKeys' | 'goldVisibleToRun'>>): string {
+  const parts: unknown[] = [spec.rendered, spec.task, spec.run, spec.reward];
+  // As they act (a set of keys, an opt-in), and only when they change anything: the hash of every
+  // spec without them (and so its cached answer) stays as it was.
+  const goldKeys = [...new Set(spec.goldKeys ?? [])].sort();
+  if (goldKeys.length > 0 || spec.goldVisibleToRun === true) parts.push({ goldKeys, goldVisibleToRun: spec.goldVisibleToRun === true });
   // canonicalRefJson canonicalises any JSON value (it only special-cases objects holding $ref).
-  const text = canonicalRefJson([spec.rendered, spec.task, spec.run, spec.reward] as unknown as Ref);
+  const text = canonicalRefJson(parts as unknown as Ref);
   return createHash('sha256').update(text).digest('hex');
 }
 

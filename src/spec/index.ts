@@ -10,6 +10,7 @@ export * from './paid-call-detail.js';
 export * from './cost-summary.js';
 export * from './json-schema.js';
 export * from './context.js';
+export * from './gold-keys.js';
 export * from './errors.js';
 export * from './dispatch-wire.js';
 export * from './redact-secrets.js';

@@ -72,6 +72,12 @@ export const ResultSchema = z
       .boolean()
       .optional()
       .describe('true when an evaluation was answered from the evaluation cache (same rendered, task, run and reward as an earlier ok evaluation): no worker ran it, no cost. Absent otherwise.'),
+    goldVisibleToRun: z
+      .boolean()
+      .optional()
+      .describe(
+        "Whether the run could see the task's gold. false: the worker removed every gold key (the reward's declared keys and the spec's goldKeys) from the task the run received; true: the spec set goldVisibleToRun and the run received the whole task. Absent on a Result no worker wrote (a refused draft, a lease the coordinator ended) and from workers older than this field.",
+      ),
   })
   .strict()
   .meta({ id: 'Result' });
@@ -100,8 +106,9 @@ function resultAsWritten(value: unknown): Result | undefined {
   if (value === null || typeof value !== 'object' || Array.isArray(value) || Object.getPrototypeOf(value) !== Object.prototype) return undefined;
   const r = value as Record<string, unknown>;
   const keys = Object.keys(r);
-  const cached = r.cached;
-  if (keys.length !== (cached === undefined ? 14 : 15) || (cached !== undefined && typeof cached !== 'boolean')) return undefined;
+  const { cached, goldVisibleToRun } = r;
+  if (keys.length !== 14 + (cached === undefined ? 0 : 1) + (goldVisibleToRun === undefined ? 0 : 1)) return undefined;
+  if ((cached !== undefined && typeof cached !== 'boolean') || (goldVisibleToRun !== undefined && typeof goldVisibleToRun !== 'boolean')) return undefined;
   const { leaseId, runId, taskId, kind, reward, error, attempts, redispatched, worker, queuedMs, runMs, finishedAt, cost } = r;
   if (typeof leaseId !== 'string' || typeof runId !== 'string' || typeof taskId !== 'string' || typeof finishedAt !== 'string') return undefined;
   if (!RESULT_KINDS.has(kind) || !('output' in r) || !isCount(attempts) || !isCount(redispatched) || !isSpan(queuedMs) || !isSpan(runMs)) return undefined;
@@ -120,6 +127,7 @@ function resultAsWritten(value: unknown): Result | undefined {
     queuedMs: queuedMs as number | null, runMs: runMs as number | null, finishedAt, cost: [],
   };
   if (cached !== undefined) result.cached = cached as boolean;
+  if (goldVisibleToRun !== undefined) result.goldVisibleToRun = goldVisibleToRun as boolean;
   return result;
 }
 
@@ -159,6 +167,13 @@ export interface Result {
   cost: CostReceipt[];
   /** true when an evaluation was answered from the evaluation cache (no worker ran it, no cost); absent otherwise. */
   cached?: boolean | undefined;
+  /**
+   * Whether the run could see the task's gold: `false` when the worker removed every gold key
+   * (the reward's declared keys and the spec's `goldKeys`) from the task the run received, `true`
+   * when the spec set `goldVisibleToRun`. Absent on a Result no worker wrote (a refused draft, a
+   * lease the coordinator ended) and from workers older than this field.
+   */
+  goldVisibleToRun?: boolean | undefined;
 }
 
 // Fails to compile when Result and ResultSchema drift apart.
@@ -169,5 +184,5 @@ void resultMatchesSchema;
 /** The fields of a Result written to a results JSONL file, in order. */
 export const RESULT_LINE_FIELDS = [
   'leaseId', 'runId', 'taskId', 'kind', 'reward', 'output', 'error',
-  'attempts', 'redispatched', 'worker', 'queuedMs', 'runMs', 'finishedAt', 'cost', 'cached',
+  'attempts', 'redispatched', 'worker', 'queuedMs', 'runMs', 'finishedAt', 'cost', 'cached', 'goldVisibleToRun',
 ] as const satisfies readonly (keyof Result)[];

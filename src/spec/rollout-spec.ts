@@ -183,6 +183,19 @@ export const RolloutSpecSchema = z
       .default([0, 1])
       .refine(([lo, hi]) => Number.isFinite(lo) && Number.isFinite(hi) && lo <= hi, 'rewardRange must be [min, max] with finite min <= max')
       .describe('A reward outside [min, max] is a caller error.'),
+    goldKeys: z
+      .array(z.string().min(1, 'goldKeys lists task keys like "answer"; an empty string names no key').max(256))
+      .max(64)
+      .optional()
+      .describe(
+        "Task keys private to the reward (its gold), besides those the reward declares (a built-in reward's goldKey, goldKey/gold_key/goldKeys/gold_keys in any config of its Ref, the resolved reward function's goldKeys): the worker removes them all from the task the run receives; the reward receives the whole task.",
+      ),
+    goldVisibleToRun: z
+      .boolean()
+      .optional()
+      .describe(
+        'true hands the run the whole task, gold included (default false: the gold keys are removed). Only for a trusted run that needs them, never for a model-written program; every Result of the lease records it as goldVisibleToRun.',
+      ),
   })
   .strict()
   .superRefine((spec, ctx) => {

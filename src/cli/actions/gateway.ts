@@ -48,6 +48,7 @@ export async function gatewayAction(options: GatewayCommandOptions): Promise<Exi
       ...(options.runMs !== undefined ? { runMs: options.runMs } : {}),
       ...(options.graceMs !== undefined ? { graceMs: options.graceMs } : {}),
       ...(options.keepAnswerMs !== undefined ? { keepAnswerMs: options.keepAnswerMs } : {}),
+      ...(options.goldKey !== undefined ? { goldKeys: options.goldKey } : {}),
       logger: createLogger({ component: 'gateway' }),
     });
   } catch (err) {

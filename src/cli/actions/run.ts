@@ -4,6 +4,7 @@ import { checkDrafts, checkSpecBytes, specsFingerprint } from '../check-drafts.j
 import { checkBuiltinRewardGold } from '../check-gold.js';
 import { cliEnvironment } from '../environment.js';
 import type { ExitCode } from '../errors.js';
+import { MSG } from '../messages.js';
 import { executeInterruptibleRun, metricsOf } from '../execute-interruptible-run.js';
 import { generateRunId } from '../run-id.js';
 import { readTasksFile } from '../tasks-file.js';
@@ -37,7 +38,11 @@ export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
     ...(options.placement ? { placement: options.placement } : {}),
     ...(options.fingerprint !== undefined ? { fingerprint: options.fingerprint } : {}),
     ...(options.class !== undefined ? { class: options.class } : {}),
+    ...(options.goldKey !== undefined ? { goldKeys: options.goldKey } : {}),
+    ...(options.goldVisibleToRun === true ? { goldVisibleToRun: true } : {}),
   });
+  // Said before the run, not only on each Result: the run's rewards then measure nothing for a model-written program.
+  if (options.goldVisibleToRun === true) process.stderr.write(`${MSG.goldVisibleWarning}\n`);
   const specs = checkDrafts(options.tasks, tasks, drafts);
   const runId = options.runId ?? generateRunId();
   checkSpecBytes(options.tasks, tasks, drafts, specs, runId, options.maxSpecBytes ?? DEFAULT_MAX_SPEC_BYTES);

@@ -1,12 +1,12 @@
 import { Command, Option } from '@commander-js/extra-typings';
 import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
-import { envNameList, integerAtLeast, integerBetween, portOf } from '../option-parsers.js';
+import { envNameList, goldKeyList, integerAtLeast, integerBetween, portOf } from '../option-parsers.js';
 
 /**
  * `rollout-queue gateway --port P [--host 127.0.0.1] [--queue NAME] [--dispatch TARGET
- * [--dispatch-config JSON]] (--auth-token-env NAME | --no-auth) [--max-body-bytes N] [--env NAME]...
- * [--run-ms N] [--grace-ms N] [--keep-answer-ms N]`.
+ * [--dispatch-config JSON] [--gold-key KEY...]] (--auth-token-env NAME | --no-auth) [--max-body-bytes N]
+ * [--env NAME]... [--run-ms N] [--grace-ms N] [--keep-answer-ms N]`.
  */
 export function gatewayCommand() {
   return new Command('gateway')
@@ -19,6 +19,7 @@ export function gatewayCommand() {
     .option('--auth-token-env <name>', HELP.gateway.authTokenEnv)
     .option('--no-auth', HELP.gateway.noAuth)
     .addOption(new Option('--max-body-bytes <n>', HELP.gateway.maxBodyBytes).argParser(integerAtLeast(1024)))
+    .addOption(new Option('--gold-key <key...>', HELP.gateway.goldKey).argParser(goldKeyList))
     .addOption(new Option('--env <name>', HELP.gateway.env).argParser(envNameList))
     .addOption(new Option('--run-ms <ms>', HELP.gateway.runMs).argParser(integerBetween(1, 86_400_000)))
     .addOption(new Option('--grace-ms <ms>', HELP.gateway.graceMs).argParser(integerBetween(0, 3_600_000)))

@@ -2,7 +2,7 @@ import { Command, Option } from '@commander-js/extra-typings';
 import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
 import { MIN_MEMORY_MB } from '../../spec/index.js';
-import { durationMs, envNameList, hostOf, integerAtLeast, integerBetween, labelPair, portOf, positiveInteger, positiveUsd, runIdOf } from '../option-parsers.js';
+import { durationMs, envNameList, goldKeyList, hostOf, integerAtLeast, integerBetween, labelPair, portOf, positiveInteger, positiveUsd, runIdOf } from '../option-parsers.js';
 import { MAX_PRODUCER_BYTES } from '../../producer/index.js';
 
 /**
@@ -35,6 +35,8 @@ export function runCommand() {
     .option('--fingerprint <value>', HELP.run.fingerprint)
     .addOption(new Option('--class <class>', HELP.run.class).choices(['rollout', 'evaluation']))
     .addOption(new Option('--cost-ceiling-usd <usd>', HELP.run.costCeilingUsd).argParser(positiveUsd))
+    .addOption(new Option('--gold-key <key...>', HELP.run.goldKey).argParser(goldKeyList))
+    .option('--gold-visible-to-run', HELP.run.goldVisibleToRun)
     .option('--allow-eviction', HELP.allowEviction)
     .addOption(new Option('--metrics-port <port>', HELP.run.metricsPort).argParser(portOf('--metrics-port', 9465)))
     .addOption(new Option('--metrics-host <host>', HELP.run.metricsHost).argParser(hostOf('--metrics-host')));

@@ -1,4 +1,4 @@
-import { CallerError, DispatchRequestSchema, type DispatchOutput, type Rendered, type RolloutContext, type Task } from '../../spec/index.js';
+import { CallerError, DispatchRequestSchema, isPlainObject, withoutKeys, type DispatchOutput, type Rendered, type RolloutContext, type Task } from '../../spec/index.js';
 import { checkedConfigRecord, describeValue } from '../../spec/factory-config.js';
 import type { WorkerDispatch } from './dispatch-types.js';
 import { setSecretEnv } from './secret-env.js';
@@ -24,9 +24,10 @@ const FACTORY = 'dispatchRunner';
  * adapts a harness Dispatch to a rollout. The lease's `task` is the dispatch request
  * (`DispatchRequestSchema`: scenario, cellId, runAttemptId, rep, seed, …); the run builds the
  * harness ctx on the worker (see `workerDispatchContext`), sets the lease's secrets in
- * `process.env` while it runs (`setSecretEnv`), calls `dispatch(task.scenario, ctx)` and returns
- * `{ artifact, files, binary?, spans }` (`DispatchOutputSchema`). The worker redacts secret
- * values from all of it, as from any Result.
+ * `process.env` while it runs (`setSecretEnv`), calls `dispatch(task.scenario, ctx)` with the
+ * scenario's gold keys removed (`ctx.goldKeys`: the spec's `goldKeys`, which `queueDispatch`'s and
+ * the gateway's `goldKeys` option set) and returns `{ artifact, files, binary?, spans }`
+ * (`DispatchOutputSchema`). The worker redacts secret values from all of it, as from any Result.
  * A Dispatch that throws is a `model` Result; `InfrastructureError`/`CallerError` classify as usual.
  * @throws CallerError for a bad config (not a Ref in `dispatch`, bad `maxArtifactBytes`) or a task that is not a dispatch request.
  */
@@ -47,9 +48,14 @@ export function dispatchRunner(config: unknown): (rendered: Rendered, task: Task
       throw new CallerError(`${FACTORY}: the task is not a dispatch request (${issue?.path.map(String).join('.') || '(task)'}: ${issue?.message ?? 'invalid'}); enqueue it with queueDispatch or the gateway`);
     }
     const attempt = workerDispatchContext(parsed.data, ctx, max);
+    // The scenario is the part of the task the Dispatch sees: the gold keys the worker kept from
+    // the task (ctx.goldKeys: the spec's goldKeys, e.g. queueDispatch's) are kept from it too.
+    const { scenario } = parsed.data;
+    const goldKeys = ctx.goldKeys ?? [];
+    const shown = goldKeys.length > 0 && isPlainObject(scenario) ? withoutKeys(scenario, goldKeys) : scenario;
     const restoreEnv = setSecretEnv(ctx.secrets);
     try {
-      const artifact = await (dispatch as WorkerDispatch)(parsed.data.scenario, attempt.ctx);
+      const artifact = await (dispatch as WorkerDispatch)(shown, attempt.ctx);
       const { files, binary } = attempt.collected;
       return { artifact: artifact ?? null, files, ...(binary.length > 0 ? { binary } : {}), spans: attempt.spans() };
     } finally {
