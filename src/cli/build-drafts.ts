@@ -183,7 +183,7 @@ export function buildDrafts(tasks: readonly TaskLine[], template: DraftTemplate)
     ...(template.memoryMb !== undefined ? { memoryMb: template.memoryMb } : {}),
     ...(template.fingerprint !== undefined ? { fingerprint: template.fingerprint } : {}),
   };
-  return tasks.map(({ taskKey, task }) => {
+  return tasks.map(({ taskKey, task, meta }) => {
     // A task line's own `placement` (an object of labels) wins over --placement; checkDrafts
     // refuses one of another type, and the spec schema checks its values (strings).
     const own = (task as { placement?: unknown }).placement;
@@ -200,6 +200,7 @@ export function buildDrafts(tasks: readonly TaskLine[], template: DraftTemplate)
       ...(Object.keys(timeouts).length > 0 ? { timeouts } : {}),
       ...(template.goldKeys !== undefined && template.goldKeys.length > 0 ? { goldKeys: [...template.goldKeys] } : {}),
       ...(template.goldVisibleToRun === true ? { goldVisibleToRun: true } : {}),
+      ...(meta !== undefined ? { meta } : {}),
     };
   });
 }

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../lease/index.js';
 import { canonicalRefJson } from '../ref/index.js';
 import { ResultSchema, type Ref, type Result, type RolloutSpec } from '../spec/index.js';
+import { withMeta } from './result-meta.js';
 
 /**
  * The content hash of an evaluation: SHA-256 (hex) of the canonical JSON (object keys sorted at
@@ -32,20 +33,24 @@ export function evaluationHash(spec: Pick<RolloutSpec, 'rendered' | 'task' | 'ru
 export class EvaluationCache {
   constructor(private readonly redis: Redis, private readonly keys: QueueKeys, private readonly ttlMs: number) {}
 
-  /** Cached answers for `leases` (leaseId → hash), by lease id; one MGET. */
-  async lookup(leases: readonly { leaseId: string; taskId: string; runId: string; hash: string }[], nowIso: string): Promise<Map<string, Result>> {
+  /**
+   * Cached answers for `leases` (leaseId → hash), by lease id; one MGET. Each answer carries its
+   * own lease's `meta` (the content hash leaves meta out: an evaluation tagged otherwise is the
+   * same evaluation), never the stored Result's.
+   */
+  async lookup(leases: readonly { leaseId: string; taskId: string; runId: string; hash: string; meta?: unknown }[], nowIso: string): Promise<Map<string, Result>> {
     const hits = new Map<string, Result>();
     if (leases.length === 0) return hits;
     const stored = await this.redis.mget(...leases.map(({ hash }) => this.keys.evalCache(hash)));
-    leases.forEach(({ leaseId, taskId, runId }, i) => {
+    leases.forEach(({ leaseId, taskId, runId, meta }, i) => {
       const json = stored[i];
       if (!json) return;
       try {
         const parsed = ResultSchema.safeParse(JSON.parse(json));
         if (!parsed.success) return;
-        hits.set(leaseId, {
+        hits.set(leaseId, withMeta({
           ...parsed.data, leaseId, runId, taskId, cached: true, worker: null, cost: [], attempts: 0, redispatched: 0, queuedMs: 0, runMs: 0, finishedAt: nowIso,
-        });
+        }, meta));
       } catch {
         // A foreign value: not a hit.
       }

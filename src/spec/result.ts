@@ -78,6 +78,10 @@ export const ResultSchema = z
       .describe(
         "Whether the run could see the task's gold. false: the worker removed every gold key (the reward's declared keys and the spec's goldKeys) from the task the run received; true: the spec set goldVisibleToRun and the run received the whole task. Absent on a Result no worker wrote (a refused draft, a lease the coordinator ended) and from workers older than this field.",
       ),
+    meta: z
+      .unknown()
+      .optional()
+      .describe("The draft's own meta, untouched (the caller's tag of the candidate); absent when the draft had none, or for a JobMissing Result delivered by a coordinator that did not enqueue the lease."),
   })
   .strict()
   .meta({ id: 'Result' });
@@ -107,7 +111,8 @@ function resultAsWritten(value: unknown): Result | undefined {
   const r = value as Record<string, unknown>;
   const keys = Object.keys(r);
   const { cached, goldVisibleToRun } = r;
-  if (keys.length !== 14 + (cached === undefined ? 0 : 1) + (goldVisibleToRun === undefined ? 0 : 1)) return undefined;
+  const hasMeta = 'meta' in r;
+  if (keys.length !== 14 + (cached === undefined ? 0 : 1) + (goldVisibleToRun === undefined ? 0 : 1) + (hasMeta ? 1 : 0)) return undefined;
   if ((cached !== undefined && typeof cached !== 'boolean') || (goldVisibleToRun !== undefined && typeof goldVisibleToRun !== 'boolean')) return undefined;
   const { leaseId, runId, taskId, kind, reward, error, attempts, redispatched, worker, queuedMs, runMs, finishedAt, cost } = r;
   if (typeof leaseId !== 'string' || typeof runId !== 'string' || typeof taskId !== 'string' || typeof finishedAt !== 'string') return undefined;
@@ -128,6 +133,7 @@ function resultAsWritten(value: unknown): Result | undefined {
   };
   if (cached !== undefined) result.cached = cached as boolean;
   if (goldVisibleToRun !== undefined) result.goldVisibleToRun = goldVisibleToRun as boolean;
+  if (hasMeta) result.meta = r.meta;
   return result;
 }
 
@@ -174,6 +180,13 @@ export interface Result {
    * lease the coordinator ended) and from workers older than this field.
    */
   goldVisibleToRun?: boolean | undefined;
+  /**
+   * The draft's `meta`, untouched: the caller's tag of the candidate behind this Result (match
+   * Results to candidates by it, never by parsing `leaseId`). Absent when the draft had none, and
+   * on a `JobMissing` Result delivered by a coordinator that did not enqueue the lease (the job
+   * that held it is gone).
+   */
+  meta?: unknown;
 }
 
 // Fails to compile when Result and ResultSchema drift apart.
@@ -184,5 +197,5 @@ void resultMatchesSchema;
 /** The fields of a Result written to a results JSONL file, in order. */
 export const RESULT_LINE_FIELDS = [
   'leaseId', 'runId', 'taskId', 'kind', 'reward', 'output', 'error',
-  'attempts', 'redispatched', 'worker', 'queuedMs', 'runMs', 'finishedAt', 'cost', 'cached', 'goldVisibleToRun',
+  'attempts', 'redispatched', 'worker', 'queuedMs', 'runMs', 'finishedAt', 'cost', 'cached', 'goldVisibleToRun', 'meta',
 ] as const satisfies readonly (keyof Result)[];

@@ -1,5 +1,6 @@
 import { isLoopbackHost, startGateway, type Gateway } from '../../gateway/index.js';
 import { createLogger } from '../../platform/logger.js';
+import { cliLogDestination } from '../log-lines.js';
 import { buildRef, parseConfigOption } from '../build-drafts.js';
 import { cliEnvironment } from '../environment.js';
 import { CliError, EXIT, UsageError, type ExitCode } from '../errors.js';
@@ -49,7 +50,7 @@ export async function gatewayAction(options: GatewayCommandOptions): Promise<Exi
       ...(options.graceMs !== undefined ? { graceMs: options.graceMs } : {}),
       ...(options.keepAnswerMs !== undefined ? { keepAnswerMs: options.keepAnswerMs } : {}),
       ...(options.goldKey !== undefined ? { goldKeys: options.goldKey } : {}),
-      logger: createLogger({ component: 'gateway' }),
+      logger: createLogger({ component: 'gateway' }, cliLogDestination('service')),
     });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;

@@ -1,7 +1,11 @@
 import { Command, Option } from '@commander-js/extra-typings';
 import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
+import { documentDefault } from '../option-help.js';
 import { envNameList, goldKeyList, integerAtLeast, integerBetween, portOf } from '../option-parsers.js';
+import { DEFAULT_GRACE_MS } from '../../gateway/index.js';
+import { DEFAULT_KEEP_ANSWER_MS } from '../../harness/coordinator/index.js';
+import { DEFAULT_RUN_MS } from '../../spec/index.js';
 
 /**
  * `rollout-queue gateway --port P [--host 127.0.0.1] [--queue NAME] [--dispatch TARGET
@@ -18,12 +22,12 @@ export function gatewayCommand() {
     .option('--dispatch-config <json>', HELP.gateway.dispatchConfig)
     .option('--auth-token-env <name>', HELP.gateway.authTokenEnv)
     .option('--no-auth', HELP.gateway.noAuth)
-    .addOption(new Option('--max-body-bytes <n>', HELP.gateway.maxBodyBytes).argParser(integerAtLeast(1024)))
+    .addOption(documentDefault(new Option('--max-body-bytes <n>', HELP.gateway.maxBodyBytes), 10 * 1024 * 1024).argParser(integerAtLeast(1024)))
     .addOption(new Option('--gold-key <key...>', HELP.gateway.goldKey).argParser(goldKeyList))
     .addOption(new Option('--env <name>', HELP.gateway.env).argParser(envNameList))
-    .addOption(new Option('--run-ms <ms>', HELP.gateway.runMs).argParser(integerBetween(1, 86_400_000)))
-    .addOption(new Option('--grace-ms <ms>', HELP.gateway.graceMs).argParser(integerBetween(0, 3_600_000)))
-    .addOption(new Option('--keep-answer-ms <ms>', HELP.gateway.keepAnswerMs).argParser(integerBetween(0, 86_400_000)));
+    .addOption(documentDefault(new Option('--run-ms <ms>', HELP.gateway.runMs), DEFAULT_RUN_MS).argParser(integerBetween(1, 86_400_000)))
+    .addOption(documentDefault(new Option('--grace-ms <ms>', HELP.gateway.graceMs), DEFAULT_GRACE_MS).argParser(integerBetween(0, 3_600_000)))
+    .addOption(documentDefault(new Option('--keep-answer-ms <ms>', HELP.gateway.keepAnswerMs), DEFAULT_KEEP_ANSWER_MS).argParser(integerBetween(0, 86_400_000)));
 }
 
 /**
