@@ -18,7 +18,7 @@ export const HELP = {
     'Environment:',
     '  REDIS_URL             redis://[user:password@]host:port[/db] or rediss://… (default: redis://127.0.0.1:6379); --redis-url wins over it',
     '  ROLLOUT_QUEUE_PREFIX  key prefix of every queue (default: rq); --prefix wins over it',
-    '  LOG_LEVEL             pino log level (default: info for worker, warn for the others)',
+    '  LOG_LEVEL             pino log level (default: info for worker and gateway, warn for the others)',
     '  LOG_FORMAT            pretty, json or text (default: pretty on a terminal, else json for worker and gateway, text for the others)',
     '',
     'Exit codes: 0 every spec got a result, 3 stopped on a caller result, 2 usage error, 130 interrupted, 1 anything else.',
