@@ -12,7 +12,8 @@ import { RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
-import { startCli, type CliProcess } from '../cli/cli-process.js';
+import type { CliProcess } from '../cli/cli-process.js';
+import { startGatewayCli } from '../../helpers/gateway-cli.js';
 
 // Issue 29: the evaluation harness unchanged. Its HTTP client and its runCampaign-shaped driver
 // are test fixtures written from its public page alone (test/fixtures/harness: they import nothing
@@ -72,16 +73,10 @@ const startWorker = (q: RawQueue): Promise<WorkerProcess> => startWorkerProcess(
 
 /** A `rollout-queue gateway` process (the real bin) on `queue`, naming the model key as the dispatch's secret. */
 async function startGateway(queue: string, extra: readonly string[] = [], env: Record<string, string> = {}): Promise<{ cli: CliProcess; url: string }> {
-  const cli = startCli(['gateway', '--port', '0', '--queue', queue, '--dispatch', AGENT.$ref, '--auth-token-env', 'GW_TOKEN', '--env', 'RQ_FAKE_MODEL_KEY', ...extra], {
-    env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: TEST_PREFIX, GW_TOKEN: TOKEN, LOG_LEVEL: 'info', ...env },
+  const { gateway, url } = await startGatewayCli(['--queue', queue, '--dispatch', AGENT.$ref, '--auth-token-env', 'GW_TOKEN', '--env', 'RQ_FAKE_MODEL_KEY', ...extra], {
+    REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: TEST_PREFIX, GW_TOKEN: TOKEN, LOG_LEVEL: 'info', ...env,
   });
-  let url = '';
-  await waitFor(() => {
-    if (cli.child.exitCode !== null) throw new Error(`gateway exited early:\n${cli.stderr()}`);
-    url = /gateway: (http:\/\/127\.0\.0\.1:\d+)/.exec(cli.stdout())?.[1] ?? '';
-    return url !== '';
-  }, 'the gateway to listen', 20_000);
-  return { cli, url };
+  return { cli: gateway, url };
 }
 
 /** The scenarios of a campaign: two plain cells, one whose model provider answers 503, one that fails after paying. */

@@ -11,7 +11,8 @@ import { RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
-import { startCli, type CliProcess } from '../cli/cli-process.js';
+import type { CliProcess } from '../cli/cli-process.js';
+import { startGatewayCli } from '../../helpers/gateway-cli.js';
 
 // Issue 29 item 7: rollout-queue's own TypeScript client of the gateway (`rollout-queue/dispatch/http`),
 // the Python client's counterpart: the harness' httpDispatch options and semantics, plus what the
@@ -39,10 +40,9 @@ beforeAll(async () => {
   modelUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}/`;
   q = new RawQueue(redis.url);
   worker = await startWorkerProcess(q.workerOptions({ concurrency: 2 }), { RQ_FAKE_MODEL_KEY: MODEL_KEY });
-  gateway = startCli(['gateway', '--port', '0', '--queue', q.name, '--dispatch', 'rq-fixtures/harness-worker:agent', '--auth-token-env', 'GW_TOKEN', '--env', 'RQ_FAKE_MODEL_KEY'], {
-    env: { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: TEST_PREFIX, GW_TOKEN: TOKEN, LOG_LEVEL: 'info' },
-  });
-  await waitFor(() => (url = /gateway: (http:\/\/127\.0\.0\.1:\d+)/.exec(gateway.stdout())?.[1] ?? '') !== '', 'the gateway to listen', 20_000);
+  ({ gateway, url } = await startGatewayCli(['--queue', q.name, '--dispatch', 'rq-fixtures/harness-worker:agent', '--auth-token-env', 'GW_TOKEN', '--env', 'RQ_FAKE_MODEL_KEY'], {
+    REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: TEST_PREFIX, GW_TOKEN: TOKEN, LOG_LEVEL: 'info',
+  }));
 });
 
 afterAll(async () => {
