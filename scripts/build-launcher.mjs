@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Builds native/rq-launch from native/rq-launch.c: the program that starts each rollout
+// Builds native/rq-launch from native/*.c (rq-launch.c: the per-attempt launcher and main;
+// launch-server.c and attempt.c: the launch server; rq-launch.h): the program that starts each rollout
 // attempt inside its containment in one exec (src/sandbox/native-launcher.ts). Run by
 // `npm run build` and by npm's `install` step. Without a C compiler it prints one line and
 // exits 0: workers then start attempts through the util-linux chain (setpriv, unshare, a
@@ -13,7 +14,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const source = path.join(root, 'native', 'rq-launch.c');
+const sources = ['rq-launch.c', 'launch-server.c', 'attempt.c'].map((file) => path.join(root, 'native', file));
+const header = path.join(root, 'native', 'rq-launch.h');
+const source = sources[0];
 const target = path.join(root, 'native', 'rq-launch');
 const quiet = process.argv.includes('--quiet');
 const say = (line) => quiet || console.log(`build-launcher: ${line}`);
@@ -26,11 +29,12 @@ if (!existsSync(source)) {
   say(`no ${path.relative(root, source)}; nothing to build`);
   process.exit(0);
 }
-if (existsSync(target) && statSync(target).mtimeMs >= statSync(source).mtimeMs) process.exit(0);
+const newest = Math.max(...[...sources, header].filter((file) => existsSync(file)).map((file) => statSync(file).mtimeMs));
+if (existsSync(target) && statSync(target).mtimeMs >= newest) process.exit(0);
 
 const cc = process.env.CC || 'cc';
 const partial = `${target}.${process.pid}.tmp`;
-const flags = ['-O2', '-Wall', '-Wextra', '-o', partial, source];
+const flags = ['-O2', '-Wall', '-Wextra', '-o', partial, ...sources];
 let last;
 for (const link of [['-static'], []]) {
   last = spawnSync(cc, [...link, ...flags], { encoding: 'utf8' });
