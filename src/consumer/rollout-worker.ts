@@ -68,8 +68,8 @@ function childEnv(): NodeJS.ProcessEnv {
 
 /**
  * A rollout worker: one BullMQ `Worker` whose processor runs in this process and drives a
- * supervised pool of child processes, one rollout per child at a time. The lock stays
- * with this process's event loop, which never runs rollout code.
+ * supervised pool of child processes; its `concurrency` slots share `children` of them (many
+ * rollouts per child). The lock stays with this process's event loop, which never runs rollout code.
  *
  * Create with {@link RolloutWorker.create}; stop with {@link RolloutWorker.close}.
  */
@@ -183,6 +183,8 @@ export class RolloutWorker {
       startTimeoutMs: options.childStartTimeoutMs,
       maxRolloutsPerChild: options.maxRolloutsPerChild,
       maxChildRssMb: options.maxChildRssMb,
+      children: options.children,
+      blockedLoopMs: options.blockedLoopMs,
       maxIdle: options.concurrency + options.evalConcurrency,
       onLog: (msg) => logger[msg.level]({ ...msg.obj, source: 'rollout' }, msg.msg ?? ''),
       containment,
@@ -265,6 +267,7 @@ export class RolloutWorker {
         allowlist: options.allowlist,
         widened,
         concurrency: options.concurrency,
+        children: options.children,
         lockDurationMs: options.lockDurationMs,
         stalledIntervalMs: options.stalledIntervalMs,
         containment: containment.level,
@@ -299,7 +302,7 @@ export class RolloutWorker {
     this.livenessTimer = setInterval(() => void this.sampleLiveness(), LIVENESS_SAMPLE_MS);
     this.livenessTimer.unref();
     // Warm children before taking work: the first burst does not pay ~100 ms CPU per fork.
-    await this.pool.warm(DEFAULT_MEMORY_MB, options.concurrency);
+    await this.pool.warm(DEFAULT_MEMORY_MB, options.children);
     void this.worker.run().catch((err: unknown) => logger.error({ err }, 'worker loop stopped'));
     this.state = 'running';
     await untilAborted(this.watcher.start());

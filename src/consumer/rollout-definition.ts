@@ -1,0 +1,50 @@
+import { createHash } from 'node:crypto';
+import { isStoredRendered, type Rendered, type RolloutSpec } from '../spec/index.js';
+import { PER_ROLLOUT_FIELDS, type RolloutDefinition, type RunMessage } from './child-protocol.js';
+
+const PER_ROLLOUT: ReadonlySet<string> = new Set(PER_ROLLOUT_FIELDS);
+
+/**
+ * A spec split into what its run shares (the {@link RolloutDefinition}, sent to a child once) and
+ * what is its own (task and lease, sent with every rollout).
+ */
+export interface SplitSpec {
+  /**
+   * Content key of the definition: SHA-256 of its JSON text with a stored artifact written as its
+   * reference (`{ sha256, bytes }`, already a content hash: the artifact is neither read nor hashed
+   * again) and without secret values (their names are in `sandbox.env`; a worker's values do not
+   * change while it runs). Rollouts of other runs with the same artifact, Refs and options share it.
+   */
+  readonly key: string;
+  /** What the definition costs a child's cache, bytes: its JSON text plus a stored artifact's size. */
+  readonly bytes: number;
+  /** The definition, given the artifact itself when the spec names a stored one (see {@link needsArtifact}). */
+  definition(rendered?: Rendered): RolloutDefinition;
+  /** True when {@link definition} needs the stored artifact fetched first. */
+  readonly needsArtifact: boolean;
+  /** The rollout's own part of a run message. */
+  readonly own: Pick<RunMessage, 'leaseId' | 'runId' | 'runAttemptId' | 'task' | 'traceparent'>;
+}
+
+/**
+ * Splits a parsed spec for a child (the worker's side of "a run's constant part reaches a child
+ * once, by content hash"). Costs one JSON text and one SHA-256 of the shared fields per rollout,
+ * where sending them cost their serialization and the child's parse of them every time.
+ * @param secrets values of `sandbox.env` from the worker's environment.
+ */
+export function splitSpec(spec: RolloutSpec, secrets: Readonly<Record<string, string>>): SplitSpec {
+  const shared: Record<string, unknown> = {};
+  for (const field of Object.keys(spec)) if (!PER_ROLLOUT.has(field)) shared[field] = spec[field as keyof RolloutSpec];
+  const text = JSON.stringify(shared);
+  const stored = isStoredRendered(spec.rendered) ? spec.rendered : undefined;
+  return {
+    key: createHash('sha256').update(text).digest('base64url'),
+    bytes: text.length + (stored?.bytes ?? 0),
+    needsArtifact: stored !== undefined,
+    definition: (rendered) => {
+      if (stored && rendered === undefined) throw new Error(`the definition of ${spec.leaseId} needs its stored artifact ${stored.sha256}`);
+      return { ...shared, ...(rendered !== undefined ? { rendered } : {}), secrets } as RolloutDefinition;
+    },
+    own: { leaseId: spec.leaseId, runId: spec.runId, runAttemptId: spec.runAttemptId, task: spec.task, ...(spec.traceparent !== undefined ? { traceparent: spec.traceparent } : {}) },
+  };
+}
