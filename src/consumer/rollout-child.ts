@@ -1,17 +1,18 @@
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { closeSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { killSubtree, sweepDeadSandboxes, type Containment } from '../sandbox/index.js';
 import type { CostReceipt } from '../spec/index.js';
-import type { ChildMessage, DoneMessage, LogMessage, ParentMessage, RolloutDefinition, RunMessage } from './child-protocol.js';
-import { blameExit, type CrashBlame, type KillCause } from './crash-blame.js';
+import type { ChildMessage, LogMessage, ParentMessage, RunMessage } from './child-protocol.js';
+import { blameExit, type KillCause } from './crash-blame.js';
 import { DefinitionLru, MAX_DEFINITIONS, maxDefinitionBytes } from './definition-lru.js';
 import { createStageBoard, monotonicMs, readCulprit, readHeartbeat, readRewardStage, readSyncEntry } from './stage-board.js';
-import { StageDeadline, type Overrun, type StageLimits } from './stage-deadline.js';
-
-import type { AttemptAbort } from './attempt-abort.js';
+import { StageDeadline, type Overrun } from './stage-deadline.js';
+import type { AttemptDefinition, AttemptLimits, AttemptOutcome } from './attempt-outcome.js';
+import { ChildStartError, ownNamespace, spawnChild } from './child-spawn.js';
 
 export { AttemptAbort } from './attempt-abort.js';
+export type { AttemptDefinition, AttemptLimits, AttemptOutcome } from './attempt-outcome.js';
+export { ChildStartError } from './child-spawn.js';
 
 /** Bytes of a child's stderr kept for exit reports (the tail is what explains a crash). */
 export const STDERR_TAIL_BYTES = 4096;
@@ -22,57 +23,6 @@ export const STDERR_TAIL_BYTES = 4096;
  * memory. A child of its own is retired after the first, as a child always was.
  */
 export const MAX_ABANDONED_SHARED = 8;
-
-const CHILD_MAIN = fileURLToPath(new URL('./child-main.js', import.meta.url));
-
-/** How a rollout attempt in a child ended, seen from the worker's main process. */
-export type AttemptOutcome =
-  | { readonly type: 'done'; readonly done: DoneMessage; readonly costs: readonly CostReceipt[] }
-  | { readonly type: 'crashed'; readonly blame: CrashBlame; readonly exitCode: number | null; readonly signal: string | null; readonly stderrTail: string; readonly costs: readonly CostReceipt[] }
-  | { readonly type: 'hung'; readonly hangMs: number; readonly stderrTail: string; readonly costs: readonly CostReceipt[] }
-  | { readonly type: 'overran'; readonly overrun: Overrun; readonly stderrTail: string; readonly costs: readonly CostReceipt[] }
-  | { readonly type: 'aborted'; readonly reason: string; readonly costs: readonly CostReceipt[] };
-
-/** Limits of one attempt; see {@link RolloutChild.run}. */
-export interface AttemptLimits {
-  readonly hangMs: number;
-  readonly killGraceMs: number;
-  readonly abort: AttemptAbort;
-  readonly deadline?: StageLimits;
-  readonly onCost?: (receipt: CostReceipt) => Promise<void>;
-}
-
-/** The run's shared part of an attempt (rollout-definition.ts). */
-export interface AttemptDefinition {
-  readonly key: string;
-  readonly bytes: number;
-  /** Sent when the child does not hold `key`; may be left out when {@link RolloutChild.knows} said it does. */
-  readonly definition?: RolloutDefinition;
-}
-
-/**
- * Whether rollout children get a PID namespace of their own (`unshare --pid --fork`, the child
- * its PID 1): only when this worker is PID 1 itself. Node reaps only the processes it spawned,
- * so whatever a crashed or killed child leaves would otherwise be re-parented to the worker and
- * stay a zombie; in its own namespace it dies and is reaped with the child. (Elsewhere the
- * host's init reaps such orphans, and a node PID 1 in the child would not.) Needs a privileged
- * namespace (not `--user`), so the child's /proc view of the worker stays readable.
- */
-function ownNamespace(containment: Containment): boolean {
-  return process.pid === 1 && containment.pidNamespace !== null && !containment.pidNamespace.includes('--user');
-}
-
-/** Raised when a child exits before it is ready (bad execArgv, missing file, no memory). */
-export class ChildStartError extends Error {
-  constructor(
-    readonly exitCode: number | null,
-    readonly signal: string | null,
-    readonly stderrTail: string,
-  ) {
-    super(`rollout child failed to start (exit code ${exitCode}, signal ${signal}): ${stderrTail.trim().slice(-500) || '(no stderr)'}`);
-    this.name = 'ChildStartError';
-  }
-}
 
 /** Options of {@link RolloutChild.start}. */
 export interface RolloutChildOptions {
@@ -221,23 +171,11 @@ export class RolloutChild {
    * @throws ChildStartError with the real exit code and stderr tail when it dies first or times out.
    */
   static async start(options: RolloutChildOptions): Promise<RolloutChild> {
-    const execArgv = [`--max-old-space-size=${options.memoryMb}`, ...options.execArgv];
     // The stage board goes to the child's fd 4 (STAGE_BOARD_FD).
     const stageBoard = createStageBoard();
-    const stdio: ['ignore', 'pipe', 'pipe', 'ipc', number] = ['ignore', 'pipe', 'pipe', 'ipc', stageBoard];
-    // fork() is spawn(execPath) with an IPC channel; setpriv execs node in place, so the channel
-    // (NODE_CHANNEL_FD) and the pid are node's own.
-    const launcher = [
-      ...(options.containment.setpriv ? [options.containment.setpriv, '--pdeathsig', 'KILL', '--'] : []),
-      ...(ownNamespace(options.containment) ? [...(options.containment.pidNamespace ?? []), '--'] : []),
-    ];
-    const [program = process.execPath, ...args] = [...launcher, process.execPath, ...execArgv, CHILD_MAIN];
     let proc: ChildProcess;
     try {
-      proc =
-        launcher.length > 0
-          ? spawn(program, args, { env: options.env, detached: true, stdio, serialization: 'json' })
-          : fork(CHILD_MAIN, [], { execArgv, env: options.env, detached: true, stdio, serialization: 'json' });
+      proc = spawnChild(options, stageBoard);
     } catch (error) {
       closeSync(stageBoard);
       throw error;

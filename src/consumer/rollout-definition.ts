@@ -4,6 +4,26 @@ import { PER_ROLLOUT_FIELDS, type RolloutDefinition, type RunMessage } from './c
 
 const PER_ROLLOUT: ReadonlySet<string> = new Set(PER_ROLLOUT_FIELDS);
 
+/** Most definition texts whose key is remembered (a worker serves a few runs at a time). */
+const MAX_KEYS = 1024;
+/** SHA-256 (base64url) of definition texts seen lately: a run's rollouts share one text, hashed once. */
+const keys = new Map<string, string>();
+
+/** Longest definition text whose key is remembered, characters (a larger inline artifact is hashed each time: the worker keeps no copy of it). */
+const MAX_REMEMBERED_TEXT = 64 * 1024;
+
+/** The SHA-256 of `text`, remembered for the next rollout of the run (a Map lookup instead of a hash object per rollout). */
+function contentKey(text: string): string {
+  let key = keys.get(text);
+  if (key === undefined) {
+    key = createHash('sha256').update(text).digest('base64url');
+    if (text.length > MAX_REMEMBERED_TEXT) return key;
+    if (keys.size >= MAX_KEYS) keys.clear();
+    keys.set(text, key);
+  }
+  return key;
+}
+
 /**
  * A spec split into what its run shares (the {@link RolloutDefinition}, sent to a child once) and
  * what is its own (task and lease, sent with every rollout).
@@ -38,7 +58,7 @@ export function splitSpec(spec: RolloutSpec, secrets: Readonly<Record<string, st
   const text = JSON.stringify(shared);
   const stored = isStoredRendered(spec.rendered) ? spec.rendered : undefined;
   return {
-    key: createHash('sha256').update(text).digest('base64url'),
+    key: contentKey(text),
     bytes: text.length + (stored?.bytes ?? 0),
     needsArtifact: stored !== undefined,
     definition: (rendered) => {
