@@ -26,7 +26,9 @@ export const HELP = {
   allowEviction: 'start even though Redis maxmemory-policy may evict keys (anything but noeviction); results can be lost',
   worker: {
     description: 'Run a worker: take rollouts from a queue and run each in a child process.',
-    concurrency: 'rollouts run at once, one child process each (default 2)',
+    concurrency: 'rollout slots: rollouts run at once, sharing --children child processes (default 2, at most 1000)',
+    children: 'shared child processes that host the slots, per sandbox.memoryMb (default one per 32 slots, at most one per core and per 256 MiB free memory)',
+    blockedLoopMs: 'kill a shared child whose event loop has not turned for this long with two rollouts or more in it, ms; they are handed back without spending their re-dispatch budget (default 10000)',
     allow: 'module patterns Refs may import, e.g. "@acme/rollouts/*" (widens the default "rollout-queue/*"; whoever can write to the queue can run any allowed code)',
     name: 'worker name shown in results and status (default: host-pid)',
     metricsPort: 'serve Prometheus GET /metrics and a liveness GET /healthz on this port (0 picks a free one)',

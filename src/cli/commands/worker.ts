@@ -12,6 +12,8 @@ export function workerCommand() {
     .description(HELP.worker.description)
     .addOption(queueOption())
     .addOption(new Option('--concurrency <n>', HELP.worker.concurrency).argParser(positiveInteger))
+    .addOption(new Option('--children <n>', HELP.worker.children).argParser(positiveInteger))
+    .addOption(new Option('--blocked-loop-ms <ms>', HELP.worker.blockedLoopMs).argParser(positiveInteger))
     .addOption(new Option('--allow <pattern...>', HELP.worker.allow).argParser(stringList))
     .option('--name <name>', HELP.worker.name)
     .addOption(new Option('--metrics-port <port>', HELP.worker.metricsPort).argParser(portOf('--metrics-port', 9464)))
