@@ -7,7 +7,7 @@
 //     live descendant (/proc/<pid>/stat), plus Redis `INFO cpu`, over the timed section only;
 //   - client requests to Redis per rollout: `INFO stats` total_commands_processed delta.
 // Timings belong here, never in `npm test`.
-// Usage: node bench/suite.mjs [REPS=3]   (npm run bench)
+// Usage: node bench/suite.mjs [REPS=3] [--only noop,code,wait,p50,bytes,slots,recovery]   (npm run bench)
 // Redis: REDIS_URL, else a private redis-server on a free loopback port (removed afterwards).
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -282,6 +282,10 @@ if (process.argv[2] === '--trial') {
 // ---------- orchestration ----------
 
 const REPS = Number(process.argv[2] ?? 3);
+const onlyAt = process.argv.indexOf('--only');
+/** The row groups to run (all by default): a part of the table, on a shared machine. */
+const ONLY = onlyAt > 0 ? new Set(process.argv[onlyAt + 1]?.split(',')) : undefined;
+const want = (group) => !ONLY || ONLY.has(group);
 
 async function startRedis() {
   const redis = await benchRedis();
@@ -331,7 +335,7 @@ const ratioOfMedians = (a, b) => a.median / b.median;
 const redis = await startRedis();
 const started = performance.now();
 try {
-  {
+  if (want('noop')) {
     const n = 800;
     const t = await compare(redis, ['noop-rq', 'noop-sandboxed', 'noop-raw'], { n });
     const ours = rate(t['noop-rq'], n);
@@ -347,7 +351,7 @@ try {
     const ri = perRollout(t['noop-raw'], n, 'redisCommands');
     row('  Redis commands run per rollout (incl. inside scripts)', fmt(oi, 1), `raw BullMQ ${fmt(ri, 1)}`, `${ratioOfMedians(oi, ri).toFixed(2)}×`, '');
   }
-  {
+  if (want('noop')) {
     // The same after warm-up: in a fresh process most of 800 rollouts' CPU is JIT warm-up and
     // each child's first import (~10 ms per child); a long-lived worker pays that once.
     const n = 8000;
@@ -359,7 +363,7 @@ try {
     const sc = perRollout(t['noop-sandboxed'], n, 'cpuMs');
     row(`  same, ${n} rollouts per trial: CPU ms per rollout`, fmt(oc, 2), `sandboxed ${fmt(sc, 2)}`, `${ratioOfMedians(oc, sc).toFixed(2)}×`, '');
   }
-  for (const lang of ['js', 'py']) {
+  for (const lang of want('code') ? ['js', 'py'] : []) {
     const n = 300;
     const t = await compare(redis, ['code-rq', 'code-plain'], { n, lang });
     const ow = stats(t['code-rq'].map((x) => x.wallMs / 1000));
@@ -370,7 +374,7 @@ try {
     row(`codeRunner ${label} 300 × c=4, wall s`, fmt(ow, 2), `spawn pool ${fmt(pw, 2)}`, `${ratioOfMedians(ow, pw).toFixed(2)}×`, lang === 'py' ? '≤ 1.05×' : '≤ 1.10×');
     row(`  same, CPU ms per rollout`, fmt(oc, 1), `spawn pool ${fmt(pc, 1)}`, `${ratioOfMedians(oc, pc).toFixed(2)}×`, '');
   }
-  {
+  if (want('wait')) {
     const n = 1000;
     const t = await compare(redis, ['wait-rq', 'wait-inproc', 'wait-sandboxed'], { n });
     const ow = stats(t['wait-rq'].map((x) => x.wallMs / 1000));
@@ -380,14 +384,14 @@ try {
     row('  same, against BullMQ sandboxed (50 children), wall s', fmt(ow, 2), `sandboxed ${fmt(sw, 2)} (${ratioOfMedians(sw, iw).toFixed(2)}× in-process)`, `${ratioOfMedians(ow, sw).toFixed(2)}×`, '');
     row('  same, CPU ms per rollout', fmt(perRollout(t['wait-rq'], n, 'cpuMs'), 2), `in-process ${fmt(perRollout(t['wait-inproc'], n, 'cpuMs'), 2)}, sandboxed ${fmt(perRollout(t['wait-sandboxed'], n, 'cpuMs'), 2)}`, '', '');
   }
-  {
+  if (want('p50')) {
     const n = 100;
     const t = await compare(redis, ['p50-rq', 'p50-sandboxed'], { n });
     const op = stats(t['p50-rq'].map((x) => x.p50Ms));
     const sp = stats(t['p50-sandboxed'].map((x) => x.p50Ms));
     row('submit→Result p50, one at a time, ms', fmt(op, 2), `sandboxed ${fmt(sp, 2)}`, `${ratioOfMedians(op, sp).toFixed(2)}×`, '≤ 1.5×');
   }
-  {
+  if (want('bytes')) {
     const n = 40;
     const t = await compare(redis, ['bytes-rq'], { n });
     const beyond = stats(t['bytes-rq'].map((x) => x.bytesPerRolloutBeyondOneCopy / 1024));
@@ -397,7 +401,12 @@ try {
 } finally {
   await redis.stop();
 }
-{
+if (want('slots')) {
+  // Issue 32's rows (worker memory idle, 5 000 rollouts awaiting 200 ms at c=500): their own Redis and worker processes.
+  const out = execFileSync(process.execPath, [path.join(path.dirname(here), 'slots.mjs'), String(REPS), '--rows-json'], { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim().split('\n');
+  for (const [measureName, ours, anchor, ratio, goal] of JSON.parse(out.at(-1) ?? '[]')) row(measureName, ours, anchor, ratio, goal);
+}
+if (want('recovery')) {
   // Its own Redis and worker processes; prints its own lines.
   const out = execFileSync(process.execPath, [path.join(path.dirname(here), 'recovery.mjs'), String(REPS)]).toString().trim().split('\n');
   const m = /min ([\d.]+) s, median ([\d.]+) s, max ([\d.]+) s/.exec(out.at(-1) ?? '');
