@@ -40,10 +40,19 @@ export function mustRecycle(): boolean {
   return tainted || boardLost;
 }
 
+/** Told once when a board write fails (child-main tells the worker, which then stops reading the board). */
+let onBoardLost: () => void = () => undefined;
+
+/** Sets what is called the first time a board write fails. */
+export function whenBoardLost(handler: () => void): void {
+  onBoardLost = handler;
+}
+
 function board(write: () => void): void {
   try {
     write();
   } catch {
+    if (!boardLost) onBoardLost();
     boardLost = true;
   }
 }

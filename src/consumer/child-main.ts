@@ -8,7 +8,7 @@
  */
 import { Allowlist } from '../ref/index.js';
 import { destroyLiveSandboxes, destroyLiveSandboxesSync, killSubtree, liveSandboxCount, useContainment, watchSpawns } from '../sandbox/index.js';
-import { installGuards, startHeartbeat } from './child-guard.js';
+import { installGuards, startHeartbeat, whenBoardLost } from './child-guard.js';
 import type { ChildMessage, DoneMessage, ParentMessage, RunMessage } from './child-protocol.js';
 import { definitionEntry, runRollout, type ChildContext, type DefinitionEntry } from './child-rollout.js';
 import { DefinitionLru, MAX_DEFINITIONS, maxDefinitionBytes } from './definition-lru.js';
@@ -22,6 +22,10 @@ installGuards();
 function send(message: ChildMessage): void {
   process.send?.(message);
 }
+
+// Rollout code closed fd 4: the heartbeat and sync marks stop, so the worker must stop judging
+// this child by them (and retires it once empty).
+whenBoardLost(() => send({ type: 'board-lost' }));
 
 let costSeq = 0;
 /** Receipts sent and not yet reported stored by the worker, by seq. */

@@ -127,4 +127,9 @@ export interface DoneMessage {
   readonly rssBytes: number;
 }
 
-export type ChildMessage = ReadyMessage | CostMessage | LogMessage | DoneMessage;
+/** A write to the stage board failed (rollout code closed its fd): its heartbeat and marks are stale from now on. */
+export interface BoardLostMessage {
+  readonly type: 'board-lost';
+}
+
+export type ChildMessage = ReadyMessage | CostMessage | LogMessage | DoneMessage | BoardLostMessage;

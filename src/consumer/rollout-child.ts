@@ -90,6 +90,8 @@ export class RolloutChild {
   private sent = 0;
   private killCause: KillCause | undefined;
   private diedUnkilled = false;
+  /** The child's board is gone (rollout code closed it): no heartbeat, no sync marks to judge by. */
+  private boardLost = false;
   /** Rollouts this child has finished. */
   rollouts = 0;
   /** Rollouts of it that ended while their code may still run (see {@link MAX_ABANDONED_SHARED}). */
@@ -224,13 +226,18 @@ export class RolloutChild {
   }
 
   /**
-   * How long the child's event loop has not turned, ms (0 when its heartbeat is fresh or unreadable
-   * for a child that already exited).
+   * How long the child's event loop has not turned, ms (0 for a child that exited, or whose board
+   * is lost: then there is no heartbeat to judge by).
    */
   loopSilenceMs(): number {
-    if (this.exit) return 0;
+    if (this.exit || this.boardLost) return 0;
     const beat = readHeartbeat(this.stageBoard);
     return beat === undefined ? 0 : Math.max(0, monotonicMs() - beat);
+  }
+
+  /** The rollout whose code the child is calling synchronously now, as its board says (unknown once the board is lost). */
+  private syncSeq(): number | undefined {
+    return this.boardLost ? undefined : readSyncEntry(this.stageBoard)?.seq;
   }
 
   /**
@@ -241,7 +248,7 @@ export class RolloutChild {
    */
   blockedFor(blockedLoopMs: number): boolean {
     if (this.exit || this.killCause || this.inFlight.size < 2 || this.loopSilenceMs() < blockedLoopMs) return false;
-    this.killFor({ kind: 'blocked', syncSeq: readSyncEntry(this.stageBoard)?.seq });
+    this.killFor({ kind: 'blocked', syncSeq: this.syncSeq() });
     return true;
   }
 
@@ -332,7 +339,7 @@ export class RolloutChild {
           this.post({ type: 'cancel', seq, reason: 'hang' });
           hangTimer = setTimeout(onHang, limits.killGraceMs);
         } else if (this.loopSilenceMs() >= limits.killGraceMs) {
-          this.killFor({ kind: 'blocked', syncSeq: readSyncEntry(this.stageBoard)?.seq });
+          this.killFor({ kind: 'blocked', syncSeq: this.syncSeq() });
         } else {
           // The loop turns and it did not answer its abort: it is the one hung.
           this.killFor({ kind: 'limit', seq, limit: 'hang' });
@@ -343,7 +350,7 @@ export class RolloutChild {
         this.post({ type: 'cancel', seq, reason: String(limits.abort.reason) });
         graceTimer = setTimeout(() => {
           if (this.killIfTheirs(flight, 'abort')) return;
-          if (this.loopSilenceMs() >= limits.killGraceMs) this.killFor({ kind: 'blocked', syncSeq: readSyncEntry(this.stageBoard)?.seq });
+          if (this.loopSilenceMs() >= limits.killGraceMs) this.killFor({ kind: 'blocked', syncSeq: this.syncSeq() });
         }, limits.killGraceMs);
       };
       this.sendRun(definition, { ...rollout, type: 'run', seq, slot, key: definition.key });
@@ -367,13 +374,18 @@ export class RolloutChild {
    */
   private killIfTheirs(flight: InFlight, limit: 'hang' | 'overran' | 'abort'): boolean {
     if (this.exit || this.killCause) return true;
-    if (this.inFlight.size > 1 && readSyncEntry(this.stageBoard)?.seq !== flight.seq) return false;
+    if (this.inFlight.size > 1 && this.syncSeq() !== flight.seq) return false;
     this.killFor({ kind: 'limit', seq: flight.seq, limit });
     return true;
   }
 
   private onMessage(message: ChildMessage): void {
     if (message.type === 'log') return this.options.onLog(message);
+    if (message.type === 'board-lost') {
+      this.boardLost = true;
+      this.draining = true;
+      return;
+    }
     if (message.type === 'cost') {
       const flight = this.inFlight.get(message.rollout);
       flight?.costs.push(message.receipt);

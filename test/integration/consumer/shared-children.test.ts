@@ -140,6 +140,26 @@ describe('a wedged event loop in one rollout of a shared child', () => {
   });
 });
 
+describe('the watchdog', () => {
+  it('does not take a child whose board rollout code closed for a blocked one: its neighbours run to their end, then it is replaced', async () => {
+    const q = new RawQueue(redis.url);
+    await withWorker(q, { concurrency: 8, blockedLoopMs: 500 }, async () => {
+      const { specs, pid } = await startNeighbours(q, 'board', 3, {}, 3000);
+      const careless = makeSpec('board', 'careless', { run: fixture('closesStageBoard') });
+      await q.add([careless]);
+      const { results } = await q.waitForAll([careless, ...specs].map((s) => s.leaseId));
+      expect(results.get(careless.leaseId)).toMatchObject({ kind: 'ok', attempts: 1 });
+      expectUntouched(results, specs);
+      for (const spec of specs) expect(results.get(spec.leaseId)?.output).toMatchObject({ attempt: 1, pid: Number(pid) });
+      const next = makeSpec('board', 'next');
+      await q.add([next]);
+      const after = (await q.waitForAll([next.leaseId])).results.get(next.leaseId);
+      expect(after).toMatchObject({ kind: 'ok' });
+      expect((after?.output as { pid: number }).pid).not.toBe(Number(pid));
+    });
+  });
+});
+
 describe('per-rollout control in a shared child', () => {
   it('a cancel of one run aborts its rollout alone: the rollouts of another run in the same child run on and end ok there', async () => {
     const q = new RawQueue(redis.url);
