@@ -115,7 +115,10 @@ export interface DoneMessage {
    * a few (rollout-child.ts).
    */
   readonly abandoned: boolean;
-  /** The child must take no more rollouts (its stage board is gone, or rollout code threw where nothing caught it). */
+  /**
+   * The child must take no more rollouts: its stage board is gone, rollout code threw where nothing
+   * caught it, or its heap in use is past three quarters of its limit (child-rss.ts).
+   */
   readonly recycle: boolean;
   /**
    * Set when rollout code threw (or rejected) where nothing caught it, after the rollout's own

@@ -2,7 +2,7 @@ import { resolveRefJson, type Allowlist } from '../ref/index.js';
 import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
 import { checkCostReceipt } from '../spec/cost-receipt-check.js';
 import { redactSecrets, redactSecretsDeep, type SecretValues } from '../spec/redact-secrets.js';
-import { rolloutResidentBytes } from './child-rss.js';
+import { heapNearLimit, rolloutResidentBytes } from './child-rss.js';
 import { callMarked, describeError, mustRecycle, rolloutScope, type RolloutScope } from './child-guard.js';
 import { jsonTextOver, storedOutput, toJsonData } from './child-output.js';
 import type { ChildMessage, DoneMessage, RolloutDefinition, RunMessage } from './child-protocol.js';
@@ -177,14 +177,10 @@ async function runOne(entry: DefinitionEntry, message: RunMessage, child: ChildC
       return stored;
     },
   };
-  const done = (partial: Omit<DoneMessage, 'type' | 'seq' | 'rssBytes' | 'abandoned' | 'recycle'>, abandoned = false): DoneMessage => ({
-    type: 'done',
-    seq,
-    ...partial,
-    abandoned,
-    recycle: mustRecycle(),
-    rssBytes: rolloutResidentBytes(),
-  });
+  const done = (partial: Omit<DoneMessage, 'type' | 'seq' | 'rssBytes' | 'abandoned' | 'recycle'>, abandoned = false): DoneMessage => {
+    const rssBytes = rolloutResidentBytes();
+    return { type: 'done', seq, ...partial, abandoned, recycle: mustRecycle() || heapNearLimit(definition.sandbox.memoryMb), rssBytes };
+  };
   let stage: Stage = 'resolve';
   let output: unknown;
   const { task } = message;

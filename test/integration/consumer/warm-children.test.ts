@@ -85,6 +85,27 @@ describe('warm rollout children', () => {
     }
   });
 
+  it('drains a shared child whose heap in use passed three quarters of sandbox.memoryMb after a rollout, before an out-of-memory ends all its rollouts; keeps one below', async () => {
+    const q = new RawQueue(redis.url);
+    const worker = await RolloutWorker.create({ ...q.workerOptions(), concurrency: 2, children: 1, logger: quiet });
+    try {
+      const sandbox = { env: [], memoryMb: 200 };
+      const pidOf = async (key: string, mb: number): Promise<number> => {
+        const spec = makeSpec('heap', key, { run: fixture('holdsHeap', { mb }), sandbox });
+        await q.add([spec]);
+        const result = (await q.waitForAll([spec.leaseId])).results.get(spec.leaseId);
+        expect(result?.kind).toBe('ok');
+        return (result?.output as { pid: number }).pid;
+      };
+      const first = await pidOf('small', 40); // 40 of 200 MiB: kept
+      expect(await pidOf('grown', 120)).toBe(first); // now ~160 of 200 MiB in use
+      expect(await pidOf('after', 0)).not.toBe(first);
+    } finally {
+      await worker.close({ graceMs: 0 });
+      await q.close();
+    }
+  });
+
   it('with maxRolloutsPerChild 1 retires each child after its rollout and replaces it in the background', async () => {
     const q = new RawQueue(redis.url);
     const worker = await RolloutWorker.create({ ...q.workerOptions(), concurrency: 2, children: 2, maxRolloutsPerChild: 1, logger: quiet });
