@@ -3,6 +3,9 @@ import { defineConfig } from 'vitest/config';
 // Tiers as separate projects with their own timeouts (unit: no I/O beyond temp files;
 // integration: one component against real Redis and real processes; e2e: the whole seam,
 // coordinator to workers, with real signals). Timings live in bench/, never here.
+// `npm test` is ONE `vitest run` of all three: `sequence.groupOrder` runs the tiers in turn
+// (unit, then integration, then e2e), each with its own parallelism; a tier's failures do not
+// stop the next one (no `bail`), every tier reports, and the exit code is non-zero if any failed.
 export default defineConfig({
   test: {
     projects: [
@@ -11,6 +14,7 @@ export default defineConfig({
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
           testTimeout: 20_000,
+          sequence: { groupOrder: 0 },
         },
       },
       {
@@ -21,6 +25,7 @@ export default defineConfig({
           hookTimeout: 60_000,
           // Two cores: chaos tests kill and time processes, so run two files at once at most.
           maxWorkers: 2,
+          sequence: { groupOrder: 1 },
         },
       },
       {
@@ -30,6 +35,7 @@ export default defineConfig({
           testTimeout: 300_000,
           hookTimeout: 60_000,
           maxWorkers: 2,
+          sequence: { groupOrder: 2 },
         },
       },
     ],

@@ -5,7 +5,7 @@
  * - Worker side: {@link RolloutWorker}.
  * - Building specs: {@link ref} for Refs, the zod wire contract (`RolloutSpecSchema`, `ResultSchema`).
  */
-export { RolloutQueue, RunStoppedError, ResultDeliveredError, DuplicateLeaseError, RunBusyError, CoordinatorLeaseLostError, AbortError, RunActiveError, RunNotFoundError, UndeliveredResultsError, type PurgeOptions, type RolloutDraft, type MapRolloutsOptions, type CoordinatorOptions, type ProducerOptions, type QueueStatus } from './producer/index.js';
+export { RolloutQueue, RunStoppedError, ResultDeliveredError, DuplicateLeaseError, RunBusyError, CoordinatorLeaseLostError, AbortError, RunActiveError, RunNotFoundError, UndeliveredResultsError, type PurgeOptions, type RolloutDraft, type MapRolloutsOptions, type CoordinatorOptions, type ProducerOptions, type QueueStatus, type RunReuse } from './producer/index.js';
 export { queueDispatch, DispatchError, dispatchRunId, type QueueDispatch, type QueueDispatchOptions } from './producer/index.js';
 export type { Dispatch, DispatchContext, DispatchCost, DispatchCostReceipt, DispatchTrace, DispatchArtifacts, DispatchSpan, DispatchPlacement } from './dispatch/index.js';
 export { startGateway, type Gateway, type GatewayOptions } from './gateway/index.js';

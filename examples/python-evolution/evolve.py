@@ -1,64 +1,102 @@
-"""A tiny evolution loop in Python over rollout-queue's gateway (README "Python").
+"""Evolves small Python programs through rollout-queue's gateway (docs/python.md, "The evolution example").
 
-Each generation renders one Python program per candidate, scores every candidate on every
-task through the durable queue (one rollout per candidate × task, run by the built-in
-codeRunner with the argv entrypoint ["python3", "main.py"], scored by lastNumber), keeps the
-best and mutates them. Nothing here knows about Redis or workers; crashes of workers, the
-gateway or this script lose nothing: re-running with the same RUN_PREFIX resumes each
-generation's run.
+Each candidate is a program, main.py, that reads a task as JSON on stdin and prints its answer.
+A generation scores every candidate on every task through the durable queue (one rollout per
+candidate x task, run on the workers by codeRunner with the argv entrypoint
+["python3", "main.py"]), keeps the best and mutates them. Results are tied to candidates by the
+draft's ``meta``, never by parsing lease ids.
 
+    pip install ./clients/python
     RQ_GATEWAY_URL=http://127.0.0.1:8080 RQ_GATEWAY_TOKEN=... python3 examples/python-evolution/evolve.py
+
+Environment: RQ_GATEWAY_URL (default http://127.0.0.1:8080), RQ_GATEWAY_TOKEN (none: a gateway
+started with --no-auth), RUN_PREFIX (default "evolve"), GENERATIONS (default 3), SLOW_S (seconds
+each program sleeps before answering, default 0: slow enough to kill a worker mid-generation).
+
+Prints one JSON line per generation and a last one with the best candidate. Crashes lose
+nothing: a worker killed mid-generation has its rollouts re-dispatched under the same lease ids
+(the generation's line counts them in "redispatched"); this script killed and started again with
+the same RUN_PREFIX replays the generations it finished (on_delivered="replay": same Results,
+nothing runs again) and resumes the one in flight.
 """
 
 import json
 import os
 import random
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
-from rollout_queue_client import Client  # noqa: E402
+from rollout_queue import Client, ref
 
 OPERATORS = ["-", "*", "//", "+", "%"]
 TASKS = [{"id": "add-%d" % i, "a": a, "b": b, "answer": a + b} for i, (a, b) in enumerate([(2, 3), (10, 7), (41, 1)])]
 
+# ── The run: each candidate's program, executed by the built-in codeRunner ─────────────────
+RUN = ref("rollout-queue/runners:codeRunner", entrypoint=["python3", "main.py"], timeoutMs=20000)
 
-def render(op):
-    """The artifact of one candidate: reads the task as JSON on stdin, prints its answer."""
-    return "import json, sys\ntask = json.load(sys.stdin)\nprint(task['a'] %s task['b'])\n" % op
+# ── The reward: a swappable piece ────────────────────────────────────────────────────────────
+# Today the built-in lastNumber: 1 when the last number the program printed equals
+# task["answer"], else 0. To score in Python instead (a unit-test runner, a sympy check, an LLM
+# judge), replace REWARD with the program reward once the plane has it (docs/python.md,
+# "Rewards in Python"); judge.py next to this file is this same reward written to that contract:
+#
+#     JUDGE = open(os.path.join(os.path.dirname(__file__), "judge.py")).read()
+#     REWARD = ref("rollout-queue/rewards:command", command=["python3", "judge.py"], files={"judge.py": JUDGE})
+#
+# Nothing else in this file changes: the reward only ever shows up as result.reward.
+REWARD = ref("rollout-queue/rewards:lastNumber", goldKey="answer")
 
 
-def evaluate(client, population, run_id):
-    """Mean reward of each candidate over TASKS, from one run of len(population) × len(TASKS) rollouts."""
-    drafts = []
-    for k, op in enumerate(population):
-        for task in TASKS:
-            drafts.append({
-                "taskKey": "c%d-%s" % (k, task["id"]),
-                "rendered": {"files": {"main.py": render(op)}},
-                "task": task,
-                "run": {"$ref": "rollout-queue/runners:codeRunner", "config": {"entrypoint": ["python3", "main.py"], "timeoutMs": 10000}},
-                "reward": {"$ref": "rollout-queue/rewards:lastNumber", "config": {"goldKey": "answer"}},
-            })
+def render(op, slow_s):
+    """The artifact of one candidate: a program that reads the task on stdin and prints its answer."""
+    return "import json, sys, time\ntask = json.load(sys.stdin)\ntime.sleep(%r)\nprint(task['a'] %s task['b'])\n" % (slow_s, op)
+
+
+def evaluate(client, population, generation, run_id, slow_s):
+    """Scores every candidate on TASKS in one run; returns (mean reward per candidate, Results)."""
+    drafts = [
+        {
+            "taskKey": "c%d-%s" % (k, task["id"]),
+            "rendered": {"files": {"main.py": render(op, slow_s)}},
+            "task": task,
+            "run": RUN,
+            "reward": REWARD,
+            # Our own tag, returned untouched on the Result: which candidate of which generation.
+            "meta": {"candidate": k, "program": op, "generation": generation},
+        }
+        for k, op in enumerate(population)
+        for task in TASKS
+    ]
     scores = {k: [] for k in range(len(population))}
-    for result in client.map_rollouts(drafts, run_id=run_id):
-        k = int(result["leaseId"].split(".", 1)[1].split("-", 1)[0][1:])
-        # A model failure (the program crashed) scores 0; infrastructure results are retried by the plane.
-        scores[k].append(result["reward"] if result["kind"] == "ok" else 0.0)
-    return [sum(scores[k]) / len(TASKS) for k in range(len(population))]
+    results = []
+    # on_delivered="replay": started again after a crash, a finished generation's Results are read again.
+    for result in client.map_rollouts(drafts, run_id=run_id, on_delivered="replay"):
+        results.append(result)
+        # A model failure (the program crashed, printed no number) scores 0; infrastructure
+        # failures were retried by the plane before they became a Result.
+        scores[result.meta["candidate"]].append(result.reward if result.ok else 0.0)
+    return [sum(scores[k]) / len(TASKS) for k in range(len(population))], results
 
 
 def main():
-    client = Client(os.environ.get("RQ_GATEWAY_URL", "http://127.0.0.1:8080"), token=os.environ.get("RQ_GATEWAY_TOKEN"))
+    client = Client(os.environ.get("RQ_GATEWAY_URL", "http://127.0.0.1:8080"), token=os.environ.get("RQ_GATEWAY_TOKEN") or None)
     prefix = os.environ.get("RUN_PREFIX", "evolve")
     generations = int(os.environ.get("GENERATIONS", "3"))
+    slow_s = float(os.environ.get("SLOW_S", "0"))
     rng = random.Random(7)
-    population = ["-", "*", "//", "+"]
+    population = ["-", "*", "//", "%"]
     best = None
     for generation in range(generations):
-        fitness = evaluate(client, population, run_id="%s-g%d" % (prefix, generation))
+        fitness, results = evaluate(client, population, generation, "%s-g%d" % (prefix, generation), slow_s)
         ranked = sorted(zip(fitness, population), key=lambda pair: -pair[0])
         best = ranked[0]
-        print(json.dumps({"generation": generation, "best": best[1], "fitness": best[0], "population": population}), flush=True)
+        print(json.dumps({
+            "generation": generation,
+            "best": best[1],
+            "fitness": best[0],
+            "population": population,
+            "rollouts": len(results),
+            "redispatched": sum(result.redispatched for result in results),
+            "kinds": sorted(set(result.kind for result in results)),
+        }), flush=True)
         survivors = [op for _, op in ranked[:2]]
         population = survivors + [rng.choice(OPERATORS) for _ in range(2)]
     print(json.dumps({"done": True, "best": best[1], "fitness": best[0]}), flush=True)

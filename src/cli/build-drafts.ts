@@ -26,6 +26,10 @@ export interface DraftTemplate {
   readonly fingerprint?: string;
   /** Spec `class` (`run --class`). */
   readonly class?: 'rollout' | 'evaluation';
+  /** Spec `goldKeys`: task keys kept from the run besides the reward's own (`run --gold-key`). */
+  readonly goldKeys?: readonly string[];
+  /** Spec `goldVisibleToRun` (`run --gold-visible-to-run`): the run gets the whole task. */
+  readonly goldVisibleToRun?: boolean;
 }
 
 /**
@@ -179,7 +183,7 @@ export function buildDrafts(tasks: readonly TaskLine[], template: DraftTemplate)
     ...(template.memoryMb !== undefined ? { memoryMb: template.memoryMb } : {}),
     ...(template.fingerprint !== undefined ? { fingerprint: template.fingerprint } : {}),
   };
-  return tasks.map(({ taskKey, task }) => {
+  return tasks.map(({ taskKey, task, meta }) => {
     // A task line's own `placement` (an object of labels) wins over --placement; checkDrafts
     // refuses one of another type, and the spec schema checks its values (strings).
     const own = (task as { placement?: unknown }).placement;
@@ -194,6 +198,9 @@ export function buildDrafts(tasks: readonly TaskLine[], template: DraftTemplate)
       ...(placement && Object.keys(placement).length > 0 ? { placement: { ...placement } } : {}),
       ...(template.class !== undefined ? { class: template.class } : {}),
       ...(Object.keys(timeouts).length > 0 ? { timeouts } : {}),
+      ...(template.goldKeys !== undefined && template.goldKeys.length > 0 ? { goldKeys: [...template.goldKeys] } : {}),
+      ...(template.goldVisibleToRun === true ? { goldVisibleToRun: true } : {}),
+      ...(meta !== undefined ? { meta } : {}),
     };
   });
 }

@@ -3,6 +3,7 @@ import { leaseIdFor } from '../lease/index.js';
 import { MAX_PRODUCER_BYTES, type RolloutDraft } from '../producer/index.js';
 import { canonicalJson, parseRolloutSpec, type RolloutSpec } from '../spec/index.js';
 import { UsageError } from './errors.js';
+import { LineProblems } from './line-problems.js';
 import { MSG } from './messages.js';
 import type { TaskLine } from './tasks-file.js';
 
@@ -28,24 +29,38 @@ const OPTION_OF: ReadonlyArray<readonly [string, string]> = [
  * anything touches Redis, so a bad option value or task line is a usage error (exit 2) naming
  * the option or `file:line`, never a `caller` Result per lease after enqueueing. A task line's
  * `placement` must be an object of labels (a string or array was silently dropped before).
- * @returns the parsed specs (defaults filled), in draft order, for {@link specsFingerprint}.
- * @throws UsageError naming the option or the task file's line, the field and zod's reason.
+ * @param problems where each bad task line goes, reported with the other checks' (see
+ *   LineProblems); without it they are reported here.
+ * @returns the parsed specs (defaults filled), in draft order, for {@link specsFingerprint}; with
+ *   `problems` holding lines, only the specs of the other lines (the caller reports and stops).
+ * @throws UsageError naming the option, the field and zod's reason, at once: an option's value is
+ *   the same on every line; or (without `problems`) every task line refused, naming `file:line`.
  */
-export function checkDrafts(file: string, tasks: readonly TaskLine[], drafts: readonly RolloutDraft[]): RolloutSpec[] {
-  return drafts.map((draft, i) => {
+export function checkDrafts(file: string, tasks: readonly TaskLine[], drafts: readonly RolloutDraft[], problems?: LineProblems): RolloutSpec[] {
+  const found = problems ?? new LineProblems(file);
+  const specs: RolloutSpec[] = [];
+  drafts.forEach((draft, i) => {
     const line = tasks[i]?.line ?? i + 1;
+    if (found.has(line)) return;
     const own = (tasks[i]?.task as { placement?: unknown } | undefined)?.placement;
     if (own !== undefined && (own === null || typeof own !== 'object' || Array.isArray(own))) {
-      throw new UsageError(MSG.taskPlacementNotObject(file, line));
+      found.add(line, MSG.taskPlacementNotObject(file, line));
+      return;
     }
     const { taskKey: _key, ...spec } = draft;
     const parsed = parseRolloutSpec({ ...spec, ...PLACEHOLDER });
-    if (parsed.success) return parsed.data;
+    if (parsed.success) {
+      specs.push(parsed.data);
+      return;
+    }
     const issue = parsed.error.issues[0];
     const field = issue?.path.map(String).join('.') ?? '';
     const option = OPTION_OF.find(([prefix]) => field === prefix || field.startsWith(`${prefix}.`))?.[1];
-    throw new UsageError(option ? MSG.optionRefusedBySpec(option, field, issue?.message ?? 'invalid') : MSG.taskRefusedBySpec(file, line, field, issue?.message ?? 'invalid'));
+    if (option) throw new UsageError(MSG.optionRefusedBySpec(option, field, issue?.message ?? 'invalid'));
+    found.add(line, MSG.taskRefusedBySpec(file, line, field, issue?.message ?? 'invalid'));
   });
+  if (!problems) found.throwIfAny();
+  return specs;
 }
 
 /**

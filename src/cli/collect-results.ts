@@ -59,7 +59,7 @@ async function collect(
       if (stop?.cancelled) return { kind: 'cancelled', reason: stop.message };
       if (stop) {
         if (stop.result) file.append(stop.result);
-        progress.update(file.count);
+        progress.update({ done: file.count, kinds: file.tally.kinds });
         return { kind: 'stopped', ...stop };
       }
       const busy = runBusyBy(err);
@@ -71,6 +71,6 @@ async function collect(
     if (next === 'interrupted') return { kind: 'interrupted' };
     if (next.done) return { kind: 'completed' };
     file.append(next.value);
-    progress.update(file.count);
+    progress.update({ done: file.count, kinds: file.tally.kinds });
   }
 }

@@ -1,4 +1,9 @@
 import { writeSync } from 'node:fs';
+import { isatty } from 'node:tty';
+import { pino, type DestinationStream } from 'pino';
+import { PinoPretty } from 'pino-pretty';
+import { UsageError } from './errors.js';
+import { MSG } from './messages.js';
 
 /** pino's numeric levels (pino `levels.values`), by name as the text line shows them. */
 const LEVEL_NAMES: Readonly<Record<number, string>> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
@@ -38,4 +43,38 @@ function fieldText(key: string, value: unknown): string {
  */
 export function textLogDestination(fd = 2): { write(line: string): void } {
   return { write: (line: string) => void writeSync(fd, formatLogLine(line)) };
+}
+
+/** How the CLI writes log lines (`LOG_FORMAT`): see {@link cliLogDestination}. */
+export const LOG_FORMATS = ['pretty', 'json', 'text'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+/**
+ * The log format of a command: `LOG_FORMAT` when set; else `pretty` when `fd` is a terminal;
+ * else `json` for a service (`worker`, `gateway`: their logs go to a collector) and `text` for
+ * a command whose stderr a person reads among its own lines (`run`, `resume`, `status`…).
+ * @throws UsageError naming LOG_FORMAT and its values when it holds anything else.
+ */
+export function logFormatOf(role: 'service' | 'command', env: NodeJS.ProcessEnv = process.env, fd = 2): LogFormat {
+  const given = env.LOG_FORMAT?.trim();
+  if (given) {
+    if ((LOG_FORMATS as readonly string[]).includes(given)) return given as LogFormat;
+    throw new UsageError(MSG.badLogFormat(given, LOG_FORMATS));
+  }
+  if (isatty(fd)) return 'pretty';
+  return role === 'service' ? 'json' : 'text';
+}
+
+/**
+ * Where a CLI command's pino logger writes, by {@link logFormatOf}: pino-pretty's stream
+ * (colours, local time, no pid/hostname) on a terminal; pino's own JSON; or
+ * {@link textLogDestination}. All three synchronous: `main.ts` calls `process.exit` right after
+ * a command's last line, which an asynchronous transport thread (`pino.transport`) could lose.
+ * Redaction happens in the logger before any of them (`createLogger`).
+ */
+export function cliLogDestination(role: 'service' | 'command', env: NodeJS.ProcessEnv = process.env, fd = 2): DestinationStream {
+  const format = logFormatOf(role, env, fd);
+  if (format === 'pretty') return PinoPretty({ destination: fd, sync: true, colorize: isatty(fd), translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+  if (format === 'json') return pino.destination({ fd, sync: true });
+  return textLogDestination(fd);
 }

@@ -12,6 +12,7 @@ import { packageVersion } from '../platform/process-metrics.js';
 import { redisUrlPassword } from '../platform/redis-connection.js';
 import { CliError, EXIT, type ExitCode } from './errors.js';
 import { refusalLine } from './refusal-line.js';
+import { applyHelpConventions } from './option-help.js';
 import { HELP, MSG } from './messages.js';
 
 /** Commands that create a worker or a producer, so have spans to export (`OTEL_EXPORTER_OTLP_ENDPOINT`). */
@@ -24,7 +25,8 @@ const TRACED_COMMANDS: ReadonlySet<string> = new Set(['worker', 'run', 'resume',
  * `--taks` is unknown nor "Did you mean --tasks?" (fresh-user report); its `preAction` hooks
  * run once unknown options have been refused.
  */
-function configure(command: CommandUnknownOpts): CommandUnknownOpts {
+function configure(command: CommandUnknownOpts, isProgram = true): CommandUnknownOpts {
+  if (!isProgram) applyHelpConventions(command);
   command.exitOverride().showHelpAfterError('(add --help for usage)').allowExcessArguments(false);
   const required = command.options.filter((option) => option.mandatory);
   for (const option of required) option.makeOptionMandatory(false);
@@ -34,7 +36,7 @@ function configure(command: CommandUnknownOpts): CommandUnknownOpts {
       if (missing) action.error(`error: required option '${missing.flags}' not specified`, { code: 'commander.missingMandatoryOptionValue' });
     });
   }
-  for (const sub of command.commands) configure(sub);
+  for (const sub of command.commands) configure(sub, false);
   return command;
 }
 

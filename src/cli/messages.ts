@@ -16,32 +16,35 @@ export const HELP = {
   envHelp: [
     '',
     'Environment:',
-    '  REDIS_URL             redis://[user:password@]host:port[/db] or rediss://… (default redis://127.0.0.1:6379)',
-    '  ROLLOUT_QUEUE_PREFIX  key prefix of every queue (default rq)',
-    '  LOG_LEVEL             pino log level (worker default info; other commands default warn)',
+    '  REDIS_URL             redis://[user:password@]host:port[/db] or rediss://… (default: redis://127.0.0.1:6379); --redis-url wins over it',
+    '  ROLLOUT_QUEUE_PREFIX  key prefix of every queue (default: rq); --prefix wins over it',
+    '  LOG_LEVEL             pino log level (default: info for worker, warn for the others)',
+    '  LOG_FORMAT            pretty, json or text (default: pretty on a terminal, else json for worker and gateway, text for the others)',
     '',
     'Exit codes: 0 every spec got a result, 3 stopped on a caller result, 2 usage error, 130 interrupted, 1 anything else.',
   ].join('\n'),
   queue: 'queue name',
+  redisUrl: 'Redis to use, redis://[user:password@]host:port[/db] or rediss://… (a password here shows in `ps`: prefer REDIS_URL for one)',
+  prefix: 'key prefix of every queue; coordinators and workers must agree',
   allowEviction: 'start even though Redis maxmemory-policy may evict keys (anything but noeviction); results can be lost',
   worker: {
     description: 'Run a worker: take rollouts from a queue and run each in a child process.',
-    concurrency: 'rollout slots: rollouts run at once, sharing --children child processes (default 2, at most 1000)',
-    children: 'shared child processes that host the slots, per sandbox.memoryMb (default one per 32 slots, at most one per core and per 256 MiB free memory)',
-    blockedLoopMs: 'kill a shared child whose event loop has not turned for this long with two rollouts or more in it, ms; they are handed back without spending their re-dispatch budget (default 10000)',
-    allow: 'module patterns Refs may import, e.g. "@acme/rollouts/*" (widens the default "rollout-queue/*"; whoever can write to the queue can run any allowed code)',
-    name: 'worker name shown in results and status (default: host-pid)',
+    concurrency: 'rollout slots: rollouts run at once, sharing the --children child processes (at most 1000)',
+    children: 'shared child processes that host the slots, per sandbox.memoryMb',
+    blockedLoopMs: 'kill a shared child whose event loop has not turned for this long with two rollouts or more in it, ms; they are handed back without spending their re-dispatch budget',
+    allow: 'module patterns Refs may import besides rollout-queue/*, e.g. "@acme/rollouts/*" (whoever can write to the queue can run any allowed code)',
+    name: 'worker name shown in results and status',
     metricsPort: 'serve Prometheus GET /metrics and a liveness GET /healthz on this port (0 picks a free one)',
-    metricsHost: 'address the metrics endpoint binds (default 127.0.0.1; 0.0.0.0 lets a Kubernetes probe or a Prometheus server on another host reach it)',
-    maxOutputBytes: 'largest output a run function may return, bytes of its JSON text; a larger one ends model/OutputTooLarge (1024–536870912, default 67108864)',
-    lockDurationMs: 'BullMQ lockDuration: a worker that stops renewing its lock this long is presumed dead (default 5000)',
-    stalledIntervalMs: 'BullMQ stalledInterval: how often lost leases are looked for (default 2000)',
-    shutdownGraceMs: 'on SIGTERM, how long active rollouts may finish before they are handed back (default 30000)',
+    metricsHost: 'address the metrics endpoint binds; 0.0.0.0 lets a Kubernetes probe or a Prometheus server on another host reach it',
+    maxOutputBytes: 'largest output a run function may return, bytes of its JSON text (1024–536870912); a larger one ends model/OutputTooLarge',
+    lockDurationMs: 'BullMQ lockDuration: a worker that stops renewing its lock this long is presumed dead',
+    stalledIntervalMs: 'BullMQ stalledInterval: how often lost leases are looked for',
+    shutdownGraceMs: 'on SIGTERM, how long active rollouts may finish before they are handed back',
     containment:
-      'how each rollout attempt is contained: auto (strongest the host allows: PID namespace + cgroup, namespace, cgroup, process group), strict (refuse to start without a PID namespace and a cgroup memory limit), process-group (force the fallback); default env ROLLOUT_QUEUE_CONTAINMENT, else auto',
+      'how each rollout attempt is contained: auto (strongest the host allows: PID namespace + cgroup, namespace, cgroup, process group), strict (refuse to start without a PID namespace and a cgroup memory limit), process-group (force the fallback)',
     placement: 'a label of this worker, KEY=VALUE (repeatable, e.g. --placement region=eu-west --placement gpu=h100): it also serves every placement whose labels it has',
-    fingerprint: 'environment fingerprint (label "fingerprint"; default computed from the rollout-queue, node and python versions and env ROLLOUT_QUEUE_IMAGE_ID)',
-    evalConcurrency: 'evaluations (class evaluation) run at once, in queues of their own, apart from --concurrency (default 1)',
+    fingerprint: 'environment fingerprint, the label "fingerprint"',
+    evalConcurrency: 'evaluations (class evaluation) run at once, in queues of their own, apart from --concurrency',
   },
   run: {
     description: 'Enqueue one rollout per task line, write one Result per line to --out, print a summary.',
@@ -51,28 +54,30 @@ export const HELP = {
     runConfig: 'JSON object passed to the run factory',
     reward: 'reward factory as module:export, e.g. rollout-queue/rewards:lastNumber',
     rewardConfig: 'JSON object passed to the reward factory',
-    runId: 'run id; the same id again re-attaches to that run (default: generated)',
-    out: 'results file, JSONL (default results-<runId>.jsonl)',
-    maxInFlight: "at most this many of the run's rollouts waiting or active at once (default 500)",
-    maxSpecBytes: `largest spec (artifact, task and options as JSON) a rollout may have, bytes; a run with a bigger one is refused before anything is enqueued (1024–${MAX_PRODUCER_BYTES}, default ${DEFAULT_MAX_SPEC_BYTES})`,
+    runId: 'run id; the same id again re-attaches to that run',
+    out: 'results file, JSONL',
+    maxInFlight: "at most this many of the run's rollouts waiting or active at once",
+    maxSpecBytes: `largest spec (artifact, task and options as JSON) a rollout may have, bytes (1024–${MAX_PRODUCER_BYTES}); a run with a bigger one is refused before anything is enqueued`,
     env: 'names of environment variables the worker passes to the rollout (names only, never values)',
-    runMs: "the rollout's own time limit for run and reward together, ms; past it: a model result, RunTimeout or RewardTimeout (default 600000)",
-    rewardMs: "the reward's own limit, ms, inside what is left of --run-ms; past it: a model result, RewardTimeout (default 60000)",
-    hangMs: "the plane's limit, ms; past it the child is killed and the lease re-dispatched (default 900000); must be above --run-ms",
-    memoryMb: `memory limit of each rollout, MiB: its child process' heap, and a codeRunner artifact's whole process tree (${MIN_MEMORY_MB}–65536, default ${DEFAULT_MEMORY_MB})`,
-    retain: 'how long the run stays in Redis once every result is delivered, e.g. 3d, 12h, 30m (default 3d; 0 removes it at once)',
-    metricsPort: 'serve the coordinator\'s Prometheus metrics (in flight, delivered, duplicates) on this port while the run lasts (0 picks a free one; default: none)',
-    metricsHost: 'address the coordinator metrics endpoint binds (default 127.0.0.1)',
+    runMs: "the rollout's own time limit for run and reward together, ms; past it: a model result, RunTimeout or RewardTimeout",
+    rewardMs: "the reward's own limit, ms, inside what is left of --run-ms; past it: a model result, RewardTimeout",
+    hangMs: "the plane's limit, ms, above --run-ms; past it the child is killed and the lease re-dispatched",
+    memoryMb: `memory limit of each rollout, MiB (${MIN_MEMORY_MB}–65536): its child process' heap, and a codeRunner artifact's whole process tree`,
+    retain: 'how long the run stays in Redis once every result is delivered, e.g. 3d, 12h, 30m; 0 removes it at once',
+    metricsPort: 'serve the coordinator\'s Prometheus metrics (in flight, delivered, duplicates) on this port while the run lasts (0 picks a free one)',
+    metricsHost: 'address the coordinator metrics endpoint binds',
     placement: 'a label a worker must have to run the tasks, KEY=VALUE (repeatable); a task line\'s own "placement" object wins',
     fingerprint: 'run only on workers with this environment fingerprint (spec sandbox.fingerprint); the others never take it',
-    class: 'rollout (default) or evaluation (own queue, worker --eval-concurrency, cached by content)',
+    class: 'evaluation: its own queues, worker --eval-concurrency, cached by content',
     costCeilingUsd: 'stop dispatching new leases once the cost receipts of delivered results reach this many US dollars (running ones finish)',
+    goldKey: "a task key only the reward may see (its gold), besides the --reward's own goldKey; repeatable. The worker removes these keys from the task the run (and a codeRunner program's stdin) receives; the reward gets the whole task",
+    goldVisibleToRun: 'hand the run the whole task, gold included (without it the gold keys are removed); only for a trusted run function that needs them, never a model-written program. Each Result records goldVisibleToRun: true',
   },
   resume: {
     description: 'Re-attach to a run and write the results not yet delivered (after the coordinator died).',
-    out: 'results file (default results-<runId>.jsonl); leases already in it are not written again',
-    metricsPort: 'serve the coordinator\'s Prometheus metrics on this port while the run lasts (0 picks a free one; default: none)',
-    metricsHost: 'address the coordinator metrics endpoint binds (default 127.0.0.1)',
+    out: 'results file; leases already in it are not written again',
+    metricsPort: 'serve the coordinator\'s Prometheus metrics on this port while the run lasts (0 picks a free one)',
+    metricsHost: 'address the coordinator metrics endpoint binds',
   },
   purge: {
     description: 'Remove a finished (completed, stopped or cancelled) run from Redis now: its jobs, records and artifact.',
@@ -87,8 +92,8 @@ export const HELP = {
   dashboard: {
     description: 'Serve the bull-board dashboard over the queues (read-only unless --writable).',
     port: 'port to listen on (0 picks a free one)',
-    host: 'address to listen on (default 127.0.0.1); any other address needs ROLLOUT_QUEUE_DASHBOARD_TOKEN or ROLLOUT_QUEUE_DASHBOARD_USER + _PASSWORD',
-    queue: 'a queue to show; repeat for more (default: rollouts plus every queue found under the prefix)',
+    host: 'address to listen on; any but loopback needs ROLLOUT_QUEUE_DASHBOARD_TOKEN or ROLLOUT_QUEUE_DASHBOARD_USER + _PASSWORD',
+    queue: 'a queue to show; repeat for more',
     writable: 'allow retry/remove/clean/pause from the dashboard',
   },
   gateway: {
@@ -99,7 +104,8 @@ export const HELP = {
     dispatchConfig: 'JSON object passed to the Dispatch factory',
     authTokenEnv: 'name of the environment variable holding the bearer token every request must send (at least 16 characters)',
     noAuth: 'serve without a token (loopback host only)',
-    maxBodyBytes: 'largest request body; larger ones get 413 (default 10485760 = 10 MiB)',
+    maxBodyBytes: 'largest request body, bytes; larger ones get 413',
+    goldKey: "a key of each POST /dispatch scenario the Dispatch must not see (its gold, scored on the coordinator); repeatable. Workers remove it from the scenario before calling the Dispatch",
   },
   demo: {
     description: 'Run examples/arithmetic end to end: Redis, worker processes, dashboard, a run with a summary.',
@@ -108,8 +114,33 @@ export const HELP = {
     concurrency: 'rollouts at once per worker',
     port: "the dashboard's port on 127.0.0.1 (0: a free one)",
     keep: "keep Redis, workers and dashboard up after the run until Ctrl-C (the dashboard's completed tab empties once the run completes: its Results are in the results file)",
-    out: 'results file (default results-<runId>.jsonl)',
+    out: 'results file',
   },
+} as const;
+
+/** The `Examples:` section of each command's `--help` (option-help.ts adds it), as a user would type them. */
+export const EXAMPLES = {
+  worker: [
+    `${CLI_NAME} worker`,
+    `${CLI_NAME} worker --queue evals --concurrency 8 --allow '@acme/rollouts/*'`,
+    `${CLI_NAME} worker --redis-url redis://redis.internal:6379 --placement gpu=h100 --metrics-port 9464`,
+  ],
+  run: [
+    `${CLI_NAME} run --tasks tasks.jsonl --artifact solve.py --run rollout-queue/runners:codeRunner --reward rollout-queue/rewards:lastNumber`,
+    `${CLI_NAME} run --tasks tasks.jsonl --artifact app/ --run rollout-queue/runners:codeRunner --run-config '{"entrypoint": "main.py"}' \\`,
+    `    --reward rollout-queue/rewards:exactMatch --reward-config '{"goldKey": "expected"}' --run-id eval-1 --out eval-1.jsonl`,
+    `${CLI_NAME} run … --run-id eval-1     (the same command again re-attaches to run eval-1)`,
+  ],
+  resume: [`${CLI_NAME} resume eval-1`, `${CLI_NAME} resume eval-1 --queue evals --out eval-1.jsonl`],
+  status: [`${CLI_NAME} status`, `${CLI_NAME} status eval-1`, `${CLI_NAME} status eval-1 --queue evals --json`],
+  cancel: [`${CLI_NAME} cancel eval-1`, `${CLI_NAME} cancel eval-1 --queue evals`],
+  purge: [`${CLI_NAME} purge eval-1`, `${CLI_NAME} purge --older-than 7d`, `${CLI_NAME} purge eval-1 --discard-undelivered`],
+  dashboard: [`${CLI_NAME} dashboard`, `${CLI_NAME} dashboard --port 8080 --queue rollouts --queue evals`, `ROLLOUT_QUEUE_DASHBOARD_TOKEN=… ${CLI_NAME} dashboard --host 0.0.0.0`],
+  gateway: [
+    `${CLI_NAME} gateway --port 8080 --no-auth`,
+    `GATEWAY_TOKEN=$(openssl rand -hex 32) ${CLI_NAME} gateway --port 8080 --host 0.0.0.0 --auth-token-env GATEWAY_TOKEN --dispatch @acme/evals:solve`,
+  ],
+  demo: [`${CLI_NAME} demo`, `${CLI_NAME} demo --workers 4 --tasks 40 --keep`],
 } as const;
 
 /** Prefixes named at most in {@link queuesUsedThere}. */
@@ -164,6 +195,9 @@ export const MSG = {
   notUsd: (value: string) => `must be a positive amount of US dollars like 2.50, got "${value}"`,
   notALabel: (value: string) => `must be KEY=VALUE with a non-empty KEY of at most 64 characters and a VALUE of at most 256 (e.g. region=eu-west), got "${value}"`,
   notAQueueName: (value: string) => `must hold only letters, digits, "_", "-" and "{}", got "${value}"`,
+  notAGoldKey: (value: string) => `"${value}" is not a task key: give the key the gold is at, like answer (one key per --gold-key)`,
+  goldVisibleWarning: 'warning: --gold-visible-to-run hands the run the whole task, gold included: a model-written program that prints it scores without solving anything. Each Result records goldVisibleToRun: true',
+  summaryGoldVisible: (count: number) => summaryRow('gold visible to run', `${String(count).padStart(6)}   Result(s) whose run received the whole task, gold included (--gold-visible-to-run)`),
   notAnEnvName: (value: string) => `"${value}" is not a variable NAME (A-Z, 0-9, "_", not starting with a digit); pass names, never values`,
   notARunId: (what: string, value: string, max: number) =>
     `${what} must be 1 to ${max} letters, digits, "_" or "-" (no "." or ":"), got "${value}"; e.g. ${what === 'runId' ? 'eval-2026-11-29' : `${what} eval-2026-11-29`}`,
@@ -182,8 +216,10 @@ export const MSG = {
   entrypointNotInArtifact: (entrypoint: string, files: readonly string[]) =>
     `--run-config: codeRunner's entrypoint ${JSON.stringify(entrypoint)} is not a file of --artifact (its files: ${files.slice(0, 10).map((f) => JSON.stringify(f)).join(', ') || 'none'}${files.length > 10 ? ', …' : ''}); name one of them in "entrypoint"`,
   badRefConfig: (option: string, path: string, why: string) => `${option}${path ? ` at ${path}` : ''}: ${why}`,
-  badPrefix: (why: string) => `ROLLOUT_QUEUE_PREFIX: ${why}`,
-  badRedisUrl: (why: string) => `${why}. Set REDIS_URL, e.g. REDIS_URL=redis://127.0.0.1:6379`,
+  badPrefix: (why: string) => `--prefix / ROLLOUT_QUEUE_PREFIX: ${why}`,
+  badLogFormat: (value: string, formats: readonly string[]) =>
+    `LOG_FORMAT must be one of ${formats.join(', ')}, got "${value}"; unset it for pretty lines on a terminal and JSON (worker, gateway) or text (other commands) elsewhere`,
+  badRedisUrl: (why: string) => `${why}. Pass --redis-url or set REDIS_URL, e.g. --redis-url redis://127.0.0.1:6379`,
 
   /** `defaults`: which of the two was not given (its default was compared). */
   hangBelowRun: (hangMs: number, runMs: number, defaults: { runDefault: boolean; hangDefault: boolean } = { runDefault: false, hangDefault: false }) =>
@@ -194,6 +230,11 @@ export const MSG = {
   containmentRefused: (why: string) => `worker not started: ${why}`,
 
   // ── input files ──────────────────────────────────────────────────────────
+  /** Several bad lines of a tasks file (`shown`: the first ones' own messages, each `file:line: …`), reported at once. */
+  taskLinesRefused: (file: string, count: number, shown: readonly string[]) =>
+    `--tasks ${file} has ${count} bad lines; nothing was enqueued. Fix them all, then run again:\n` +
+    shown.map((message) => `  ${message.replace(/ Nothing was enqueued\.$/, '')}`).join('\n') +
+    (count > shown.length ? `\n  … and ${count - shown.length} more bad line(s) (the first ${shown.length} are shown)` : ''),
   tasksUnreadable: (file: string, why: string) => `cannot read --tasks ${file}: ${why}`,
   tasksEmpty: (file: string) => `--tasks ${file} holds no tasks (it is empty or only blank lines); write one JSON object per line, e.g. {"id": "t1", "answer": 42}. Nothing was enqueued.`,
   taskNotJson: (file: string, line: number, why: string) => `${file}:${line}: not valid JSON (${why}); each line must be one JSON object. Nothing was enqueued.`,
@@ -203,6 +244,8 @@ export const MSG = {
   taskInvalid: (file: string, line: number, why: string) => `${file}:${line}: ${why}. Nothing was enqueued.`,
   taskTooBig: (file: string, line: number, bytes: number, limit: number) =>
     `${file}:${line}: the task is ${bytes} bytes as JSON, over the ${limit}-byte task limit; keep large inputs out of the task (put them where the worker can read them and pass their path or key). Nothing was enqueued.`,
+  taskMetaInvalid: (file: string, line: number, why: string) =>
+    `${file}:${line}: "$meta" (the line's own tag, returned on its Result as meta, never part of the task): ${why}. Nothing was enqueued.`,
   taskEmptyId: (file: string, line: number) =>
     `${file}:${line}: task.id is empty; give it a non-empty id or remove it to use the line number. Nothing was enqueued.`,
   /**
@@ -423,14 +466,35 @@ export const MSG = {
   /** `workers`: the workers listening on the queue's cancel channel, whether or not they run one of its rollouts. */
   runCancelled: (runId: string, removed: number, workers: number) =>
     `cancelled run ${runId}: ${removed} waiting rollout(s) removed; the ${workers} worker(s) serving the queue were told to stop any of its rollouts they are running`,
-  progressLine: (done: number, total: number | null) =>
-    total ? `progress: ${done}/${total} results (${Math.floor((done / total) * 100)}%)` : `progress: ${done} results`,
+  /** A plain progress line (stderr off a terminal): `progress: 12/40 results (30%), 2.5/s, ETA 11s; ok 10, model 2, infra 0, caller 0`. */
+  progressLine: (done: number, total: number | null, pace: { perSecond: number | null; etaSeconds: number | null }, kinds: Readonly<Record<string, number>>) =>
+    `progress: ${total ? `${done}/${total} results (${Math.floor((done / total) * 100)}%)` : `${done} results`}, ${MSG.progressRate(pace.perSecond)}` +
+    `${total ? `, ETA ${MSG.progressEta(pace.etaSeconds)}` : ''}; ${MSG.progressKinds(kinds, ', ')}`,
+  /** cli-progress format of the terminal bar; `{rate}`, `{etaLeft}` and `{kinds}` are filled by progress.ts. */
+  progressBarFormat: ' {bar} {percentage}% | {value}/{total} results | {rate} | ETA {etaLeft} | {kinds}',
+  /** Results per second as `2.5/s`, `40/min` below one a second, `-/s` before the first. */
+  progressRate: (perSecond: number | null) =>
+    perSecond === null ? '-/s' : perSecond >= 1 ? `${perSecond >= 10 ? Math.round(perSecond) : perSecond.toFixed(1)}/s` : `${(perSecond * 60).toFixed(perSecond * 60 >= 10 ? 0 : 1)}/min`,
+  /** Seconds left as `45s`, `12m 05s`, `2h 03m`, `-` when unknown. */
+  progressEta: (seconds: number | null) => {
+    if (seconds === null || !Number.isFinite(seconds)) return '-';
+    const s = Math.round(seconds);
+    if (s < 60) return `${s}s`;
+    if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, '0')}s`;
+    return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+  },
+  /** Counts by kind for progress, `ok 10 model 2 infra 0 caller 0` (infrastructure shortened to fit a terminal line). */
+  progressKinds: (kinds: Readonly<Record<string, number>>, separator = ' ') =>
+    (['ok', 'model', 'infrastructure', 'caller'] as const).map((kind) => `${kind === 'infrastructure' ? 'infra' : kind} ${kinds[kind] ?? 0}`).join(separator),
 
   // ── summary ──────────────────────────────────────────────────────────────
   summaryTitle: (runId: string, delivered: number, total: number | null, state: string) =>
     `Run ${runId}: ${delivered}${total === null ? '' : ` of ${total}`} result(s), ${state}`,
   summaryKind: (kind: string, count: number, extra: string) => summaryRow(kind, `${String(count).padStart(6)}${extra ? `   ${extra}` : ''}`),
   summaryRewards: (mean: string, spread: string) => `mean reward ${mean} over ok${spread ? ` (${spread})` : ''}`,
+  /** `okMean` null: no Result is ok. A Result that is not ok counts 0 in the mean over all (summary.ts meanRewardOverAll). */
+  summaryMeanReward: (allMean: string, total: number, okMean: string | null, ok: number) =>
+    summaryRow('mean reward', `${allMean} over all ${total} (a Result that is not ok counts as 0)${okMean === null ? '; no ok Result' : `, ${okMean} over the ${ok} ok`}`),
   summaryRunMs: (p50: string, p95: string) => summaryRow('run time', `p50 ${p50}, p95 ${p95}`),
   summaryWorkers: (spread: string) => summaryRow('results per worker', spread),
   summaryCounter: (label: string, value: number | string) => summaryRow(label, String(value).padStart(6)),

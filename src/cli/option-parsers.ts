@@ -81,6 +81,12 @@ export function envNameList(value: string, previous: string[] | undefined): stri
   return [...(previous ?? []), value];
 }
 
+/** Collects `--gold-key` values: task keys (non-empty, at most 256 characters, the spec's `goldKeys` rule). */
+export function goldKeyList(value: string, previous: string[] | undefined): string[] {
+  if (value === '' || value.length > 256) throw new InvalidArgumentError(MSG.notAGoldKey(value));
+  return [...(previous ?? []), value];
+}
+
 /** Collects repeated string values (variadic or repeated option). */
 export function stringList(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];

@@ -3,7 +3,6 @@
  * change in either library API is absorbed in this file.
  */
 import { createServer } from 'node:net';
-import { pino } from 'pino';
 import { RolloutWorker, WorkerStartAborted } from '../consumer/index.js';
 import type { RunRecord } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
@@ -12,17 +11,18 @@ import { CoordinatorMetrics, RolloutQueue, type PlacementStatus } from '../produ
 import type { CostSummary, Result } from '../spec/index.js';
 import type { CliEnvironment } from './environment.js';
 import { CliError } from './errors.js';
-import { textLogDestination } from './log-lines.js';
+import { cliLogDestination } from './log-lines.js';
 import { MSG } from './messages.js';
 
 export { RolloutQueue, RolloutWorker, WorkerStartAborted };
 
 /**
  * A coordinator-side logger on stderr (stdout is for the summary), level `LOG_LEVEL` or `warn`:
- * lines of text among the command's own (`warn: … (runId=…)`), pino JSON with `LOG_FORMAT=json`.
+ * pino-pretty on a terminal, else lines of text among the command's own (`warn: … (runId=…)`);
+ * `LOG_FORMAT` (pretty, json, text) chooses (see `cliLogDestination`).
  */
 export function coordinatorLogger(component: string): Logger {
-  const logger = createLogger({ component }, process.env.LOG_FORMAT === 'json' ? pino.destination({ fd: 2, sync: true }) : textLogDestination());
+  const logger = createLogger({ component }, cliLogDestination('command'));
   logger.level = process.env.LOG_LEVEL ?? 'warn';
   return logger;
 }

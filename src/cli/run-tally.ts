@@ -10,12 +10,21 @@ export function toResultLine(result: Result): ResultLine {
   return line as ResultLine;
 }
 
+/** How {@link RunTally.errorTypes} names a Result that is not `ok` and carries no error type. */
+export const NO_ERROR_TYPE = '(no type)';
+
 /** Running totals of the results of one run, for the summary. One pass, no second read of the file. */
 export class RunTally {
   /** Results by kind. */
   readonly kinds: Record<ResultKind, number> = { ok: 0, model: 0, infrastructure: 0, caller: 0 };
   /** Rewards of `ok` results. */
   readonly okRewards: number[] = [];
+  /**
+   * Results of each kind by `error.type` (`model` → `NonZeroExit` 7, `RunTimeout` 4): what the
+   * summary breaks each kind down by. A Result of a kind other than `ok` without an error type
+   * counts under `(no type)`.
+   */
+  readonly errorTypes: Record<ResultKind, Map<string, number>> = { ok: new Map(), model: new Map(), infrastructure: new Map(), caller: new Map() };
   /** `runMs` of every result that has one. */
   readonly runMs: number[] = [];
   /** Results per worker name (`(none)` when a result names no worker). */
@@ -28,17 +37,27 @@ export class RunTally {
   truncatedOk = 0;
   /** Results answered from the evaluation cache (`cached: true`), never run by a worker for this run. */
   cached = 0;
+  /** Results whose run received the whole task, gold included (`goldVisibleToRun: true`). */
+  goldVisible = 0;
   /** Results counted. */
   total = 0;
   /** Cost receipts of the results (each call id once). */
   readonly cost = new CostTally();
 
   /** Counts one result line. */
-  add(line: Pick<ResultLine, 'kind' | 'reward' | 'runMs' | 'worker' | 'redispatched'> & { readonly output?: unknown; readonly cost?: ResultLine['cost'] | null; readonly cached?: boolean | null }): void {
+  add(line: Pick<ResultLine, 'kind' | 'reward' | 'runMs' | 'worker' | 'redispatched'> & { readonly error?: { readonly type?: unknown } | null; readonly output?: unknown; readonly cost?: ResultLine['cost'] | null; readonly cached?: boolean | null; readonly goldVisibleToRun?: boolean | null }): void {
     this.total += 1;
     if (line.cached === true) this.cached += 1;
+    if (line.goldVisibleToRun === true) this.goldVisible += 1;
     if (Array.isArray(line.cost)) this.cost.add(line.cost, (line as { leaseId?: string }).leaseId);
-    if (line.kind in this.kinds) this.kinds[line.kind] += 1;
+    if (line.kind in this.kinds) {
+      this.kinds[line.kind] += 1;
+      if (line.kind !== 'ok') {
+        const type = typeof line.error?.type === 'string' && line.error.type !== '' ? line.error.type : NO_ERROR_TYPE;
+        const types = this.errorTypes[line.kind];
+        types.set(type, (types.get(type) ?? 0) + 1);
+      }
+    }
     if (line.kind === 'ok' && typeof line.reward === 'number') this.okRewards.push(line.reward);
     if (typeof line.runMs === 'number') this.runMs.push(line.runMs);
     const worker = line.worker ?? '(none)';

@@ -36,24 +36,51 @@ function rewardSpread(rewards: readonly number[]): string {
     .join(', ');
 }
 
+/** Error types named per kind in the summary; the rest are counted as "N more". */
+const MAX_ERROR_TYPES = 6;
+
+/** `(NonZeroExit 7, RunTimeout 4)`: a kind's Results by error type, most frequent first; '' for none. */
+export function errorTypeBreakdown(types: ReadonlyMap<string, number>): string {
+  if (types.size === 0) return '';
+  const sorted = [...types.entries()].sort(([a, x], [b, y]) => y - x || a.localeCompare(b));
+  const named = sorted.slice(0, MAX_ERROR_TYPES).map(([type, count]) => `${type} ${count}`);
+  const rest = sorted.slice(MAX_ERROR_TYPES).reduce((sum, [, count]) => sum + count, 0);
+  return `(${named.join(', ')}${rest > 0 ? `, ${rest} of ${sorted.length - MAX_ERROR_TYPES} other type(s)` : ''})`;
+}
+
 /**
- * The end-of-run summary: counts by kind (with the mean reward over `ok` and how rewards are
- * spread), p50/p95 run time, results per worker, re-dispatches, duplicates dropped, how many
- * Results (and rewards) were computed on truncated output, how many came from the evaluation
- * cache (when any did), and the
- * results file. Covers every line of the results file, so a re-attached run summarises the
- * whole run, not only what this process received.
+ * The mean reward over every Result counted, where a Result that is not `ok` (it has no usable
+ * reward: the rollout failed, or its reward was refused) counts as 0: what a run earned per
+ * rollout, beside the mean over `ok` only, which a run that fails often flatters. Null when no
+ * Result was counted.
+ */
+export function meanRewardOverAll(tally: Pick<RunTally, 'okRewards' | 'total'>): number | null {
+  if (tally.total === 0) return null;
+  return tally.okRewards.reduce((a, b) => a + b, 0) / tally.total;
+}
+
+/**
+ * The end-of-run summary: counts by kind, each kind other than `ok` broken down by error type
+ * (`model 11 (NonZeroExit 7, RunTimeout 4)`), the mean reward over `ok` with how rewards are
+ * spread, the mean reward over all Results (not-ok counts 0; see {@link meanRewardOverAll}),
+ * p50/p95 run time, results per worker, re-dispatches, duplicates dropped, how many Results (and
+ * rewards) were computed on truncated output, how many came from the evaluation cache (when any
+ * did), and the results file. Covers every line of the results file, so a re-attached run
+ * summarises the whole run, not only what this process received.
  */
 export function formatSummary(input: SummaryInput): string {
   const { tally } = input;
   const lines = [MSG.summaryTitle(input.runId, tally.total, input.total, input.end)];
+  const rewards = tally.okRewards;
+  const okMean = rewards.length > 0 ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null;
   for (const kind of KINDS) {
-    const rewards = tally.okRewards;
-    const extra = kind === 'ok' && rewards.length > 0
-      ? MSG.summaryRewards((rewards.reduce((a, b) => a + b, 0) / rewards.length).toFixed(3), rewardSpread(rewards))
-      : '';
+    const extra = kind === 'ok'
+      ? okMean !== null ? MSG.summaryRewards(okMean.toFixed(3), rewardSpread(rewards)) : ''
+      : errorTypeBreakdown(tally.errorTypes[kind]);
     lines.push(MSG.summaryKind(kind, tally.kinds[kind], extra));
   }
+  const allMean = meanRewardOverAll(tally);
+  if (allMean !== null) lines.push(MSG.summaryMeanReward(allMean.toFixed(3), tally.total, okMean === null ? null : okMean.toFixed(3), rewards.length));
   lines.push(MSG.summaryRunMs(formatMs(percentile(tally.runMs, 50)), formatMs(percentile(tally.runMs, 95))));
   const workers = [...tally.workers.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, count]) => `${name}: ${count}`);
   lines.push(MSG.summaryWorkers(workers.length > 0 ? workers.join(', ') : '-'));
@@ -63,6 +90,8 @@ export function formatSummary(input: SummaryInput): string {
   lines.push(MSG.summaryTruncated(tally.truncated, tally.truncatedOk));
   // Only where a run used the cache (--class evaluation): its per-worker counts name the worker of the cached run.
   if (tally.cached > 0) lines.push(MSG.summaryCached(tally.cached));
+  // Only where a run opted in: its rewards may have been scored on echoed gold.
+  if (tally.goldVisible > 0) lines.push(MSG.summaryGoldVisible(tally.goldVisible));
   lines.push(MSG.summaryFile(input.file));
   return lines.join('\n');
 }

@@ -26,12 +26,12 @@ export interface InitMessage {
 export const PER_ROLLOUT_FIELDS = ['leaseId', 'runId', 'runAttemptId', 'task', 'traceparent'] as const;
 
 /**
- * What a run's rollouts share: the spec without its {@link PER_ROLLOUT_FIELDS} (the rendered
+ * What a run's rollouts share: the spec without its {@link PER_ROLLOUT_FIELDS} and `meta` (the rendered
  * artifact, the run and reward Refs, sandbox, timeouts, placement, rewardRange…), plus the values
  * of `sandbox.env` read from the worker's environment. Sent to a child once per content key
  * (see rollout-definition.ts); a spec field added later travels here without a protocol change.
  */
-export type RolloutDefinition = Omit<RolloutSpec, (typeof PER_ROLLOUT_FIELDS)[number]> & {
+export type RolloutDefinition = Omit<RolloutSpec, (typeof PER_ROLLOUT_FIELDS)[number] | 'meta'> & {
   /** Values of `sandbox.env`, read from the worker's environment (never part of the key). */
   readonly secrets: Readonly<Record<string, string>>;
 };

@@ -10,6 +10,7 @@ import { classifyError } from './classify.js';
 import { RolloutAbort, RolloutAborted } from './rollout-abort.js';
 import { STAGE_BOARD_FD, writeRewardStage } from './stage-board.js';
 import { StageTimer } from './stage-timer.js';
+import { taskForRun, type RunView } from './task-for-run.js';
 
 /**
  * One rollout in a child that runs many at once: resolve the definition's Refs (once per
@@ -152,6 +153,8 @@ async function runOne(entry: DefinitionEntry, message: RunMessage, child: ChildC
   let rewardLimit: StageTimer | undefined;
   const runLimit = armTimer(definition.timeouts.runMs, () => abort.abort(new RolloutAborted('run-timeout')));
   let log: RolloutLogger | undefined;
+  // Set once both Refs are resolved (taskForRun): the task the run sees, without the gold.
+  let runView: RunView | undefined;
   const ctx: RolloutContext = {
     leaseId: message.leaseId,
     runId: message.runId,
@@ -166,6 +169,9 @@ async function runOne(entry: DefinitionEntry, message: RunMessage, child: ChildC
     traceparent: message.traceparent,
     timeouts: definition.timeouts,
     memoryMb: definition.sandbox.memoryMb,
+    get goldKeys() {
+      return runView?.goldKeys ?? [];
+    },
     // Made when rollout code first logs: most rollouts never do.
     get log() {
       return (log ??= logger(child.send, entry.secrets));
@@ -187,12 +193,15 @@ async function runOne(entry: DefinitionEntry, message: RunMessage, child: ChildC
   try {
     const run = (await settled(abort, resolvedFn(entry, 'run', child.allow))) as RunFn;
     const reward = (await settled(abort, resolvedFn(entry, 'reward', child.allow))) as RewardFn;
+    // The gold stays with the reward: the run gets the task without the keys it scores against.
+    runView = taskForRun({ task, reward: definition.reward, goldKeys: definition.goldKeys, goldVisibleToRun: definition.goldVisibleToRun }, reward);
+    const runTask = runView.task;
     stage = 'run';
     // Called here, not from a `.then` callback: a synchronous throw lands in the catch below all
     // the same, and with the stage started from `Promise.resolve().then(...)` the child's heap
     // grew by ~2 MB at every young-generation collection (survivors promoted, freed only by full
     // GCs; measured on Node 20), which cost every rollout CPU.
-    const returned = await settled(abort, callMarked(seq, () => run(definition.rendered, task, ctx)));
+    const returned = await settled(abort, callMarked(seq, () => run(definition.rendered, runTask, ctx)));
     const stored = storedOutput(returned);
     if ('issue' in stored) {
       // Nothing to score: what would be stored is not what the run returned (fresh-user

@@ -2,7 +2,11 @@ import { createHash } from 'node:crypto';
 import { isStoredRendered, type Rendered, type RolloutSpec } from '../spec/index.js';
 import { PER_ROLLOUT_FIELDS, type RolloutDefinition, type RunMessage } from './child-protocol.js';
 
-const PER_ROLLOUT: ReadonlySet<string> = new Set(PER_ROLLOUT_FIELDS);
+/**
+ * Fields not in the definition: the per-rollout ones (sent with each run message), and `meta` (a
+ * candidate's tag, different from spec to spec, that only the Result carries: the child never needs it).
+ */
+const NOT_SHARED: ReadonlySet<string> = new Set([...PER_ROLLOUT_FIELDS, 'meta']);
 
 /** Most definition texts whose key is remembered (a worker serves a few runs at a time). */
 const MAX_KEYS = 1024;
@@ -54,7 +58,7 @@ export interface SplitSpec {
  */
 export function splitSpec(spec: RolloutSpec, secrets: Readonly<Record<string, string>>): SplitSpec {
   const shared: Record<string, unknown> = {};
-  for (const field of Object.keys(spec)) if (!PER_ROLLOUT.has(field)) shared[field] = spec[field as keyof RolloutSpec];
+  for (const field of Object.keys(spec)) if (!NOT_SHARED.has(field)) shared[field] = spec[field as keyof RolloutSpec];
   const text = JSON.stringify(shared);
   const stored = isStoredRendered(spec.rendered) ? spec.rendered : undefined;
   return {

@@ -4,7 +4,7 @@ import { DelayedError, ErrorCode, WaitingError, type Job } from 'bullmq';
 import { enqueuedAtOf } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import type { RedisClock } from '../platform/redis-clock.js';
-import { isStoredRendered, parseRolloutSpec, redactSecrets, redactSecretsDeep, type CostReceipt, type ErrorInfo, type Rendered, type Result, type ResultKind, type RolloutSpec, type SecretValues } from '../spec/index.js';
+import { findMetaIssue, isStoredRendered, parseRolloutSpec, redactSecrets, redactSecretsDeep, type CostReceipt, type ErrorInfo, type Rendered, type Result, type ResultKind, type RolloutSpec, type SecretValues } from '../spec/index.js';
 import type { ArtifactCache } from './artifact-cache.js';
 import type { ChildPool } from './child-pool.js';
 import { AttemptAbort } from './attempt-abort.js';
@@ -427,6 +427,8 @@ export class RolloutProcessor {
       finishedAt: new Date().toISOString(),
       cost: [],
     };
+    // A valid tag still ties the refusal to its candidate; a bad one is among the issues named.
+    if (data.meta !== undefined && !findMetaIssue(data.meta)) result.meta = data.meta;
     this.logger.warn({ leaseId: job.id, issues: detail }, 'malformed job reported as caller Result');
     this.finishing.set(String(job.id), runId);
     this.events.onResult('caller', null);
@@ -468,7 +470,11 @@ export class RolloutProcessor {
       runMs,
       finishedAt: new Date(nowMs).toISOString(),
       cost: redactSecretsDeep(costs, secrets) as CostReceipt[],
+      // What the child did (taskForRun): the gold keys were kept from the run unless the spec opted in.
+      goldVisibleToRun: spec.goldVisibleToRun === true,
     };
+    // The caller's tag, untouched, unless a job written by another client put a secret value in it.
+    if (spec.meta !== undefined) result.meta = redactSecretsDeep(spec.meta, secrets);
     this.finishing.set(spec.leaseId, spec.runId);
     this.events.onResult(result.kind, runMs);
     // Per rollout, so debug for the expected kinds: at thousands of rollouts a second an info line

@@ -67,6 +67,8 @@ export function resultView(value: unknown): unknown {
     finishedAt: value.finishedAt,
     output: shortValue(value.output, 1),
     cost: shortValue(value.cost, 1),
+    // Whether the run could read the gold it was scored against (absent from older workers' Results).
+    ...(typeof value.goldVisibleToRun === 'boolean' ? { goldVisibleToRun: value.goldVisibleToRun } : {}),
   };
 }
 

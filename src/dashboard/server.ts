@@ -12,6 +12,7 @@ import { publicText } from './public-text.js';
 import { hasLogin, isLoopbackHost, requireLogin, type DashboardAuth } from './dashboard-auth.js';
 import { summarizeJobData } from './job-data-summary.js';
 import { jobName, publicApiBody, resultView } from './result-view.js';
+import { runsRouter } from './runs-routes.js';
 
 /** Options of {@link startDashboard}. */
 export interface DashboardOptions {
@@ -101,7 +102,8 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     // api 9.10.2 only by private fields; at run time the adapter does not load the api package.
     serverAdapter: serverAdapter as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'],
     options: {
-      uiConfig: { boardTitle: 'rollout-queue', hideRedisDetails: true },
+      // The runs view (runs-routes.ts) beside bull-board's queues: a link in its header.
+      uiConfig: { boardTitle: 'rollout-queue', hideRedisDetails: true, miscLinks: [{ text: 'Runs', url: '/runs' }] },
       handlerHooks: { after: (_context, result) => ({ ...result, body: publicApiBody(result.body) as typeof result.body }) },
     },
   });
@@ -133,6 +135,21 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       }, () => undefined).finally(() => next());
     });
   }
+  // Runs (runs-routes.ts), read-only, behind the same login; their queues are looked for again
+  // as bull-board's are, at most once per REDISCOVER_MS.
+  let runsLook = 0;
+  let runsQueues: readonly string[] = names;
+  app.use(runsRouter({
+    redis: connection,
+    prefix,
+    queues: async () => {
+      if (discovering && Date.now() - runsLook >= REDISCOVER_MS) {
+        runsLook = Date.now();
+        runsQueues = await discoverQueues(connection, prefix);
+      }
+      return discovering ? runsQueues : names;
+    },
+  }));
   app.use('/', serverAdapter.getRouter());
   // Express' own final handler prints the stack (with install paths) outside production.
   app.use((_err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {

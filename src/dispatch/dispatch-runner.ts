@@ -1,4 +1,4 @@
-import { CallerError, DispatchRequestSchema, type DispatchOutput, type Rendered, type RolloutContext, type Task } from '../spec/index.js';
+import { CallerError, DispatchRequestSchema, isPlainObject, withoutKeys, type DispatchOutput, type Rendered, type RolloutContext, type Task } from '../spec/index.js';
 import { checkedConfigRecord, describeValue } from '../spec/factory-config.js';
 import type { Dispatch } from './dispatch-types.js';
 import { workerDispatchContext } from './worker-dispatch-context.js';
@@ -23,7 +23,8 @@ const FACTORY = 'dispatchRunner';
  * adapts a harness Dispatch to a rollout. The lease's `task` is the dispatch request
  * (`DispatchRequestSchema`: scenario, cellId, runAttemptId, rep, seed, …); the run builds the
  * harness ctx on the worker (see `workerDispatchContext`), calls `dispatch(task.scenario, ctx)`
- * and returns `{ artifact, files, spans }` (`DispatchOutputSchema`).
+ * with the scenario's gold keys removed (`ctx.goldKeys`: the spec's `goldKeys`, which
+ * `queueDispatch`'s and the gateway's `goldKeys` option set) and returns `{ artifact, files, spans }` (`DispatchOutputSchema`).
  * A Dispatch that throws is a `model` Result; `InfrastructureError`/`CallerError` classify as usual.
  * @throws CallerError for a bad config (not a Ref in `dispatch`, bad `maxArtifactBytes`) or a task that is not a dispatch request.
  */
@@ -44,7 +45,12 @@ export function dispatchRunner(config: unknown): (rendered: Rendered, task: Task
       throw new CallerError(`${FACTORY}: the task is not a dispatch request (${issue?.path.map(String).join('.') || '(task)'}: ${issue?.message ?? 'invalid'}); enqueue it with queueDispatch or the gateway`);
     }
     const { ctx: dispatchCtx, collected } = workerDispatchContext(parsed.data, ctx, max);
-    const artifact = await (dispatch as Dispatch)(parsed.data.scenario, dispatchCtx);
+    // The scenario is the part of the task the Dispatch sees: the gold keys the worker kept from
+    // the task (ctx.goldKeys: the spec's goldKeys, e.g. queueDispatch's) are kept from it too.
+    const { scenario } = parsed.data;
+    const goldKeys = ctx.goldKeys ?? [];
+    const shown = goldKeys.length > 0 && isPlainObject(scenario) ? withoutKeys(scenario, goldKeys) : scenario;
+    const artifact = await (dispatch as Dispatch)(shown, dispatchCtx);
     return { artifact: artifact ?? null, files: collected.files, spans: collected.spans };
   };
 }

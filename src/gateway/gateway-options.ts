@@ -35,6 +35,8 @@ export const GatewayOptionsSchema = z
     noAuth: z.boolean().default(false),
     /** Largest request body, bytes; a larger one is answered 413. Default 10 MiB, bounds 1 KiB–512 MiB. */
     maxBodyBytes: z.number().int().min(1024).max(512 * 1024 * 1024).default(DEFAULT_MAX_BODY_BYTES),
+    /** Keys of each scenario the Dispatch must not see (its gold): queueDispatch's `goldKeys`. Default none. */
+    goldKeys: z.array(z.string().min(1).max(256)).max(64).optional(),
     /** How long a delivered dispatch's answer is kept for a client's late retry, ms (queueDispatch's `keepAnswerMs`). */
     keepAnswerMs: z.number().int().min(0).max(86_400_000).optional(),
     /** pino logger. */

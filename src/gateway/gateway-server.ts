@@ -52,7 +52,7 @@ export async function startGateway(input: GatewayOptions): Promise<Gateway> {
     await rq.close();
     throw err;
   }
-  const dispatch = options.dispatch ? queueDispatch({ dispatch: options.dispatch, producer: rq, ...(options.keepAnswerMs !== undefined ? { keepAnswerMs: options.keepAnswerMs } : {}) }) : undefined;
+  const dispatch = options.dispatch ? queueDispatch({ dispatch: options.dispatch, producer: rq, ...(options.keepAnswerMs !== undefined ? { keepAnswerMs: options.keepAnswerMs } : {}), ...(options.goldKeys !== undefined ? { goldKeys: options.goldKeys } : {}) }) : undefined;
   const routes = `${dispatch ? 'POST /dispatch, ' : ''}POST /runs, GET /runs/ID, GET /runs/ID/results?after=N, POST /runs/ID/ack, POST /runs/ID/cancel`;
   const log = new RunLog(redis, queueKeys(rq.options.prefix, options.queue));
   const pumps = new Map<string, RunPump>();

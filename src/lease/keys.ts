@@ -135,6 +135,11 @@ export function bullMetaKey(prefix: string, queue: string): string {
   return `${prefix}:${queue}${BULL_META_SUFFIX}`;
 }
 
+/** BullMQ's job HASH of `jobId` (a lease id) in `queue` under `prefix` (BullMQ `src/classes/queue-keys.ts`, `toKey(jobId)`): what readers outside a `Queue` (the dashboard) read a job's Result from. */
+export function bullJobKey(prefix: string, queue: string, jobId: string): string {
+  return `${prefix}:${queue}:${jobId}`;
+}
+
 /** BullMQ's events stream of `queue` under `prefix` (BullMQ `src/classes/queue-keys.ts`): it stays once anything was added. */
 export function bullEventsKey(prefix: string, queue: string): string {
   return `${prefix}:${queue}:events`;

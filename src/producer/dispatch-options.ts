@@ -1,8 +1,11 @@
 import { z } from 'zod';
-import { RefSchema, SandboxSpecSchema, TimeoutsSchema, type Ref } from '../spec/index.js';
+import { DispatchRequestSchema, RefSchema, RolloutSpecSchema, SandboxSpecSchema, TimeoutsSchema, type Ref } from '../spec/index.js';
 import type { Logger } from '../platform/logger.js';
 import { ProducerOptionsSchema, type ProducerOptions } from './producer-options.js';
 import { RolloutQueue } from './rollout-queue.js';
+
+/** Top-level keys of a dispatch lease's task (the request's fields and `id`): never gold keys, which name scenario keys. */
+const REQUEST_FIELDS: ReadonlySet<string> = new Set(['id', ...Object.keys(DispatchRequestSchema.shape)]);
 
 /** Default of {@link QueueDispatchOptions.keepAnswerMs}: 10 minutes. */
 export const DEFAULT_KEEP_ANSWER_MS = 600_000;
@@ -29,6 +32,15 @@ export const QueueDispatchOptionsSchema = z
     timeouts: TimeoutsSchema.partial().optional(),
     /** The lease's sandbox: `env` names the worker passes to the dispatch, `memoryMb`. */
     sandbox: SandboxSpecSchema.partial().optional(),
+    /**
+     * Keys of the scenario the Dispatch must not see (its gold, e.g. `["expected"]`, which the
+     * harness scores against on the coordinator): each lease's spec lists them as `goldKeys`, and
+     * the workers remove them from the scenario before calling the Dispatch. Default none. A key
+     * of the dispatch request itself (`cellId`, `seed`…) is refused.
+     */
+    goldKeys: RolloutSpecSchema.shape.goldKeys.refine((keys) => !keys?.some((key) => REQUEST_FIELDS.has(key)), {
+      message: `goldKeys names keys of the scenario; ${[...REQUEST_FIELDS].join(', ')} are the dispatch request's own fields: name the scenario's gold key instead`,
+    }),
     /**
      * How long a delivered dispatch's answer stays in Redis so a retried call (a client whose
      * response was lost) gets the same artifact instead of a second run, ms. Everything else the
@@ -59,6 +71,8 @@ export interface CompiledQueueDispatchOptions {
   readonly queue: string;
   readonly timeouts: { readonly runMs?: number; readonly hangMs?: number };
   readonly sandbox: { readonly env?: readonly string[]; readonly memoryMb?: number };
+  /** Scenario keys kept from the Dispatch (the spec's `goldKeys`); `[]` for none. */
+  readonly goldKeys: readonly string[];
   readonly keepAnswerMs: number;
   readonly runDir: string | undefined;
   readonly logger: Logger | undefined;
@@ -87,6 +101,7 @@ export function compileQueueDispatchOptions(input: QueueDispatchOptions): Compil
     queue: producer?.options.queue ?? producerOptions.queue ?? 'rollouts',
     timeouts: value.timeouts ?? {},
     sandbox: value.sandbox ?? {},
+    goldKeys: value.goldKeys ?? [],
     keepAnswerMs: value.keepAnswerMs,
     runDir: value.runDir,
     logger: producer?.options.logger ?? producerOptions.logger,

@@ -3,6 +3,7 @@ import type { Logger } from '../platform/logger.js';
 import { withoutDefaults, type Result, type RolloutSpecInput } from '../spec/index.js';
 import type { ArtifactStorer } from './artifact-storer.js';
 import { callerResult } from './caller-result.js';
+import { withMeta } from './result-meta.js';
 import { DraftSource } from './draft-source.js';
 import { evaluationHash, type EvaluationCache } from './evaluation-cache.js';
 import type { LeaseTracker } from './lease-tracker.js';
@@ -71,7 +72,9 @@ const leaseClock = (draft: ValidDraft): { leaseId: string; scheduleToStartMs: nu
  */
 function repeatRefusal(runId: string, repeat: PreparedDraft, index: number): PreparedDraft {
   const key = repeat.leaseId.slice(runId.length + 1);
+  const meta = repeat.ok ? repeat.spec.meta : repeat.meta;
   return {
+    ...(meta !== undefined ? { meta } : {}),
     ok: false,
     leaseId: leaseIdFor(runId, `${key}#${index}`),
     taskId: repeat.taskId,
@@ -113,6 +116,8 @@ export class DraftEnqueuer {
   private pulledCount = 0;
   /** Distinct leases seen in this call (enqueued, already enqueued or refused). */
   private readonly seen = new Set<string>();
+  /** Leases of this call's drafts that the run delivered before this call (neither run nor yielded again). */
+  private deliveredBeforeCount = 0;
   /** Lease ids named by the drafts prepared in this call, so a repeat is told apart ({@link prepare}). */
   private readonly named = new Set<string>();
   /** Content hash of each evaluation lease enqueued in this call (its ok Result is cached under it). */
@@ -133,6 +138,14 @@ export class DraftEnqueuer {
   /** Number of distinct leases in the draft list, known once {@link run} returned true. */
   get distinctLeases(): number {
     return this.seen.size;
+  }
+
+  /**
+   * Leases of this call's drafts whose Result the run delivered before this call began (a run id
+   * used again): they are neither run nor yielded again, even if their drafts changed.
+   */
+  get deliveredBefore(): number {
+    return this.deliveredBeforeCount;
   }
 
   /** Drafts taken from the source so far (a finite list is all taken when this equals its length). */
@@ -274,6 +287,7 @@ export class DraftEnqueuer {
       if (this.stopped) break;
       const { leaseId } = draft;
       this.seen.add(leaseId);
+      if (flags.get(leaseId)?.delivered) this.deliveredBeforeCount++;
       if (!draft.ok) {
         // A refused draft of a resumed run was answered before: never yield it twice.
         if (flags.get(leaseId)?.delivered) continue;
@@ -281,7 +295,7 @@ export class DraftEnqueuer {
         fresh = [];
         if (this.stopped) break;
         logger.warn({ runId, leaseId, type: draft.error.type }, `draft refused, not enqueued: ${draft.error.message}`);
-        this.deps.onRefused(callerResult(leaseId, runId, draft.taskId, draft.error.type, draft.error.message));
+        this.deps.onRefused(withMeta(callerResult(leaseId, runId, draft.taskId, draft.error.type, draft.error.message), draft.meta));
       } else if (flags.get(leaseId)?.enqueued) {
         already++;
         logger.debug({ runId, leaseId }, 'lease already enqueued (resumed run): not added again');
@@ -301,7 +315,7 @@ export class DraftEnqueuer {
   private async answerCached(fresh: Positioned<ValidDraft>[], flags: ReadonlyMap<string, { readonly delivered: boolean }>): Promise<Positioned<ValidDraft>[]> {
     const { evaluations, onCached, runId } = this.deps;
     if (!evaluations || !onCached) return fresh;
-    const evals = fresh.filter(({ draft }) => draft.spec.class === 'evaluation').map(({ draft }) => ({ leaseId: draft.leaseId, taskId: draft.taskId, runId, hash: evaluationHash(draft.spec) }));
+    const evals = fresh.filter(({ draft }) => draft.spec.class === 'evaluation').map(({ draft }) => ({ leaseId: draft.leaseId, taskId: draft.taskId, runId, hash: evaluationHash(draft.spec), meta: draft.spec.meta }));
     if (evals.length === 0) return fresh;
     const hits = await evaluations.lookup(evals, new Date().toISOString());
     for (const { leaseId, hash } of evals) if (!hits.has(leaseId)) this.evalHashes.set(leaseId, hash);
@@ -384,6 +398,11 @@ export class DraftEnqueuer {
   /** True while this enqueuer keeps the draft of `leaseId` (it added it; its Result is not in). */
   keeps(leaseId: string): boolean {
     return this.kept.has(leaseId);
+  }
+
+  /** The `meta` of a kept lease's draft (undefined when it has none or is not kept): for a Result the producer writes. */
+  metaOf(leaseId: string): unknown {
+    return this.kept.get(leaseId)?.draft.spec.meta;
   }
 
   /** The Result of `leaseId` is in: its draft is no longer kept. */

@@ -4,6 +4,7 @@
  */
 export { RolloutQueue } from './rollout-queue.js';
 export type { CoordinatorOptions, MapRolloutsOptions, QueueStatus, RolloutQueueState } from './rollout-queue.js';
+export type { RunReuse } from './run-reuse.js';
 export { ResultDeliveredError, RunStoppedError, stoppedAtText } from './run-stopped-error.js';
 export { RunBusyError, CoordinatorLeaseLostError, COORDINATOR_LEASE_MS, LEASE_LOST_WAIT_MS } from './coordinator-lease.js';
 export { AbortError } from './abort-error.js';

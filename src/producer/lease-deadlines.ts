@@ -5,6 +5,7 @@ import type { QueueKeys } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import { ResultSchema, type Result } from '../spec/index.js';
 import { producerResult } from './producer-result.js';
+import { metaOfJobData, withMeta } from './result-meta.js';
 import { leaseBullKey, type BullKeys } from './read-job-outcomes.js';
 import { taskKeyOf } from './result-from-job.js';
 import { redisNowMs } from './run-retention.js';
@@ -171,7 +172,9 @@ export class LeaseDeadlines {
 
   private async decide(leaseId: string, type: string, message: string, nowMs: number, ended: Ended): Promise<Result | undefined> {
     const { redis, keys, runId, queue } = this.deps;
-    const result = { ...producerResult('infrastructure', leaseId, runId, taskKeyOf(leaseId, runId), type, message), finishedAt: new Date(nowMs).toISOString() };
+    // The draft's meta from the job's data: the verdict is stored, and another coordinator may deliver it.
+    const meta = metaOfJobData(await redis.hget(leaseBullKey(queue, leaseId), 'data'));
+    const result = withMeta({ ...producerResult('infrastructure', leaseId, runId, taskKeyOf(leaseId, runId), type, message), finishedAt: new Date(nowMs).toISOString() }, meta);
     const json = JSON.stringify(result);
     const outcome = await VERDICT.run(redis, [leaseBullKey(queue, leaseId, 'completed'), leaseBullKey(queue, leaseId, 'failed'), keys.runVerdicts(runId)], [leaseId, json]);
     if (outcome === 0) return undefined;

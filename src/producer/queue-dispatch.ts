@@ -182,6 +182,7 @@ class QueueDispatcher {
       placement: labels,
       ...(Object.keys(options.timeouts).length > 0 ? { timeouts: options.timeouts } : {}),
       ...(Object.keys(options.sandbox).length > 0 ? { sandbox: options.sandbox } : {}),
+      ...(options.goldKeys.length > 0 ? { goldKeys: [...options.goldKeys] } : {}),
     } as RolloutDraft;
     let result: Result;
     try {

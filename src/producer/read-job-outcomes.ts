@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../lease/index.js';
+import { metaOfJobData } from './result-meta.js';
 
 /** Where one lease's BullMQ job stands, as far as delivering its Result is concerned. */
 export type JobOutcome =
@@ -21,6 +22,8 @@ export type JobOutcome =
       readonly processedBy: string | null;
       /** `task.id` of the stored spec, when it has one. */
       readonly taskId: string | null;
+      /** `meta` of the stored spec, when it has one. */
+      readonly meta?: unknown;
     };
 
 /** BullMQ's own key builder (a `Queue` has it): `toKey(jobId)` is the job hash, `toKey('completed')` the set. */
@@ -70,8 +73,8 @@ type Row = [Error | null, unknown][];
  * Reads the outcome of many leases' jobs in batches: one MULTI per {@link OUTCOME_BATCH}
  * leases (the job hash fields plus membership of BullMQ's `completed` and `failed` sets, read
  * atomically so a job finishing mid-read is never seen half done), all batches pipelined
- * together. Failed jobs need a second, small round trip (their spec's task id and the worker's
- * re-dispatch count). The Result of a completed job is its `returnvalue`; BullMQ keeps it in
+ * together. Failed jobs need a second, small round trip (their spec's task id and meta, and the
+ * worker's re-dispatch count). The Result of a completed job is its `returnvalue`; BullMQ keeps it in
  * the job hash because we never set removeOnComplete.
  */
 export async function readJobOutcomes(
@@ -117,7 +120,9 @@ export async function readJobOutcomes(
   const extra = ((await pipe.exec()) ?? []) as Row;
   failed.forEach(({ leaseId, fields }, i) => {
     const [, , failedReason, ats, stc, processedOn, finishedOn, pb] = fields;
+    const meta = metaOfJobData(extra[i * 2]?.[1] as string | null);
     outcomes.set(leaseId, {
+      ...(meta !== undefined ? { meta } : {}),
       state: 'failed',
       failedReason: failedReason ?? '',
       attemptsStarted: num(ats) ?? 0,

@@ -1,6 +1,7 @@
 import { parseResult, type Result } from '../spec/index.js';
 import { producerResult } from './producer-result.js';
 import type { JobOutcome } from './read-job-outcomes.js';
+import { withMeta } from './result-meta.js';
 
 /**
  * BullMQ's failedReason when a job stalled more often than `maxStalledCount` allows
@@ -58,7 +59,7 @@ export function resultFromFailedJob(leaseId: string, runId: string, outcome: Fai
     : outcome.failedReason || 'BullMQ failed the job without a reason';
   const result = plane(leaseId, runId, outcome.taskId ?? taskKeyOf(leaseId, runId), stalled ? 'WorkerLost' : 'WorkerError', message);
   const started = outcome.processedOn;
-  return {
+  return withMeta({
     ...result,
     attempts: outcome.attemptsStarted,
     // BullMQ fails a job on the stall that takes `stc` past maxStalledCount (= the worker's
@@ -71,11 +72,19 @@ export function resultFromFailedJob(leaseId: string, runId: string, outcome: Fai
     queuedMs: null,
     runMs: !stalled && started !== null && outcome.finishedOn !== null ? Math.max(0, outcome.finishedOn - started) : null,
     finishedAt: nowMs !== undefined ? new Date(nowMs).toISOString() : result.finishedAt,
-  };
+  }, outcome.meta);
 }
 
-/** The Result of a lease whose job vanished while its run was still running (nothing else will ever answer it). */
-export function resultForMissingJob(leaseId: string, runId: string, queue: string): Result {
+/**
+ * The Result of a lease whose job vanished while its run was still running (nothing else will
+ * ever answer it), with the draft's `meta` when the coordinator still holds it (the job that
+ * stored it is gone).
+ */
+export function resultForMissingJob(leaseId: string, runId: string, queue: string, meta?: unknown): Result {
+  return withMeta(missingJob(leaseId, runId, queue), meta);
+}
+
+function missingJob(leaseId: string, runId: string, queue: string): Result {
   return plane(leaseId, runId, taskKeyOf(leaseId, runId), 'JobMissing',
     `the job of lease ${leaseId} is gone from queue "${queue}" before its Result was delivered ` +
       '(removed by hand, by obliterate/clean, by removeOnComplete/removeOnFail on a worker, or lost by a Redis that restarted without persistence: ' +

@@ -1,4 +1,4 @@
-import { isPlainObject, parseRolloutSpec, type ErrorInfo, type RolloutSpec, type RolloutSpecInput } from '../spec/index.js';
+import { findMetaIssue, isPlainObject, parseRolloutSpec, type ErrorInfo, type RolloutSpec, type RolloutSpecInput } from '../spec/index.js';
 import { leaseIdFor } from '../lease/index.js';
 import { specIssueText } from './spec-issue-text.js';
 import { SecretScan } from './find-leaked-secret.js';
@@ -29,10 +29,13 @@ export interface DraftContext {
   readonly secrets?: SecretScan;
 }
 
-/** A draft turned into a valid spec, or refused with a caller error (never enqueued). */
+/**
+ * A draft turned into a valid spec, or refused with a caller error (never enqueued); a refusal
+ * keeps the draft's `meta` when that is valid, for its `caller` Result.
+ */
 export type PreparedDraft =
   | { readonly ok: true; readonly leaseId: string; readonly taskId: string; readonly spec: RolloutSpec; readonly bytes: number }
-  | { readonly ok: false; readonly leaseId: string; readonly taskId: string; readonly error: ErrorInfo };
+  | { readonly ok: false; readonly leaseId: string; readonly taskId: string; readonly error: ErrorInfo; readonly meta?: unknown };
 
 function pathText(path: readonly PropertyKey[]): string {
   let text = '';
@@ -112,6 +115,15 @@ export function refuseRepeatedLeases(runId: string, drafts: readonly unknown[]):
  * field path and the fix, never a field's value (values may be secrets).
  */
 export function prepareDraft(draft: unknown, ctx: DraftContext): PreparedDraft {
+  const prepared = prepareValid(draft, ctx);
+  // Never for SecretInSpec: the secret value may sit in the meta itself.
+  if (prepared.ok || prepared.error.type === 'SecretInSpec' || !isPlainObject(draft) || draft.meta === undefined || findMetaIssue(draft.meta)) return prepared;
+  // The refusal's caller Result still carries the caller's tag, so it is matched like any other.
+  return { ...prepared, meta: draft.meta };
+}
+
+/** {@link prepareDraft} without the refusal's meta. */
+function prepareValid(draft: unknown, ctx: DraftContext): PreparedDraft {
   const fallbackKey = String(ctx.index);
   const { record, wanted, taskId } = keyOf(draft, ctx.index);
 

@@ -16,6 +16,7 @@ import { purgeOlderThan, purgeRun, RunActiveError, type PurgeOlderOutcome, type 
 import { COORDINATOR_LEASE_MS, leaseHolder } from './coordinator-lease.js';
 import { PRUNE_EVERY_RUNS, pruneRunList } from './run-list-pruner.js';
 import { RunSession, type SessionPlan } from './run-session.js';
+import type { RunReuse } from './run-reuse.js';
 import { ResultDeliveredError } from './run-stopped-error.js';
 import { PlacementQueues, type PlacementStatus } from './placement-queues.js';
 import { RunStore } from './run-store.js';
@@ -44,10 +45,18 @@ export interface MapRolloutsOptions {
   readonly coordinatorNote?: string;
   /** See {@link CoordinatorOptions.checkPreviousNote}. */
   readonly checkPreviousNote?: (previous: string | null) => void | Promise<void>;
+  /**
+   * Called once, after every draft was read, when some drafts name leases this run id delivered
+   * before this call (a run id used again): those drafts are neither run nor yielded again, even
+   * if changed; `reuse.nothingNew` says the call yields no Result at all. A warning says the same
+   * either way. Throwing from it ends the iteration with that error (new leases of the call may
+   * be enqueued already: the run stays resumable). See {@link RunReuse} for the ways out.
+   */
+  readonly onDeliveredBefore?: (reuse: RunReuse) => void;
 }
 
 /** The names of {@link MapRolloutsOptions}, {@link CoordinatorOptions} and `rollout`'s options, checked at run time. */
-const MAP_ROLLOUTS_OPTIONS = ['runId', 'signal', 'runAttemptId', 'specCount', 'sourceFingerprint', 'coordinatorNote', 'checkPreviousNote'] as const satisfies readonly (keyof MapRolloutsOptions)[];
+const MAP_ROLLOUTS_OPTIONS = ['runId', 'signal', 'runAttemptId', 'specCount', 'sourceFingerprint', 'coordinatorNote', 'checkPreviousNote', 'onDeliveredBefore'] as const satisfies readonly (keyof MapRolloutsOptions)[];
 const COORDINATOR_OPTIONS = ['signal', 'coordinatorNote', 'checkPreviousNote'] as const satisfies readonly (keyof CoordinatorOptions)[];
 const ROLLOUT_OPTIONS = ['runId', 'signal'] as const;
 
@@ -227,7 +236,9 @@ export class RolloutQueue {
     if (fingerprint !== undefined && (typeof fingerprint !== 'string' || fingerprint.length === 0 || fingerprint.length > MAX_ID_LENGTH)) {
       throw new TypeError(`mapRollouts option sourceFingerprint must be a string of 1 to ${MAX_ID_LENGTH} characters (a hash of the inputs); omit it to store none`);
     }
-    return this.session({ runId, drafts, signal: options.signal, runAttemptId: options.runAttemptId ?? randomUUID(), specCount, ...(fingerprint !== undefined ? { sourceFingerprint: fingerprint } : {}), ...noteOf(options), stopOnCaller: this.options.stopOnCaller });
+    const onDeliveredBefore = options.onDeliveredBefore as unknown;
+    if (onDeliveredBefore !== undefined && typeof onDeliveredBefore !== 'function') throw new TypeError('mapRollouts option onDeliveredBefore must be a function (reuse) => void; omit it to be told by the warning only');
+    return this.session({ runId, drafts, signal: options.signal, runAttemptId: options.runAttemptId ?? randomUUID(), specCount, ...(fingerprint !== undefined ? { sourceFingerprint: fingerprint } : {}), ...noteOf(options), stopOnCaller: this.options.stopOnCaller, onDeliveredBefore: options.onDeliveredBefore });
   }
 
   /**

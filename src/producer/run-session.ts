@@ -19,6 +19,7 @@ import { RunReconciler } from './run-reconciler.js';
 import { applyRetention, persistRun, redisNowMs } from './run-retention.js';
 import { RunNotFoundError } from './run-not-found-error.js';
 import { RunStoppedError } from './run-stopped-error.js';
+import { runReuseText, type RunReuse } from './run-reuse.js';
 import type { OpenedRun, RunCreation, RunHead, RunStore } from './run-store.js';
 
 /**
@@ -74,6 +75,8 @@ export interface SessionPlan {
   readonly coordinatorNote?: string;
   /** `CoordinatorOptions.checkPreviousNote`: may refuse the run (throwing) before anything is stored or delivered. */
   readonly checkPreviousNote?: ((previous: string | null) => void | Promise<void>) | undefined;
+  /** `MapRolloutsOptions.onDeliveredBefore`: told of drafts whose leases the run delivered before. */
+  readonly onDeliveredBefore?: ((reuse: RunReuse) => void) | undefined;
   readonly stopOnCaller: boolean;
 }
 
@@ -287,8 +290,8 @@ export class RunSession {
         // Finish what a coordinator killed mid-stop left: no waiting job of a stopped run may start.
         for (const leaseId of await removeWaitingJobs(this.deps.redis, this.deps.queue, this.runId)) this.tracker.forget(leaseId);
       } else if (head.status === 'completed' && drafts) {
-        // Fresh-user report (helper-30): a finished runId used again yielded nothing, without a word.
-        logger.warn({ runId: this.runId }, 'this run id completed earlier: a draft whose lease it delivered then is neither run nor yielded again, even if changed; only drafts of new leases run (a new runId runs them all)');
+        // Drafts of leases it delivered are counted and told once every draft is read (tellReuse).
+        logger.info({ runId: this.runId }, 'this run id completed earlier: only drafts of new leases run (a new runId runs them all)');
         // Running again inside its retention window: its records must not expire mid-run.
         const reopened = opened.created ? opened.created.reopened : await store.setStatus(this.runId, 'running', ['completed']);
         if (reopened) await persistRun(this.deps.redis, this.deps.keys, this.runId);
@@ -307,12 +310,28 @@ export class RunSession {
       const stored = created?.specCount;
       if (exhausted && enqueuer.prepared) this.finalSpecCount = enqueuer.distinctLeases;
       if (exhausted && enqueuer.prepared && !this.abandoned && stored !== enqueuer.distinctLeases) await store.setSpecCount(this.runId, enqueuer.distinctLeases);
+      if (exhausted && enqueuer.deliveredBefore > 0 && !this.abandoned) this.tellReuse(enqueuer);
       this.enqueueDone ||= exhausted;
       this.tracker.notify();
     }).catch((err: Error) => {
       if (!this.abandoned) this.failure ??= new Error(`run "${this.runId}": enqueuing failed: ${err.message}; the run is resumable: call mapRollouts again with the same runId`, { cause: err });
       this.tracker.notify();
     });
+  }
+
+  /**
+   * Drafts of this call named leases the run delivered before (a run id used again): a warning
+   * and the plan's `onDeliveredBefore` say how many (no silent empties). An error that callback
+   * throws ends the iteration with that error.
+   */
+  private tellReuse(enqueuer: DraftEnqueuer): void {
+    const reuse: RunReuse = { runId: this.runId, deliveredBefore: enqueuer.deliveredBefore, leases: enqueuer.distinctLeases, nothingNew: enqueuer.deliveredBefore >= enqueuer.distinctLeases };
+    this.deps.logger.warn({ runId: this.runId, deliveredBefore: reuse.deliveredBefore, leases: reuse.leases }, runReuseText(reuse));
+    try {
+      this.plan.onDeliveredBefore?.(reuse);
+    } catch (err) {
+      this.failure ??= err instanceof Error ? err : new Error(String(err));
+    }
   }
 
   /** The enqueuer of this session's drafts; `prepareRun` makes (or finds) the run record. */
@@ -431,7 +450,7 @@ export class RunSession {
       // job is added again from its kept draft rather than ended (readdLostJobs; the record is
       // made again on the way, by noticeHead or by the add's own record write).
       else if ((!head || this.recordRestored) && this.enqueuer?.keeps(leaseId)) this.readdLostJobs();
-      else this.accept(resultForMissingJob(leaseId, this.runId, this.deps.keys.queue));
+      else this.accept(resultForMissingJob(leaseId, this.runId, this.deps.keys.queue, this.enqueuer?.metaOf(leaseId)));
     }
   }
 

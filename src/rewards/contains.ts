@@ -1,4 +1,6 @@
 import { CallerError } from '../spec/errors.js';
+import { withGoldKeys } from '../spec/gold-keys.js';
+import type { Task } from '../spec/rollout-spec.js';
 import { answerText } from './answer-text.js';
 import { configRecord, optionalBoolean, optionalString } from './config-check.js';
 import { DEFAULT_GOLD_KEY } from './gold-key.js';
@@ -27,12 +29,13 @@ export function contains(options: ContainsOptions = {}): BuiltinRewardFn {
   const config = configRecord(FACTORY, options, ['goldKey', 'caseSensitive']);
   const goldKey = optionalString(FACTORY, config, 'goldKey', DEFAULT_GOLD_KEY, DEFAULT_GOLD_KEY);
   const caseSensitive = optionalBoolean(FACTORY, config, 'caseSensitive', false);
-  return (task, output) => {
+  // Declared, so the worker keeps task[goldKey] from the run (docs/runners-and-rewards.md "The gold").
+  return withGoldKeys((task: Task, output: unknown) => {
     const gold = String(readGold(FACTORY, task, goldKey));
     if (gold.trim().length === 0) {
       throw new CallerError(`${FACTORY}: task.${goldKey} is empty; every output contains "", so the reward would be 1 for anything. Give the text to look for`);
     }
     const text = answerText(output);
     return (caseSensitive ? text.includes(gold) : text.toLowerCase().includes(gold.toLowerCase())) ? 1 : 0;
-  };
+  }, goldKey);
 }

@@ -1,3 +1,5 @@
+import { withGoldKeys } from '../spec/gold-keys.js';
+import type { Task } from '../spec/rollout-spec.js';
 import { answerText } from './answer-text.js';
 import { configRecord, optionalBoolean, optionalString } from './config-check.js';
 import { DEFAULT_GOLD_KEY } from './gold-key.js';
@@ -33,8 +35,9 @@ export function exactMatch(options: ExactMatchOptions = {}): BuiltinRewardFn {
     const trimmed = trim ? text.trim() : text;
     return caseSensitive ? trimmed : trimmed.toLowerCase();
   };
-  return (task, output) => {
+  // Declared, so the worker keeps task[goldKey] from the run (docs/runners-and-rewards.md "The gold").
+  return withGoldKeys((task: Task, output: unknown) => {
     const gold = String(readGold(FACTORY, task, goldKey));
     return canonical(answerText(output)) === canonical(gold) ? 1 : 0;
-  };
+  }, goldKey);
 }

@@ -1,4 +1,6 @@
 import { CallerError } from '../spec/errors.js';
+import { withGoldKeys } from '../spec/gold-keys.js';
+import type { Task } from '../spec/rollout-spec.js';
 import { answerText } from './answer-text.js';
 import type { BuiltinRewardFn } from './builtin-reward-fn.js';
 import { configRecord, describeValue, optionalString } from './config-check.js';
@@ -38,7 +40,8 @@ export function lastNumber(options: LastNumberOptions = {}): BuiltinRewardFn {
   if (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance < 0 || tolerance >= 1) {
     throw new CallerError(`${FACTORY}: config.tolerance must be a number from 0 (exact) up to but not including 1, got ${describeValue(tolerance)}; omit it for the default 1e-9`);
   }
-  return (task, output) => {
+  // Declared, so the worker keeps task[goldKey] from the run (docs/runners-and-rewards.md "The gold").
+  return withGoldKeys((task: Task, output: unknown) => {
     const goldValue = readGold(FACTORY, task, goldKey);
     const gold = typeof goldValue === 'number' ? goldValue : typeof goldValue === 'string' ? parseNumber(goldValue) : undefined;
     if (gold === undefined) {
@@ -47,5 +50,5 @@ export function lastNumber(options: LastNumberOptions = {}): BuiltinRewardFn {
     const got = findLastNumber(answerText(output));
     if (got === undefined) return 0;
     return Math.abs(got - gold) <= tolerance * Math.max(1, Math.abs(gold)) ? 1 : 0;
-  };
+  }, goldKey);
 }

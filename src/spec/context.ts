@@ -1,4 +1,5 @@
 import type { CostReceipt } from './result.js';
+import type { GoldKeysDeclaration } from './gold-keys.js';
 import type { Rendered, Task } from './rollout-spec.js';
 
 /** Structured logger handed to rollout code (a pino child logger on the worker). */
@@ -38,6 +39,14 @@ export interface RolloutContext {
   readonly memoryMb: number;
   readonly log: RolloutLogger;
   /**
+   * The task keys the worker removed from the task `run` received, as the reward's gold (the
+   * reward's declared keys and the spec's `goldKeys`); `[]` when the spec set
+   * `goldVisibleToRun` or no key was declared. A run that hands a part of its task on to other
+   * code removes these keys from that part too (`dispatchRunner` does so from the scenario it
+   * gives its Dispatch). The reward receives the whole task whatever this says.
+   */
+  readonly goldKeys: readonly string[];
+  /**
    * Records a receipt for paid work; it reaches the coordinator with the Result, also when the
    * rollout then fails. The returned promise resolves once the worker has stored it in Redis
    * (per lease, first write per `id` wins), so a receipt awaited before a crash of the child or
@@ -52,5 +61,9 @@ export interface RolloutContext {
 /** A run function: `run(rendered, task, ctx) → output` (JSON data), sync or async. */
 export type RunFn = (rendered: Rendered, task: Task, ctx: RolloutContext) => unknown;
 
-/** A reward function: `reward(task, output, ctx) → number` (finite, inside the spec's rewardRange). */
-export type RewardFn = (task: Task, output: unknown, ctx: RolloutContext) => number | Promise<number>;
+/**
+ * A reward function: `reward(task, output, ctx) → number` (finite, inside the spec's rewardRange).
+ * It may declare the task keys it scores against as `goldKeys` ({@link GoldKeysDeclaration}):
+ * the worker then keeps them from the run.
+ */
+export type RewardFn = ((task: Task, output: unknown, ctx: RolloutContext) => number | Promise<number>) & GoldKeysDeclaration;

@@ -70,6 +70,16 @@ export const ResultSchema = z
       .boolean()
       .optional()
       .describe('true when an evaluation was answered from the evaluation cache (same rendered, task, run and reward as an earlier ok evaluation): no worker ran it, no cost. Absent otherwise.'),
+    goldVisibleToRun: z
+      .boolean()
+      .optional()
+      .describe(
+        "Whether the run could see the task's gold. false: the worker removed every gold key (the reward's declared keys and the spec's goldKeys) from the task the run received; true: the spec set goldVisibleToRun and the run received the whole task. Absent on a Result no worker wrote (a refused draft, a lease the coordinator ended) and from workers older than this field.",
+      ),
+    meta: z
+      .unknown()
+      .optional()
+      .describe("The draft's own meta, untouched (the caller's tag of the candidate); absent when the draft had none, or for a JobMissing Result delivered by a coordinator that did not enqueue the lease."),
   })
   .strict()
   .meta({ id: 'Result' });
@@ -98,8 +108,10 @@ function resultAsWritten(value: unknown): Result | undefined {
   if (value === null || typeof value !== 'object' || Array.isArray(value) || Object.getPrototypeOf(value) !== Object.prototype) return undefined;
   const r = value as Record<string, unknown>;
   const keys = Object.keys(r);
-  const cached = r.cached;
-  if (keys.length !== (cached === undefined ? 14 : 15) || (cached !== undefined && typeof cached !== 'boolean')) return undefined;
+  const { cached, goldVisibleToRun } = r;
+  const hasMeta = 'meta' in r;
+  if (keys.length !== 14 + (cached === undefined ? 0 : 1) + (goldVisibleToRun === undefined ? 0 : 1) + (hasMeta ? 1 : 0)) return undefined;
+  if ((cached !== undefined && typeof cached !== 'boolean') || (goldVisibleToRun !== undefined && typeof goldVisibleToRun !== 'boolean')) return undefined;
   const { leaseId, runId, taskId, kind, reward, error, attempts, redispatched, worker, queuedMs, runMs, finishedAt, cost } = r;
   if (typeof leaseId !== 'string' || typeof runId !== 'string' || typeof taskId !== 'string' || typeof finishedAt !== 'string') return undefined;
   if (!RESULT_KINDS.has(kind) || !('output' in r) || !isCount(attempts) || !isCount(redispatched) || !isSpan(queuedMs) || !isSpan(runMs)) return undefined;
@@ -118,6 +130,8 @@ function resultAsWritten(value: unknown): Result | undefined {
     queuedMs: queuedMs as number | null, runMs: runMs as number | null, finishedAt, cost: [],
   };
   if (cached !== undefined) result.cached = cached as boolean;
+  if (goldVisibleToRun !== undefined) result.goldVisibleToRun = goldVisibleToRun as boolean;
+  if (hasMeta) result.meta = r.meta;
   return result;
 }
 
@@ -157,6 +171,20 @@ export interface Result {
   cost: CostReceipt[];
   /** true when an evaluation was answered from the evaluation cache (no worker ran it, no cost); absent otherwise. */
   cached?: boolean | undefined;
+  /**
+   * Whether the run could see the task's gold: `false` when the worker removed every gold key
+   * (the reward's declared keys and the spec's `goldKeys`) from the task the run received, `true`
+   * when the spec set `goldVisibleToRun`. Absent on a Result no worker wrote (a refused draft, a
+   * lease the coordinator ended) and from workers older than this field.
+   */
+  goldVisibleToRun?: boolean | undefined;
+  /**
+   * The draft's `meta`, untouched: the caller's tag of the candidate behind this Result (match
+   * Results to candidates by it, never by parsing `leaseId`). Absent when the draft had none, and
+   * on a `JobMissing` Result delivered by a coordinator that did not enqueue the lease (the job
+   * that held it is gone).
+   */
+  meta?: unknown;
 }
 
 // Fails to compile when Result and ResultSchema drift apart.
@@ -167,5 +195,5 @@ void resultMatchesSchema;
 /** The fields of a Result written to a results JSONL file, in order. */
 export const RESULT_LINE_FIELDS = [
   'leaseId', 'runId', 'taskId', 'kind', 'reward', 'output', 'error',
-  'attempts', 'redispatched', 'worker', 'queuedMs', 'runMs', 'finishedAt', 'cost', 'cached',
+  'attempts', 'redispatched', 'worker', 'queuedMs', 'runMs', 'finishedAt', 'cost', 'cached', 'goldVisibleToRun', 'meta',
 ] as const satisfies readonly (keyof Result)[];

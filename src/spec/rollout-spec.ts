@@ -5,6 +5,7 @@ import { isLeaseId, isRunId, LeaseIdSchema, RunIdSchema } from './ids.js';
 import { RefSchema } from './ref-schema.js';
 import { findRefIssue } from './ref-target.js';
 import { describeValue } from './factory-config.js';
+import { findMetaIssue, MetaSchema } from './meta.js';
 
 /** Name of an environment variable: what `sandbox.env` lists, never its value. */
 export const EnvNameSchema = z
@@ -193,6 +194,20 @@ export const RolloutSpecSchema = z
       .default([0, 1])
       .refine(([lo, hi]) => Number.isFinite(lo) && Number.isFinite(hi) && lo <= hi, 'rewardRange must be [min, max] with finite min <= max')
       .describe('A reward outside [min, max] is a caller error.'),
+    goldKeys: z
+      .array(z.string().min(1, 'goldKeys lists task keys like "answer"; an empty string names no key').max(256))
+      .max(64)
+      .optional()
+      .describe(
+        "Task keys private to the reward (its gold), besides those the reward declares (a built-in reward's goldKey, goldKey/gold_key/goldKeys/gold_keys in any config of its Ref, the resolved reward function's goldKeys): the worker removes them all from the task the run receives; the reward receives the whole task.",
+      ),
+    goldVisibleToRun: z
+      .boolean()
+      .optional()
+      .describe(
+        'true hands the run the whole task, gold included (default false: the gold keys are removed). Only for a trusted run that needs them, never for a model-written program; every Result of the lease records it as goldVisibleToRun.',
+      ),
+    meta: MetaSchema.optional(),
   })
   .strict()
   .superRefine((spec, ctx) => {
@@ -289,11 +304,11 @@ export function parseRolloutSpec(raw: unknown): z.ZodSafeParseResult<RolloutSpec
 
 /**
  * Fields checked on each spec (`rendered`, `runId` and `runAttemptId` only when strings): those
- * that differ from spec to spec of a run, and the run's ids, which differ from run to run while
+ * that differ from spec to spec of a run (`meta`, a candidate's tag, among them), and the run's ids, which differ from run to run while
  * the rest repeats (each `rollout()` call is a run of its own). The others (run, reward, sandbox,
  * timeouts…) are parsed by zod once per distinct value ({@link parseByTemplate}).
  */
-const PER_SPEC_FIELDS: ReadonlySet<string> = new Set(['leaseId', 'runId', 'runAttemptId', 'task', 'rendered']);
+const PER_SPEC_FIELDS: ReadonlySet<string> = new Set(['leaseId', 'runId', 'runAttemptId', 'task', 'rendered', 'meta']);
 
 const SPEC_FIELDS: ReadonlySet<string> = new Set(Object.keys(RolloutSpecSchema.shape));
 
@@ -321,7 +336,7 @@ const templates = new Map<string, Template | null>();
 let lastTemplate: Template | undefined;
 
 /** True when `field` of `record` is checked on each spec rather than part of the template. */
-const perSpec = (field: string, record: Record<string, unknown>): boolean => PER_SPEC_FIELDS.has(field) && (field === 'leaseId' || field === 'task' || typeof record[field] === 'string');
+const perSpec = (field: string, record: Record<string, unknown>): boolean => PER_SPEC_FIELDS.has(field) && (field === 'leaseId' || field === 'task' || field === 'meta' || typeof record[field] === 'string');
 
 /**
  * The spec `RolloutSpecSchema` would parse from `record`, for the common case, at a fraction
@@ -366,6 +381,8 @@ function buildTemplate(record: Record<string, unknown>, fields: readonly string[
   for (const field of fields) input[field] = record[field];
   input.task = {};
   if (typeof input.rendered === 'string') input.rendered = '';
+  // Each spec's own meta (a candidate's tag) is checked per spec: a template per tag would parse every spec.
+  if ('meta' in input) input.meta = null;
   // Valid placeholders for the per-spec ids (checked on each spec): the parse fails only for the repeated fields.
   if (typeof input.runId === 'string') input.runId = 'r';
   if (typeof input.runAttemptId === 'string') input.runAttemptId = 'a';
@@ -409,6 +426,10 @@ function fromTemplate(template: Template, record: Record<string, unknown>): Roll
   spec.runAttemptId = runAttemptId;
   spec.task = parsedTask;
   if (typeof rendered === 'string') spec.rendered = rendered;
+  if ('meta' in record) {
+    if (findMetaIssue(record.meta)) return undefined;
+    spec.meta = copyJson(record.meta);
+  }
   return spec;
 }
 

@@ -1,15 +1,16 @@
 import { spawnSync } from 'node:child_process';
+import { missingToolMessage } from './system-tool.js';
 
 /**
  * Runs `promtool check metrics` (Prometheus' own linter, Debian package `prometheus`, installed
- * by .ci/run) on a scrape; returns its exit status and what it printed.
+ * by scripts/install-system-deps.sh) on a scrape; returns its exit status and what it printed.
  * @throws Error saying how to install promtool when it is not on PATH (a missing tool must fail
  *   the test, never skip it).
  */
 export function promtoolCheck(scrape: string): { status: number | null; output: string } {
   const result = spawnSync('promtool', ['check', 'metrics'], { input: scrape, encoding: 'utf8' });
   if (result.error && (result.error as NodeJS.ErrnoException).code === 'ENOENT') {
-    throw new Error('promtool is not on PATH: apt-get install -y prometheus (see .ci/run)');
+    throw new Error(missingToolMessage('promtool', 'prometheus'));
   }
   return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }

@@ -1,5 +1,6 @@
 import { isLoopbackHost, startGateway, type Gateway } from '../../gateway/index.js';
 import { createLogger } from '../../platform/logger.js';
+import { cliLogDestination } from '../log-lines.js';
 import { buildRef, parseConfigOption } from '../build-drafts.js';
 import { cliEnvironment } from '../environment.js';
 import { CliError, EXIT, UsageError, type ExitCode } from '../errors.js';
@@ -44,7 +45,8 @@ export async function gatewayAction(options: GatewayCommandOptions): Promise<Exi
       noAuth,
       ...(authToken !== undefined ? { authToken } : {}),
       ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
-      logger: createLogger({ component: 'gateway' }),
+      ...(options.goldKey !== undefined ? { goldKeys: options.goldKey } : {}),
+      logger: createLogger({ component: 'gateway' }, cliLogDestination('service')),
     });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;

@@ -4,8 +4,10 @@ import { checkDrafts, checkSpecBytes, specsFingerprint } from '../check-drafts.j
 import { checkBuiltinRewardGold } from '../check-gold.js';
 import { cliEnvironment } from '../environment.js';
 import type { ExitCode } from '../errors.js';
+import { MSG } from '../messages.js';
 import { executeInterruptibleRun, metricsOf } from '../execute-interruptible-run.js';
 import { generateRunId } from '../run-id.js';
+import { LineProblems } from '../line-problems.js';
 import { readTasksFile } from '../tasks-file.js';
 import { DEFAULT_MEMORY_MB } from '../../spec/index.js';
 import { DEFAULT_MAX_SPEC_BYTES } from '../../producer/index.js';
@@ -18,13 +20,15 @@ import type { RunCommandOptions } from '../commands/run.js';
  */
 export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
   const env = cliEnvironment();
-  const tasks = await readTasksFile(options.tasks);
+  // Every bad task line, of every check below, is reported in one go before anything is enqueued.
+  const problems = new LineProblems(options.tasks);
+  const tasks = await readTasksFile(options.tasks, { problems });
   const artifact = await loadArtifact(options.artifact);
   const run = withDefaultEntrypoint(buildRef('--run', options.run, parseConfigOption('--run-config', options.runConfig)), artifact.entrypoint);
   checkBuiltinRun(run, artifact.rendered, options.memoryMb ?? DEFAULT_MEMORY_MB);
   const reward = buildRef('--reward', options.reward, parseConfigOption('--reward-config', options.rewardConfig));
   checkBuiltinRewardConfig(reward);
-  checkBuiltinRewardGold(options.tasks, tasks, reward);
+  checkBuiltinRewardGold(options.tasks, tasks, reward, problems);
   const drafts = buildDrafts(tasks, {
     rendered: artifact.rendered,
     run,
@@ -37,8 +41,13 @@ export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
     ...(options.placement ? { placement: options.placement } : {}),
     ...(options.fingerprint !== undefined ? { fingerprint: options.fingerprint } : {}),
     ...(options.class !== undefined ? { class: options.class } : {}),
+    ...(options.goldKey !== undefined ? { goldKeys: options.goldKey } : {}),
+    ...(options.goldVisibleToRun === true ? { goldVisibleToRun: true } : {}),
   });
-  const specs = checkDrafts(options.tasks, tasks, drafts);
+  // Said before the run, not only on each Result: the run's rewards then measure nothing for a model-written program.
+  if (options.goldVisibleToRun === true) process.stderr.write(`${MSG.goldVisibleWarning}\n`);
+  const specs = checkDrafts(options.tasks, tasks, drafts, problems);
+  problems.throwIfAny();
   const runId = options.runId ?? generateRunId();
   checkSpecBytes(options.tasks, tasks, drafts, specs, runId, options.maxSpecBytes ?? DEFAULT_MAX_SPEC_BYTES);
   const fingerprint = specsFingerprint(drafts, specs);

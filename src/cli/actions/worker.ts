@@ -1,4 +1,5 @@
 import { createLogger } from '../../platform/logger.js';
+import { cliLogDestination } from '../log-lines.js';
 import { cliEnvironment } from '../environment.js';
 import { CliError, EXIT, UsageError } from '../errors.js';
 import { MSG } from '../messages.js';
@@ -20,7 +21,7 @@ const HARD_EXIT_MS = 15_000;
  */
 export async function workerAction(options: WorkerCommandOptions): Promise<void> {
   const env = cliEnvironment();
-  const logger = createLogger({ component: 'worker', queue: options.queue });
+  const logger = createLogger({ component: 'worker', queue: options.queue }, cliLogDestination('service'));
   const stop = new AbortController();
   let worker: RolloutWorker | undefined;
   const dispose = onStopSignals(

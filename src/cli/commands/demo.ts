@@ -1,5 +1,6 @@
 import { Command, Option } from '@commander-js/extra-typings';
 import { HELP } from '../messages.js';
+import { documentDefault } from '../option-help.js';
 import { portOf, positiveInteger } from '../option-parsers.js';
 
 /** `rollout-queue demo [--workers 2] [--tasks N] [--concurrency 2] [--port 0] [--keep] [--out FILE]`. */
@@ -11,7 +12,7 @@ export function demoCommand() {
     .addOption(new Option('--concurrency <n>', HELP.demo.concurrency).default(2).argParser(positiveInteger))
     .addOption(new Option('--port <port>', HELP.demo.port).default(0).argParser(portOf('--port', 3000)))
     .option('--keep', HELP.demo.keep)
-    .option('--out <file>', HELP.demo.out);
+    .addOption(documentDefault(new Option('--out <file>', HELP.demo.out), 'results-<runId>.jsonl'));
 }
 
 /** Parsed options of `demo`, inferred (by extra-typings) from the flags demoCommand declares. */

@@ -1,11 +1,12 @@
 import { Command, Option } from '@commander-js/extra-typings';
 import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
-import { integerAtLeast, portOf } from '../option-parsers.js';
+import { documentDefault } from '../option-help.js';
+import { goldKeyList, integerAtLeast, portOf } from '../option-parsers.js';
 
 /**
  * `rollout-queue gateway --port P [--host 127.0.0.1] [--queue NAME] [--dispatch TARGET
- * [--dispatch-config JSON]] (--auth-token-env NAME | --no-auth) [--max-body-bytes N]`.
+ * [--dispatch-config JSON] [--gold-key KEY...]] (--auth-token-env NAME | --no-auth) [--max-body-bytes N]`.
  */
 export function gatewayCommand() {
   return new Command('gateway')
@@ -17,7 +18,8 @@ export function gatewayCommand() {
     .option('--dispatch-config <json>', HELP.gateway.dispatchConfig)
     .option('--auth-token-env <name>', HELP.gateway.authTokenEnv)
     .option('--no-auth', HELP.gateway.noAuth)
-    .addOption(new Option('--max-body-bytes <n>', HELP.gateway.maxBodyBytes).argParser(integerAtLeast(1024)));
+    .addOption(documentDefault(new Option('--max-body-bytes <n>', HELP.gateway.maxBodyBytes), 10 * 1024 * 1024).argParser(integerAtLeast(1024)))
+    .addOption(new Option('--gold-key <key...>', HELP.gateway.goldKey).argParser(goldKeyList));
 }
 
 /**

@@ -1,6 +1,7 @@
 import { Command, Option } from '@commander-js/extra-typings';
 import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
+import { documentDefault } from '../option-help.js';
 import { durationMs, hostOf, portOf, runId } from '../option-parsers.js';
 
 /** `rollout-queue resume RUN_ID [--out FILE]`: re-attach to a run after its coordinator died. */
@@ -8,10 +9,10 @@ export function resumeCommand() {
   return new Command('resume')
     .description(HELP.resume.description)
     .argument('<runId>', 'run id', runId)
-    .option('--out <file>', HELP.resume.out)
-    .addOption(new Option('--retain <duration>', HELP.run.retain).argParser(durationMs))
+    .addOption(documentDefault(new Option('--out <file>', HELP.resume.out), 'the results file its run command recorded, else results-<runId>.jsonl'))
+    .addOption(documentDefault(new Option('--retain <duration>', HELP.run.retain), '3d').argParser(durationMs))
     .addOption(new Option('--metrics-port <port>', HELP.resume.metricsPort).argParser(portOf('--metrics-port', 9465)))
-    .addOption(new Option('--metrics-host <host>', HELP.resume.metricsHost).argParser(hostOf('--metrics-host')))
+    .addOption(documentDefault(new Option('--metrics-host <host>', HELP.resume.metricsHost), '127.0.0.1').argParser(hostOf('--metrics-host')))
     .addOption(queueOption());
 }
 

@@ -1,6 +1,7 @@
 import { Command, Option } from '@commander-js/extra-typings';
 import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
+import { documentDefault } from '../option-help.js';
 import { hostOf, integerBetween, labelPair, portOf, positiveInteger, stringList } from '../option-parsers.js';
 
 /**
@@ -11,21 +12,21 @@ export function workerCommand() {
   return new Command('worker')
     .description(HELP.worker.description)
     .addOption(queueOption())
-    .addOption(new Option('--concurrency <n>', HELP.worker.concurrency).argParser(positiveInteger))
-    .addOption(new Option('--children <n>', HELP.worker.children).argParser(positiveInteger))
-    .addOption(new Option('--blocked-loop-ms <ms>', HELP.worker.blockedLoopMs).argParser(positiveInteger))
+    .addOption(documentDefault(new Option('--concurrency <n>', HELP.worker.concurrency), 2).argParser(positiveInteger))
+    .addOption(documentDefault(new Option('--children <n>', HELP.worker.children), 'one per 32 slots, at most one per core and per 256 MiB free memory').argParser(positiveInteger))
+    .addOption(documentDefault(new Option('--blocked-loop-ms <ms>', HELP.worker.blockedLoopMs), 10000).argParser(positiveInteger))
     .addOption(new Option('--allow <pattern...>', HELP.worker.allow).argParser(stringList))
-    .option('--name <name>', HELP.worker.name)
+    .addOption(documentDefault(new Option('--name <name>', HELP.worker.name), '<host>-<pid>'))
     .addOption(new Option('--metrics-port <port>', HELP.worker.metricsPort).argParser(portOf('--metrics-port', 9464)))
-    .addOption(new Option('--metrics-host <host>', HELP.worker.metricsHost).argParser(hostOf('--metrics-host')))
-    .addOption(new Option('--lock-duration-ms <ms>', HELP.worker.lockDurationMs).argParser(positiveInteger))
-    .addOption(new Option('--stalled-interval-ms <ms>', HELP.worker.stalledIntervalMs).argParser(positiveInteger))
-    .addOption(new Option('--shutdown-grace-ms <ms>', HELP.worker.shutdownGraceMs).argParser(positiveInteger))
-    .addOption(new Option('--containment <mode>', HELP.worker.containment).choices(['auto', 'strict', 'process-group']))
+    .addOption(documentDefault(new Option('--metrics-host <host>', HELP.worker.metricsHost), '127.0.0.1').argParser(hostOf('--metrics-host')))
+    .addOption(documentDefault(new Option('--lock-duration-ms <ms>', HELP.worker.lockDurationMs), 5000).argParser(positiveInteger))
+    .addOption(documentDefault(new Option('--stalled-interval-ms <ms>', HELP.worker.stalledIntervalMs), 2000).argParser(positiveInteger))
+    .addOption(documentDefault(new Option('--shutdown-grace-ms <ms>', HELP.worker.shutdownGraceMs), 30000).argParser(positiveInteger))
+    .addOption(documentDefault(new Option('--containment <mode>', HELP.worker.containment), 'env ROLLOUT_QUEUE_CONTAINMENT, else auto').choices(['auto', 'strict', 'process-group']))
     .addOption(new Option('--placement <label>', HELP.worker.placement).argParser(labelPair))
-    .option('--fingerprint <value>', HELP.worker.fingerprint)
-    .addOption(new Option('--eval-concurrency <n>', HELP.worker.evalConcurrency).argParser(positiveInteger))
-    .addOption(new Option('--max-output-bytes <bytes>', HELP.worker.maxOutputBytes).argParser(integerBetween(1024, 512 * 1024 * 1024)))
+    .addOption(documentDefault(new Option('--fingerprint <value>', HELP.worker.fingerprint), 'computed from the rollout-queue, node and python versions and env ROLLOUT_QUEUE_IMAGE_ID'))
+    .addOption(documentDefault(new Option('--eval-concurrency <n>', HELP.worker.evalConcurrency), 1).argParser(positiveInteger))
+    .addOption(documentDefault(new Option('--max-output-bytes <bytes>', HELP.worker.maxOutputBytes), 64 * 1024 * 1024).argParser(integerBetween(1024, 512 * 1024 * 1024)))
     .option('--allow-eviction', HELP.allowEviction);
 }
 

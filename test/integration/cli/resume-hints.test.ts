@@ -25,7 +25,7 @@ const leasesIn = (file: string): string[] =>
 /** A tasks file: task `a` finishes at once, the others once `gate` exists (each writes `<gate>.<id>.started` when it starts). */
 async function gatedTasks(name: string, gate: string, gated = 2): Promise<string> {
   const file = path.join(dir, `${name}.tasks.jsonl`);
-  const lines = [{ id: 'a', answer: 1 }, ...Array.from({ length: gated }, (_, i) => ({ id: `g${i + 1}`, answer: i + 2, gate }))];
+  const lines = [{ id: 'a', answer: 1, expect: 1 }, ...Array.from({ length: gated }, (_, i) => ({ id: `g${i + 1}`, answer: i + 2, expect: i + 2, gate }))];
   await writeFile(file, `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`);
   return file;
 }
@@ -51,7 +51,7 @@ beforeAll(async () => {
     artifact,
     "const fs = require('node:fs');\nlet input = '';\nprocess.stdin.on('data', (c) => (input += c));\n" +
       "process.stdin.on('end', () => {\n  const task = JSON.parse(input);\n  if (task.gate) fs.writeFileSync(`${task.gate}.${task.id}.started`, '');\n" +
-      '  const go = () => (!task.gate || fs.existsSync(task.gate) ? console.log(`Answer: ${task.answer}`) : setTimeout(go, 50));\n  go();\n});\n',
+      '  const go = () => (!task.gate || fs.existsSync(task.gate) ? console.log(`Answer: ${task.expect}`) : setTimeout(go, 50));\n  go();\n});\n',
   );
   env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('hint') };
   worker = startCli(['worker', '--queue', queue, '--concurrency', '4', '--name', 'hint-w'], { env });
@@ -261,7 +261,7 @@ describe('a second coordinator of a run with another results file', () => {
     const out = path.join(dir, 'split.jsonl');
     const other = path.join(dir, 'split-other.jsonl');
     const tasks = path.join(dir, 'split.tasks.jsonl');
-    const lines = [{ id: 't1', answer: 1, gate: early }, { id: 't2', answer: 2, gate: late }, { id: 't3', answer: 3, gate: late }];
+    const lines = [{ id: 't1', answer: 1, expect: 1, gate: early }, { id: 't2', answer: 2, expect: 2, gate: late }, { id: 't3', answer: 3, expect: 3, gate: late }];
     await writeFile(tasks, `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`);
     const first = startCli(runArgs(tasks, ['--run-id', 'split', '--out', out]), { env, cwd: dir });
     await waitFor(() => existsSync(`${early}.t1.started`) && existsSync(`${late}.t2.started`), 60_000, 'the first coordinator\'s rollouts running');

@@ -87,6 +87,28 @@ describe('rollout-queue run', () => {
     expect(run).toMatchObject({ status: 'completed', delivered: TASKS, kinds: { ok: TASKS } });
   });
 
+  // Issue 30: a line's "$meta" is its Result's meta in the results file; the task the program reads has no "$meta".
+  it('a tasks line\'s "$meta" comes back as its line\'s meta in the results file, and never reaches the program', async () => {
+    const tagged = path.join(dir, 'tagged.jsonl');
+    await writeFile(tagged, [
+      JSON.stringify({ id: 'm1', a: 1, b: 2, answer: 3, $meta: { candidate: 'c-1', generation: 4 } }),
+      JSON.stringify({ id: 'm2', a: 2, b: 4, answer: 6, $meta: 'just a string' }),
+      JSON.stringify({ id: 'm3', a: 3, b: 6, answer: 9 }),
+    ].join('\n') + '\n');
+    const seesMeta = path.join(dir, 'sees-meta.js');
+    // Prints the sum, or a wrong one when the task it reads still holds "$meta".
+    await writeFile(seesMeta, "let input = '';\nprocess.stdin.on('data', (c) => (input += c));\nprocess.stdin.on('end', () => { const t = JSON.parse(input); console.log(`sum: ${'$meta' in t ? -1 : t.a + t.b}`); });\n");
+    const out = path.join(dir, 'tagged-results.jsonl');
+    const outcome = await runCli(['run', '--tasks', tagged, '--artifact', seesMeta, '--run', 'rollout-queue/runners:codeRunner', '--reward', 'rollout-queue/rewards:lastNumber', '--reward-config', '{"goldKey":"answer"}', '--queue', queue, '--run-id', 'tagged', '--out', out], { env, cwd: dir });
+    expect(outcome.code, outcome.stderr).toBe(0);
+    const lines = readResults(out);
+    expect(resultProblems(lines, ['tagged.m1', 'tagged.m2', 'tagged.m3'])).toEqual([]);
+    const byTask = Object.fromEntries(lines.map((line) => [line.taskId, line]));
+    expect(byTask.m1).toMatchObject({ kind: 'ok', reward: 1, meta: { candidate: 'c-1', generation: 4 } });
+    expect(byTask.m2).toMatchObject({ kind: 'ok', reward: 1, meta: 'just a string' });
+    expect(byTask.m3).toMatchObject({ kind: 'ok', reward: 1, meta: null });
+  });
+
   it('a generated run id is printed and names the default results file', async () => {
     const outcome = await runCli(runArgs(['--max-in-flight', '20']), { env, cwd: dir });
     expect(outcome.code, outcome.stderr).toBe(0);

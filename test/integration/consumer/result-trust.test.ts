@@ -69,6 +69,28 @@ describe('secret values never leave the worker', () => {
   });
 });
 
+describe('meta on the worker side (issue 30)', () => {
+  it('a job\'s meta comes back on its Result untouched, a secret value a foreign client put in it redacted', async () => {
+    const q = new RawQueue(redis.url);
+    const value = 'sk-test-META-PATH-0123456789';
+    const worker = await startWorkerProcess(q.workerOptions({ concurrency: 2 }), { MY_API_KEY: value });
+    try {
+      // Written by a raw BullMQ client, as a coordinator in another language would: no producer's secret scan.
+      const tagged = makeSpec('meta', 'm1', { meta: { candidate: 3, parents: [1, 2], note: null } });
+      const leaky = makeSpec('meta', 'm2', { sandbox: { env: ['MY_API_KEY'] }, meta: { candidate: 4, key: `Bearer ${value}` } });
+      await q.add([tagged, leaky]);
+      const { results } = await q.waitForAll([tagged.leaseId, leaky.leaseId]);
+      expect(results.get(tagged.leaseId)).toMatchObject({ kind: 'ok', meta: { candidate: 3, parents: [1, 2], note: null } });
+      expect(results.get(leaky.leaseId)).toMatchObject({ kind: 'ok', meta: { candidate: 4, key: 'Bearer [secret MY_API_KEY]' } });
+      expect(await q.redis.hget(q.queue.toKey(leaky.leaseId), 'returnvalue')).not.toContain(value);
+    } finally {
+      worker.signal('SIGTERM');
+      await worker.exited();
+      await q.close();
+    }
+  });
+});
+
 describe('reward semantics of the executor contract', () => {
   it('a reward that blocks the event loop is killed at timeouts.runMs: one model RewardTimeout, first attempt', async () => {
     const q = new RawQueue(redis.url);

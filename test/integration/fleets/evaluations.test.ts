@@ -2,21 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { placementQueueName, queueKeys } from '../../../src/lease/index.js';
 import { evaluationHash } from '../../../src/producer/evaluation-cache.js';
 import { RolloutQueue, type RolloutDraft } from '../../../src/producer/index.js';
-import { parseRolloutSpec, type Result } from '../../../src/spec/index.js';
+import { parseRolloutSpec } from '../../../src/spec/index.js';
 import { fixture, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
-import { fleetFixture } from './fleet-fixture.js';
+import { all, fleetFixture } from './fleet-fixture.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
 
 // Evaluations: queues of their own served at --eval-concurrency, and a cache by content hash.
 const fx = fleetFixture();
 const { workers, closers, silent } = fx;
-
-async function all(results: AsyncIterable<Result>): Promise<Result[]> {
-  const items: Result[] = [];
-  for await (const result of results) items.push(result);
-  return items;
-}
 
 const evaluation = (id: string, task: Record<string, unknown> = {}): RolloutDraft => ({
   rendered: 'candidate-v1', task: { id, ...task }, run: fixture('echo'), reward: fixture('constant'), class: 'evaluation',

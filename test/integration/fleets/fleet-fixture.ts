@@ -1,5 +1,6 @@
 import { afterAll, beforeAll } from 'vitest';
 import { createLogger } from '../../../src/platform/logger.js';
+import type { Result } from '../../../src/spec/index.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import type { WorkerProcess } from '../../helpers/worker-process.js';
 
@@ -40,4 +41,11 @@ export function fleetFixture(): FleetFixture {
     closers,
     silent: createLogger({}, { write: () => true }),
   };
+}
+
+/** Every Result of an iteration, in the order they came (the iteration's error is thrown). */
+export async function all(results: AsyncIterable<Result>): Promise<Result[]> {
+  const items: Result[] = [];
+  for await (const result of results) items.push(result);
+  return items;
 }

@@ -2,10 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { discoverQueues } from '../../../src/dashboard/discover-queues.js';
 import { placementQueueName, queueKeys } from '../../../src/lease/index.js';
 import { RolloutQueue, type ProducerOptions, type RolloutDraft } from '../../../src/producer/index.js';
-import type { Result } from '../../../src/spec/index.js';
 import { fixture, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
-import { fleetFixture } from './fleet-fixture.js';
+import { all, fleetFixture } from './fleet-fixture.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
 // Heterogeneous fleets: one BullMQ queue per distinct placement; workers (real processes) serve
@@ -23,12 +22,6 @@ async function worker(raw: RawQueue, extra: Record<string, unknown>): Promise<Wo
   const w = await startWorkerProcess(raw.workerOptions({ placementPollMs: 100, ...extra }));
   workers.push(w);
   return w;
-}
-
-async function all(results: AsyncIterable<Result>): Promise<Result[]> {
-  const items: Result[] = [];
-  for await (const result of results) items.push(result);
-  return items;
 }
 
 const spec = (id: string, extra: Partial<RolloutDraft> = {}): RolloutDraft => ({ rendered: 'x', task: { id }, run: fixture('echo'), reward: fixture('constant'), ...extra });

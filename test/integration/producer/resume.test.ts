@@ -64,7 +64,7 @@ describe('re-submission', () => {
     const again = await collect(rq.mapRollouts([draft({ id: 't0', x: 2 })], { runId }));
     expect(again).toEqual({ items: [], error: undefined });
     // Fresh-user report (helper-30): it said nothing; a changed draft was silently not run.
-    expect(fx.logs.join('\n')).toContain('this run id completed earlier: a draft whose lease it delivered then is neither run nor yielded again, even if changed');
+    expect(fx.logs.join('\n')).toContain(`run \\"${runId}\\": every one of this call's 1 draft named a lease the run delivered before, neither run nor yielded again (even if changed), so this call yields no Result`);
     expect((await inspect.getJob(`${runId}.t0`))?.data.task.x).toBe(1);
     expect((await rq.status(runId)).run).toMatchObject({ enqueued: 1, alreadyEnqueued: 1, delivered: 1, status: 'completed', kinds: { ok: 1 } });
   });

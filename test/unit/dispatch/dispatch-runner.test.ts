@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { dispatchRunner, noReward, type Dispatch, type DispatchContext } from '../../../src/dispatch/index.js';
 import { dispatchRunId } from '../../../src/producer/dispatch-run-id.js';
+import { compileQueueDispatchOptions } from '../../../src/producer/dispatch-options.js';
 import { leaseIdFor } from '../../../src/lease/index.js';
 import { CallerError, ModelError } from '../../../src/spec/index.js';
 import { fakeContext } from '../runners/fake-context.js';
@@ -44,6 +45,17 @@ describe('dispatchRunner (rollout-queue/dispatch)', () => {
     await expect(dispatchRunner({ dispatch: escape })('', request, fakeContext())).rejects.toThrow(/relative file path inside the run dir/);
   });
 
+  it("keeps the gold keys the worker kept from the task (ctx.goldKeys) from the Dispatch's scenario", async () => {
+    const seen: unknown[] = [];
+    const dispatch: Dispatch = async (scenario) => void seen.push(scenario);
+    const scenario = { prompt: 'two plus two', expected: '4', rubric: 'exact' };
+    await dispatchRunner({ dispatch })('', { ...request, scenario }, fakeContext({ goldKeys: ['expected', 'rubric'] }));
+    await dispatchRunner({ dispatch })('', { ...request, scenario }, fakeContext());
+    await dispatchRunner({ dispatch })('', { ...request, scenario: 'a plain string' }, fakeContext({ goldKeys: ['expected'] }));
+    expect(seen).toEqual([{ prompt: 'two plus two' }, scenario, 'a plain string']);
+    expect(scenario).toEqual({ prompt: 'two plus two', expected: '4', rubric: 'exact' });
+  });
+
   it('refuses a config without a resolved Dispatch and a task that is not a dispatch request, as caller errors', async () => {
     expect(() => dispatchRunner({ dispatch: { $ref: 'x:y' } })).toThrow(CallerError);
     expect(() => dispatchRunner({ dispatch: async () => 1, maxArtifactBytes: -1 })).toThrow(/maxArtifactBytes must be an integer/);
@@ -61,5 +73,20 @@ describe('dispatchRunId', () => {
     expect(dispatchRunId('ab', 'c')).not.toBe(dispatchRunId('a', 'bc'));
     expect(() => leaseIdFor(dispatchRunId('eval: 7', 'cell with spaces/and:colons'), 'cell with spaces/and:colons')).not.toThrow();
     expect(dispatchRunId('a', 'c')).toMatch(/^dispatch-[0-9a-f]{32}$/);
+  });
+});
+
+describe('queueDispatch option goldKeys', () => {
+  const dispatch = { $ref: 'acme/evals:solve', config: {} };
+
+  it('is carried as the scenario keys kept from the Dispatch', () => {
+    expect(compileQueueDispatchOptions({ dispatch, goldKeys: ['expected'] }).goldKeys).toEqual(['expected']);
+    expect(compileQueueDispatchOptions({ dispatch }).goldKeys).toEqual([]);
+  });
+
+  it("refuses a key of the dispatch request itself, naming the option and the fix", () => {
+    expect(() => compileQueueDispatchOptions({ dispatch, goldKeys: ['seed'] })).toThrow(
+      "queueDispatch option goldKeys: goldKeys names keys of the scenario; id, scenario, cellId, runAttemptId, rep, seed, generation, placement, cycleId are the dispatch request's own fields: name the scenario's gold key instead",
+    );
   });
 });

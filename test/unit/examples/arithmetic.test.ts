@@ -9,6 +9,7 @@ import { ModelError, RefSchema, parseRefTarget, type Task } from '../../../src/s
 import * as runners from '../../../src/runners/index.js';
 import * as rewards from '../../../src/rewards/index.js';
 import { fakeContext } from '../runners/fake-context.js';
+import { taskForRun } from '../../../src/consumer/task-for-run.js';
 
 const exampleDir = fileURLToPath(new URL('../../../examples/arithmetic/', import.meta.url));
 const run = promisify(execFile);
@@ -98,11 +99,15 @@ describe('examples/arithmetic', () => {
     const { tasks } = await committedTasks();
     const source = await readFile(path.join(exampleDir, 'artifact', 'main.js'), 'utf8');
     const runArtifact = runners.codeRunner({ entrypoint: 'main.js', timeoutMs: 2000 });
-    const reward = rewards.lastNumber({ goldKey: 'answer' });
+    const rewardRef = { $ref: 'rollout-queue/rewards:lastNumber', config: { goldKey: 'answer' } };
+    const reward = rewards.lastNumber(rewardRef.config);
 
     const outcomes = await mapLimit(tasks, 4, async (task): Promise<Outcome> => {
       try {
-        const output = await runArtifact({ files: { 'main.js': source } }, task, fakeContext());
+        // As a worker hands it over: without the gold (issue 28), so the mix comes from the solver alone.
+        const { task: shown, goldKeys } = taskForRun({ task, reward: rewardRef }, reward);
+        expect(shown).not.toHaveProperty('answer');
+        const output = await runArtifact({ files: { 'main.js': source } }, shown, fakeContext({ goldKeys }));
         return reward(task, output) === 1 ? 'correct' : 'wrong';
       } catch (err) {
         if (!(err instanceof ModelError)) throw err;

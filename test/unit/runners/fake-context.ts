@@ -37,6 +37,7 @@ export function fakeContext(overrides: Partial<RolloutContext> = {}): FakeContex
     placement: {},
     timeouts: { runMs: 600_000, rewardMs: 60_000, hangMs: 900_000 },
     memoryMb: 1024,
+    goldKeys: [],
     log,
     recordCost: async (receipt) => {
       costs.push(receipt);

@@ -31,6 +31,12 @@ describe('canonicalJson: the one canonical JSON of fingerprints and cache keys',
       .toBe('{"$ref":"pkg:outer","call":true,"config":{"a":{"$ref":"pkg:inner","call":true,"config":{}},"list":[1,"x"],"z":1}}');
     const spec = { rendered: 'hello', task: { id: 't1', q: 'why', meta: { b: 2, a: 1 } }, run: { $ref: 'pkg:run', config: { m: 'x' } }, reward: { $ref: 'pkg:reward', call: false } };
     expect(evaluationHash(spec as never)).toBe('e08ccfef5653804ee0913f2ad87162fdd2bfa58dcfcb46a55f850ee3a75676f1');
+    // Issue 28: the gold fields count only where they change what the run sees, as a set.
+    expect(evaluationHash({ ...spec, goldKeys: [], goldVisibleToRun: false } as never)).toBe('e08ccfef5653804ee0913f2ad87162fdd2bfa58dcfcb46a55f850ee3a75676f1');
+    const visible = evaluationHash({ ...spec, goldVisibleToRun: true } as never);
+    const kept = evaluationHash({ ...spec, goldKeys: ['q', 'meta'] } as never);
+    expect(new Set([visible, kept, 'e08ccfef5653804ee0913f2ad87162fdd2bfa58dcfcb46a55f850ee3a75676f1']).size).toBe(3);
+    expect(evaluationHash({ ...spec, goldKeys: ['meta', 'q', 'q'] } as never)).toBe(kept);
   });
 
   it('orders array-index keys of a Ref by code units as every other key (they came in numeric order before)', () => {

@@ -25,7 +25,7 @@ describe('wireJsonSchemas()', () => {
     expect(spec.required).toStrictEqual(['v', 'leaseId', 'runId', 'runAttemptId', 'rendered', 'task', 'run', 'reward']);
     expect(Object.keys(spec.properties)).toStrictEqual([
       'v', 'leaseId', 'runId', 'runAttemptId', 'rendered', 'task', 'run', 'reward',
-      'sandbox', 'placement', 'timeouts', 'class', 'traceparent', 'rewardRange',
+      'sandbox', 'placement', 'timeouts', 'class', 'traceparent', 'rewardRange', 'goldKeys', 'goldVisibleToRun', 'meta',
     ]);
     expect(spec.additionalProperties).toBe(false);
     expect(spec.properties.v.const).toBe(1);
