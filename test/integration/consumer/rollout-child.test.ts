@@ -77,6 +77,22 @@ describe('RolloutChild', () => {
     }
   });
 
+  it('rollouts of one artifact and Refs share a definition whatever their task, run id or meta; another artifact is a new one', async () => {
+    const child = await startChild();
+    try {
+      const sent = [
+        runIn(child, makeSpec('runa', 'x', { meta: { candidate: 1 } })),
+        runIn(child, makeSpec('runa', 'y', { meta: { candidate: 2 } })),
+        runIn(child, makeSpec('runb', 'z', { runAttemptId: 'other', meta: { candidate: 3 } })),
+        runIn(child, makeSpec('runb', 'w', { rendered: 'another artifact' })),
+      ];
+      expect(sent.map((run) => run.sentDefinition)).toEqual([true, false, false, true]);
+      for (const { outcome } of sent) expect(await outcome).toMatchObject({ type: 'done', done: { kind: 'ok' } });
+    } finally {
+      await child.kill();
+    }
+  });
+
   it('a cancel of one rollout aborts it alone: its neighbours in the child run on and end ok', async () => {
     const child = await startChild();
     try {
