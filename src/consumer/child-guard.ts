@@ -40,6 +40,14 @@ export function mustRecycle(): boolean {
   return tainted || boardLost;
 }
 
+/** Sends what the child holds back for the worker (child-main's batched messages): run before the process ends itself. */
+let flushOutbox: () => void = () => undefined;
+
+/** Sets what writes the child's pending messages out, called before `process.exit`/`abort` end it. */
+export function beforeExit(flush: () => void): void {
+  flushOutbox = flush;
+}
+
 /** Told once when a board write fails (child-main tells the worker, which then stops reading the board). */
 let onBoardLost: () => void = () => undefined;
 
@@ -90,6 +98,12 @@ export function installGuards(): void {
   const blame = (): void => {
     const seq = rolloutScope.getStore()?.seq ?? syncSeq;
     if (seq > 0) writeCulprit(STAGE_BOARD_FD, seq);
+    // Answers and receipts of this turn still reach the worker (as they did before messages were batched).
+    try {
+      flushOutbox();
+    } catch {
+      // The channel is gone: nothing to tell.
+    }
   };
   process.exit = ((code?: number | string | null) => {
     blame();

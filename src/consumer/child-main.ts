@@ -8,8 +8,8 @@
  */
 import { Allowlist } from '../ref/index.js';
 import { destroyLiveSandboxes, destroyLiveSandboxesSync, killSubtree, liveSandboxCount, useContainment, watchSpawns } from '../sandbox/index.js';
-import { installGuards, startHeartbeat, whenBoardLost } from './child-guard.js';
-import type { ChildMessage, DoneMessage, ParentMessage, RunMessage } from './child-protocol.js';
+import { beforeExit, installGuards, startHeartbeat, whenBoardLost } from './child-guard.js';
+import type { Batch, ChildMessage, DoneMessage, ParentMessage, RunMessage } from './child-protocol.js';
 import { definitionEntry, runRollout, type ChildContext, type DefinitionEntry } from './child-rollout.js';
 import { DefinitionLru, MAX_DEFINITIONS, maxDefinitionBytes } from './definition-lru.js';
 import { STAGE_BOARD_FD, writeRewardStage } from './stage-board.js';
@@ -19,9 +19,22 @@ import { STAGE_BOARD_FD, writeRewardStage } from './stage-board.js';
 watchSpawns();
 installGuards();
 
-function send(message: ChildMessage): void {
-  process.send?.(message);
+/** Messages sent this turn of the event loop, written together at its end (child-protocol.ts `Batch`). */
+let outbox: ChildMessage[] = [];
+
+function flush(): void {
+  const messages = outbox;
+  outbox = [];
+  if (messages.length > 0) process.send?.(messages.length === 1 ? messages[0] : { type: 'batch', messages });
 }
+
+function send(message: ChildMessage): void {
+  outbox.push(message);
+  // A receipt goes at once (with what is before it): rollout code may end the process right after recording it.
+  if (message.type === 'cost') flush();
+  else if (outbox.length === 1) setImmediate(flush);
+}
+beforeExit(flush);
 
 // Rollout code closed fd 4: the heartbeat and sync marks stop, so the worker must stop judging
 // this child by them (and retires it once empty).
@@ -79,7 +92,12 @@ async function answerRun(message: RunMessage): Promise<void> {
   send(done);
 }
 
-process.on('message', (raw: ParentMessage) => {
+process.on('message', (raw: ParentMessage | Batch<ParentMessage>) => {
+  if (raw.type !== 'batch') return receive(raw);
+  for (const message of raw.messages) receive(message);
+});
+
+function receive(raw: ParentMessage): void {
   switch (raw.type) {
     case 'init':
       child.allow = Allowlist.compile(raw.allow);
@@ -109,7 +127,7 @@ process.on('message', (raw: ParentMessage) => {
       costWaiters.delete(raw.seq);
       break;
   }
-});
+}
 
 // The worker closing our IPC channel means it is gone: take every attempt's processes, cgroups
 // and work dirs with us rather than linger as an orphan (a child started with PR_SET_PDEATHSIG

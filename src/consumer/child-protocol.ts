@@ -78,6 +78,15 @@ export interface CostStoredMessage {
 
 export type ParentMessage = InitMessage | DefineMessage | RunMessage | CancelMessage | CostStoredMessage;
 
+/**
+ * Messages posted in one turn of the sender's event loop, sent as one (in order): one write and
+ * one wake-up of the other process for all of them (a burst of rollouts starting or ending together).
+ */
+export interface Batch<M> {
+  readonly type: 'batch';
+  readonly messages: readonly M[];
+}
+
 /** The child is up and has read its init message. */
 export interface ReadyMessage {
   readonly type: 'ready';

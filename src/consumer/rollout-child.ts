@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import { killSubtree, sweepDeadSandboxes, type Containment } from '../sandbox/index.js';
 import type { CostReceipt } from '../spec/index.js';
-import type { ChildMessage, LogMessage, ParentMessage, RunMessage } from './child-protocol.js';
+import type { Batch, ChildMessage, LogMessage, ParentMessage, RunMessage } from './child-protocol.js';
 import { blameExit, type KillCause } from './crash-blame.js';
 import { DefinitionLru, MAX_DEFINITIONS, maxDefinitionBytes } from './definition-lru.js';
 import { createStageBoard, monotonicMs, readCulprit, readHeartbeat, readRewardStage, readSyncEntry } from './stage-board.js';
@@ -119,7 +119,10 @@ export class RolloutChild {
     });
     // Rollout code writing to stdout must not fill the pipe and block the child.
     proc.stdout?.resume();
-    proc.on('message', (message: ChildMessage) => this.onMessage(message));
+    proc.on('message', (message: ChildMessage | Batch<ChildMessage>) => {
+      if (message.type !== 'batch') return this.onMessage(message);
+      for (const one of message.messages) this.onMessage(one);
+    });
     proc.on('exit', (code, signal) => {
       this.exit = { code, signal };
       // Why it died is what it was when it died (a retire after that is no cause).
@@ -216,9 +219,22 @@ export class RolloutChild {
     return () => this.exitWaiters.delete(waiter);
   }
 
+  /** Messages posted this turn of the event loop, sent together at its end ({@link Batch}). */
+  private outbox: ParentMessage[] = [];
+
   private post(message: ParentMessage): void {
-    if (this.proc.connected) this.proc.send(message, (err) => void err);
+    if (!this.proc.connected) return;
+    this.outbox.push(message);
+    if (this.outbox.length === 1) setImmediate(this.flush);
   }
+
+  private readonly flush = (): void => {
+    const messages = this.outbox;
+    this.outbox = [];
+    if (messages.length === 0 || !this.proc.connected) return;
+    const message: ParentMessage | Batch<ParentMessage> = messages.length === 1 ? (messages[0] as ParentMessage) : { type: 'batch', messages };
+    this.proc.send(message, (err) => void err);
+  };
 
   /** True when the child holds the definition `key` (nothing is sent, nothing moves in its cache). */
   knows(key: string): boolean {

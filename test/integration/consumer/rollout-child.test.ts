@@ -136,6 +136,16 @@ describe('RolloutChild', () => {
     }
   });
 
+  it('a receipt recorded right before the rollout ends its process reaches the worker with the crash', async () => {
+    const child = await startChild();
+    try {
+      const spec = makeSpec('paid', 'x', { run: fixture('paysThenExits', { usd: 0.5, code: 3 }) });
+      expect(await runIn(child, spec).outcome).toMatchObject({ type: 'crashed', blame: 'self', exitCode: 3, costs: [{ id: `${spec.leaseId}-1`, usd: 0.5 }] });
+    } finally {
+      await child.kill();
+    }
+  });
+
   it('a signal nobody can pin on one rollout blames them all as shared; a solo child with one rollout blames it', async () => {
     const shared = await startChild();
     try {
