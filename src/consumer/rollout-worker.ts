@@ -207,6 +207,7 @@ export class RolloutWorker {
       queue: options.queue,
       slots: options.concurrency,
       slotsBusy: () => processor.active.size,
+      children: () => pool.pids().length,
       redisUp: () => !self_.redisDown,
       jobCounts: (states) => queue.getJobCounts(...(states as JobType[])),
     });
