@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import { killSubtree, sweepDeadSandboxes, type Containment } from '../sandbox/index.js';
 import type { CostReceipt } from '../spec/index.js';
+import { redactSecrets } from '../spec/redact-secrets.js';
 import type { Batch, ChildMessage, LogMessage, ParentMessage, RunMessage } from './child-protocol.js';
 import { blameExit, type KillCause } from './crash-blame.js';
 import { DefinitionLru, MAX_DEFINITIONS, maxDefinitionBytes } from './definition-lru.js';
@@ -78,6 +79,8 @@ interface InFlight {
  */
 export class RolloutChild {
   private stderrTail = '';
+  /** Every secret value sent to this child (name → value), to keep them out of the stderr it reports. */
+  private readonly secretValues = new Map<string, string>();
   private exit: { code: number | null; signal: string | null } | undefined;
   private readonly exitWaiters = new Set<() => void>();
   private readonly inFlight = new Map<number, InFlight>();
@@ -315,7 +318,7 @@ export class RolloutChild {
     if (!definition.definition && !this.definitions.peek(definition.key)) throw new Error(`rollout child ${this.pid} lacks definition ${definition.key} and none was given`);
     return new Promise<AttemptOutcome>((resolve) => {
       if (this.exit || this.killCause) {
-        resolve({ type: 'crashed', blame: 'neighbour', exitCode: this.exit?.code ?? null, signal: this.exit?.signal ?? null, stderrTail: this.stderrTail, costs: [] });
+        resolve({ type: 'crashed', blame: 'neighbour', exitCode: this.exit?.code ?? null, signal: this.exit?.signal ?? null, stderrTail: this.reportedTail(), costs: [] });
         return;
       }
       const seq = ++this.sent;
@@ -375,9 +378,20 @@ export class RolloutChild {
     });
   }
 
+  /**
+   * Text the child wrote to stderr (`text`, by default its tail), for a report stored in Redis and
+   * shown by `status`: with the value of every secret this child was given replaced by
+   * `[secret NAME]`. Rollouts of other runs share the child and its stderr, and the caller redacts
+   * only the secrets of its own spec.
+   */
+  private reportedTail(text: string = this.stderrTail): string {
+    return this.secretValues.size === 0 ? text : redactSecrets(text, Object.fromEntries(this.secretValues));
+  }
+
   /** Sends the definition when the child lacks it, then the run (the same cache operations the child applies). */
   private sendRun(definition: AttemptDefinition, message: RunMessage): void {
     if (!this.definitions.has(definition.key) && definition.definition) {
+      for (const [name, value] of Object.entries(definition.definition.secrets)) this.secretValues.set(name, value);
       this.definitions.add(definition.key, definition.bytes, true);
       this.post({ type: 'define', key: definition.key, bytes: definition.bytes, definition: definition.definition });
     }
@@ -425,11 +439,11 @@ export class RolloutChild {
     const { costs } = flight;
     const { reason } = flight.limits.abort;
     if (message.crash !== undefined) {
-      flight.settle({ type: 'crashed', blame: 'self', exitCode: null, signal: null, stderrTail: message.crash, costs });
+      flight.settle({ type: 'crashed', blame: 'self', exitCode: null, signal: null, stderrTail: this.reportedTail(message.crash), costs });
     } else if (reason !== undefined && message.error?.type === 'Aborted') {
       flight.settle({ type: 'aborted', reason, costs });
     } else if (flight.hangAsked && message.error?.type === 'Aborted') {
-      flight.settle({ type: 'hung', hangMs: flight.limits.hangMs, stderrTail: this.stderrTail, costs });
+      flight.settle({ type: 'hung', hangMs: flight.limits.hangMs, stderrTail: this.reportedTail(), costs });
     } else {
       flight.settle({ type: 'done', done: message, costs });
     }
@@ -442,7 +456,7 @@ export class RolloutChild {
       const { reason } = flight.limits.abort;
       const verdict = blameExit(flight.seq, reason !== undefined, facts);
       const { costs } = flight;
-      const stderrTail = this.stderrTail;
+      const stderrTail = this.reportedTail();
       if (verdict.kind === 'aborted' || (verdict.kind === 'limit' && verdict.limit === 'abort')) {
         flight.settle({ type: 'aborted', reason: String(reason), costs });
       } else if (verdict.kind === 'limit' && verdict.limit === 'hang') {

@@ -19,8 +19,8 @@ function startChild(kind: 'shared' | 'solo' = 'shared', onLog: () => void = () =
 }
 
 /** Runs `spec` in `child`, sending its definition when the child lacks it; returns the outcome and what was sent. */
-function runIn(child: RolloutChild, spec: RolloutSpec, limits: { hangMs?: number; abort?: AttemptAbort } = {}): { outcome: Promise<AttemptOutcome>; sentDefinition: boolean } {
-  const split = splitSpec(spec, {});
+function runIn(child: RolloutChild, spec: RolloutSpec, limits: { hangMs?: number; abort?: AttemptAbort; secrets?: Record<string, string> } = {}): { outcome: Promise<AttemptOutcome>; sentDefinition: boolean } {
+  const split = splitSpec(spec, limits.secrets ?? {});
   const sentDefinition = !child.knows(split.key);
   const outcome = child.run(
     { key: split.key, bytes: split.bytes, ...(sentDefinition ? { definition: split.definition() } : {}) },
@@ -141,6 +141,19 @@ describe('RolloutChild', () => {
     try {
       const spec = makeSpec('paid', 'x', { run: fixture('paysThenExits', { usd: 0.5, code: 3 }) });
       expect(await runIn(child, spec).outcome).toMatchObject({ type: 'crashed', blame: 'self', exitCode: 3, costs: [{ id: `${spec.leaseId}-1`, usd: 0.5 }] });
+    } finally {
+      await child.kill();
+    }
+  });
+
+  it("a crash report carries the shared stderr with every secret the child was given redacted, a neighbour's too", async () => {
+    const child = await startChild();
+    try {
+      const leaker = makeSpec('leak', 'x', { run: fixture('leaksSecret'), task: { id: 'x', secretName: 'RQ_NEIGHBOUR_KEY' }, sandbox: { env: ['RQ_NEIGHBOUR_KEY'], memoryMb: 256 } });
+      expect(await runIn(child, leaker, { secrets: { RQ_NEIGHBOUR_KEY: 'sk-neighbour-0123456789' } }).outcome).toMatchObject({ type: 'done' });
+      const crashed = await runIn(child, makeSpec('other', 'y', { run: fixture('exits', { code: 5 }) })).outcome;
+      expect(crashed.type === 'crashed' && crashed.stderrTail).toContain('stderr [secret RQ_NEIGHBOUR_KEY]');
+      expect(JSON.stringify(crashed)).not.toContain('sk-neighbour-0123456789');
     } finally {
       await child.kill();
     }
