@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
@@ -54,26 +57,28 @@ describe('RolloutChild', () => {
     }
   });
 
-  it('runs many rollouts at once in one process, each with its own task, and answers each in completion order', async () => {
+  it('runs many rollouts at once in one process, each with its own task, and answers each as it ends, not in the order sent', async () => {
     const child = await startChild();
+    const dir = mkdtempSync(path.join(tmpdir(), 'rq-child-'));
     try {
-      // 40 rollouts of one run: the slow ones started first finish last.
-      const specs = Array.from({ length: 40 }, (_, i) => makeSpec('many', `r-${i}`, { task: { id: `r-${i}`, delayMs: 400 - i * 10 } }));
-      const finished: string[] = [];
-      const runs = specs.map((spec) => runIn(child, spec));
-      // The run's shared part went to the child once; every other rollout carried its task and lease only.
-      expect(runs.map((run) => run.sentDefinition)).toEqual(specs.map((_, i) => i === 0));
-      const outcomes = await Promise.all(runs.map(async ({ outcome }, i) => {
-        const result = await outcome;
-        finished.push(`r-${i}`);
-        return result;
-      }));
-      for (const [i, outcome] of outcomes.entries()) {
-        expect(outcome).toMatchObject({ type: 'done', done: { kind: 'ok', output: { pid: child.pid, taskId: `r-${i}` } } });
-      }
-      expect(finished).toEqual([...specs.keys()].reverse().map((i) => `r-${i}`));
+      const releaseFile = path.join(dir, 'release');
+      // 20 rollouts wait for a file the test writes only once 20 others, sent after them, have ended.
+      const held = Array.from({ length: 20 }, (_, i) => makeSpec('many', `held-${i}`, { task: { id: `held-${i}`, releaseFile }, run: fixture('waitsForFile') }));
+      const quick = Array.from({ length: 20 }, (_, i) => makeSpec('many', `quick-${i}`));
+      const heldRuns = held.map((spec) => runIn(child, spec));
+      const quickRuns = quick.map((spec) => runIn(child, spec));
+      // The run's shared part went once per definition; every other rollout carried its task and lease only.
+      expect([...heldRuns, ...quickRuns].filter((run) => run.sentDefinition)).toHaveLength(2);
+      let heldEnded = 0;
+      for (const run of heldRuns) void run.outcome.then(() => heldEnded++);
+      for (const [i, { outcome }] of quickRuns.entries()) expect(await outcome).toMatchObject({ type: 'done', done: { kind: 'ok', output: { pid: child.pid, taskId: `quick-${i}` } } });
+      expect(heldEnded).toBe(0);
+      expect(child.running).toBe(20);
+      writeFileSync(releaseFile, '');
+      for (const [i, { outcome }] of heldRuns.entries()) expect(await outcome).toMatchObject({ type: 'done', done: { kind: 'ok', output: { pid: child.pid, taskId: `held-${i}` } } });
     } finally {
       await child.kill();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
