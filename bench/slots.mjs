@@ -46,8 +46,8 @@ async function drain(rq, drafts, runId) {
 
 const TRIALS = {
   /** The worker tree's memory right after it started (children warm), three samples 500 ms apart, the last kept. */
-  async 'idle-rq'(url, { concurrency }) {
-    const worker = await startWorker(url, `idle-${process.pid}`, { concurrency });
+  async 'idle-rq'(url, { concurrency, ...options }) {
+    const worker = await startWorker(url, `idle-${process.pid}`, { concurrency, ...options });
     await settle(1000);
     let memory;
     for (let i = 0; i < 3; i++) {
