@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { benchRedis } from './bench-redis.mjs';
+import { compare as compareSides, fmt, startBenchRedis, stats } from './interleave.mjs';
 import { descendantsOf, statCpuMs, treeCpuMs } from './proc-cpu.mjs';
 import { treeMemory } from './proc-mem.mjs';
 
@@ -107,48 +107,12 @@ const REPS = Number(process.argv[2] ?? 3);
 const onlyAt = process.argv.indexOf('--only');
 const ONLY = onlyAt > 0 ? new Set(process.argv[onlyAt + 1].split(',')) : undefined;
 
-function runTrial(name, url, params) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [here, '--trial', name, url, JSON.stringify(params)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    proc.stdout.on('data', (d) => (out += d));
-    proc.on('close', (code) => {
-      const line = out.trim().split('\n').at(-1);
-      if (code !== 0 || !line) reject(new Error(`trial ${name} exited ${code}: ${out}`));
-      else resolve(JSON.parse(line));
-    });
-  });
-}
-
-const stats = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return { min: sorted[0], median: sorted[Math.floor(sorted.length / 2)], max: sorted.at(-1) };
-};
-const fmt = (s, digits = 1) => `${s.min.toFixed(digits)} / ${s.median.toFixed(digits)} / ${s.max.toFixed(digits)}`;
-
-async function compare(redis, sides, params) {
-  const trials = Object.fromEntries(sides.map((side) => [side, []]));
-  for (let rep = 0; rep < REPS; rep++) {
-    for (const side of sides) {
-      await redis.flush?.();
-      trials[side].push(await runTrial(side, redis.url, params));
-    }
-  }
-  return trials;
-}
+const compare = (redis, sides, params) => compareSides(here, redis, sides, params, REPS);
 
 const rows = [];
 const row = (measure, ours, anchor, ratio, goal) => rows.push([measure, ours, anchor, ratio, goal]);
 
-async function startRedis() {
-  const redis = await benchRedis();
-  if (!redis.private) return redis;
-  const { Redis } = await import('ioredis');
-  const probe = new Redis(redis.url);
-  return { ...redis, flush: () => probe.flushall(), stop: async () => { probe.disconnect(); await redis.stop(); } };
-}
-
-const redis = await startRedis();
+const redis = await startBenchRedis();
 const started = performance.now();
 try {
   if (!ONLY || ONLY.has('idle')) {
