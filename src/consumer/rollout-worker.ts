@@ -185,7 +185,8 @@ export class RolloutWorker {
       maxChildRssMb: options.maxChildRssMb,
       children: options.children,
       blockedLoopMs: options.blockedLoopMs,
-      maxIdle: options.concurrency + options.evalConcurrency,
+      // Never fewer than the warm children: trimming one would fork its replacement at once.
+      maxIdle: Math.max(options.concurrency + options.evalConcurrency, options.children),
       onLog: (msg) => logger[msg.level]({ ...msg.obj, source: 'rollout' }, msg.msg ?? ''),
       containment,
       onChildEvent: (event) => metrics.child(event),

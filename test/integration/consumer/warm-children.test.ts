@@ -43,6 +43,23 @@ describe('warm rollout children', () => {
     }
   });
 
+  it('more children than slots: the warm children stay, none retired and forked again as the rollouts come and go', async () => {
+    const q = new RawQueue(redis.url);
+    const worker = await RolloutWorker.create({ ...q.workerOptions(), concurrency: 1, children: 4, logger: quiet });
+    try {
+      const warm = worker.childPids().sort();
+      expect(warm).toHaveLength(4);
+      const specs = Array.from({ length: 10 }, (_, i) => makeSpec('morechildren', `r-${i}`));
+      await q.add(specs);
+      const { results } = await q.waitForAll(specs.map((s) => s.leaseId));
+      expect([...results.values()].every((r) => r.kind === 'ok')).toBe(true);
+      expect(worker.childPids().sort()).toEqual(warm);
+    } finally {
+      await worker.close({ graceMs: 0 });
+      await q.close();
+    }
+  });
+
   it('keeps at most its slots of idle children over every heap limit: runs with five sandbox.memoryMb values leave no idle set each (fresh-user report)', async () => {
     const q = new RawQueue(redis.url);
     // concurrency 2 + evalConcurrency 1: at most 3 idle children (the report saw 6 → 14, kept for good).
