@@ -1,11 +1,13 @@
 // Layer rules of src/ (docs/design.md "Layout"), checked by `npm run lint:imports`:
 //   spec ← ref, lease, platform ← producer, consumer ← cli;  producer ↛ consumer and back;
-//   producer may use dispatch's types (the harness seam queueDispatch serves);
-//   built-ins (runners, rewards, dispatch) import only spec (+ sandbox for runners, dispatch);
+//   built-ins (runners, rewards, harness/worker) import only spec (+ sandbox for runners);
+//   the harness seam is one folder of three layers: harness/worker (a built-in the workers resolve
+//   by Ref), harness/coordinator (queueDispatch, above the producer), harness/http (the wire:
+//   route, body reading, and a client whose entry reaches neither Redis nor the producer);
 //   dashboard → spec, lease, platform;  gateway is a top layer like cli but never imports consumer;
 //   no cycles anywhere.
-// A layer is the first folder under src/; files directly in src/ (the package entry) may import
-// any layer but cli. Static imports, re-exports, `import type`, side-effect imports
+// A layer is the first folder under src/ (under src/harness/, the second); files directly in
+// src/ (the package entry) may import any layer but cli. Static imports, re-exports, `import type`, side-effect imports
 // and `import('literal')` all count. Importing the package by its own name (`rollout-queue/…`)
 // from src/ is refused: it would resolve to dist/ and hide a layer crossing.
 //
@@ -20,11 +22,13 @@ const ALLOWED = {
   sandbox: ['spec'],
   runners: ['spec', 'sandbox'],
   rewards: ['spec'],
-  dispatch: ['spec', 'sandbox'],
-  producer: ['spec', 'ref', 'lease', 'platform', 'dispatch'],
+  'harness/worker': ['spec'],
+  producer: ['spec', 'ref', 'lease', 'platform'],
+  'harness/coordinator': ['spec', 'ref', 'lease', 'platform', 'producer', 'harness/worker'],
+  'harness/http': ['spec', 'platform', 'harness/worker', 'harness/coordinator'],
   consumer: ['spec', 'ref', 'lease', 'platform', 'sandbox'],
   dashboard: ['spec', 'lease', 'platform'],
-  gateway: ['spec', 'ref', 'lease', 'platform', 'producer', 'runners', 'rewards', 'dispatch'],
+  gateway: ['spec', 'ref', 'lease', 'platform', 'producer', 'runners', 'rewards', 'harness/worker', 'harness/coordinator', 'harness/http'],
   cli: ['*'],
 };
 const ROOT_MAY_NOT = ['cli'];
@@ -51,6 +55,20 @@ module.exports = {
       to: { circular: true },
     },
     ...layerRules,
+    {
+      name: 'harness-http-client-light',
+      comment: 'The HTTP client (rollout-queue/dispatch/http) is for a coordinator without Redis: at run time its files import only each other, the receipt forms and the harness shapes (type-only imports are erased)',
+      severity: 'error',
+      from: { path: '^src/harness/(http/(client|http-dispatch|wire)|worker/(receipt-forms|trace-replay))\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/harness/(http/(http-dispatch|wire)|worker/(receipt-forms|trace-replay|harness-shapes|dispatch-types))\\.ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'harness-http-client-no-redis',
+      comment: 'The HTTP client never loads Redis, BullMQ or zod',
+      severity: 'error',
+      from: { path: '^src/harness/(http/(client|http-dispatch|wire)|worker/(receipt-forms|trace-replay))\\.ts$' },
+      to: { path: 'node_modules/(bullmq|ioredis|zod)/', dependencyTypesNot: ['type-only'] },
+    },
     {
       name: 'layer-root',
       comment: `The package entry (files directly in src/) may import any layer but ${ROOT_MAY_NOT.join(', ')}`,

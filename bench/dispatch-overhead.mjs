@@ -42,7 +42,7 @@ async function trial(mode, calls, url, queue) {
       }
     };
   } else {
-    const { queueDispatch } = await import('../dist/producer/index.js');
+    const { queueDispatch } = await import('../dist/harness/coordinator/index.js');
     const dispatch = queueDispatch({ dispatch: { $ref: 'rq-fixtures/dispatches:noop', config: {} }, producerOptions: { redisUrl: url, queue, logger: quiet } });
     await dispatch.ready();
     const attempt = `bench-${process.pid}`;

@@ -1,9 +1,12 @@
 import { z } from 'zod';
 import type { Logger } from '../platform/logger.js';
-import { RefSchema, type Ref } from '../spec/index.js';
+import { EnvNameSchema, RefSchema, type Ref } from '../spec/index.js';
 
 /** Default of {@link GatewayOptions.maxBodyBytes}: 10 MiB, the harness server's own `maxBodyBytes`. */
 export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
+/** Default of {@link GatewayOptions.graceMs}: 30 s. */
+export const DEFAULT_GRACE_MS = 30_000;
+
 
 /** Addresses that only this machine can reach: the only ones a gateway without auth may listen on. */
 export function isLoopbackHost(host: string): boolean {
@@ -37,8 +40,28 @@ export const GatewayOptionsSchema = z
     maxBodyBytes: z.number().int().min(1024).max(512 * 1024 * 1024).default(DEFAULT_MAX_BODY_BYTES),
     /** Keys of each scenario the Dispatch must not see (its gold): queueDispatch's `goldKeys`. Default none. */
     goldKeys: z.array(z.string().min(1).max(256)).max(64).optional(),
-    /** How long a delivered dispatch's answer is kept for a client's late retry, ms (queueDispatch's `keepAnswerMs`). */
+    /**
+     * How long a delivered dispatch's answer (and a kept final failure) is kept for a client's late
+     * retry, ms (queueDispatch's `keepAnswerMs`, default 600 000); also how long a dispatch run
+     * goes without a client before the gateway finishes it (at least 5 s).
+     */
     keepAnswerMs: z.number().int().min(0).max(86_400_000).optional(),
+    /**
+     * Names of secrets each dispatch gets (`sandbox.env` of its lease): the workers read their
+     * values from their own environment and hand them to the Dispatch as `ctx.secrets` and in its
+     * `process.env`; values never pass through the gateway, and are redacted from every answer.
+     */
+    env: z.array(EnvNameSchema).max(64).default([]),
+    /**
+     * Time limit of each dispatch, ms (the lease's `timeouts.runMs`, enforced on the worker: past it
+     * the Dispatch's signal aborts and the answer is 500 `RunTimeout`). Default: the spec's 600 000.
+     */
+    runMs: z.number().int().min(1).max(86_400_000).optional(),
+    /**
+     * On `close()` (SIGTERM), how long requests in flight get to be answered before the gateway
+     * answers what is left 503 `GatewayClosing` and exits, ms. Default 30 000, bounds 0–3 600 000.
+     */
+    graceMs: z.number().int().min(0).max(3_600_000).default(DEFAULT_GRACE_MS),
     /** pino logger. */
     logger: z.custom<Logger>((value) => typeof value === 'object' && value !== null && typeof (value as Logger).child === 'function', 'logger must be a pino logger').optional(),
   })

@@ -4,5 +4,5 @@
  * the producer, never the consumer.
  */
 export { startGateway, type Gateway } from './gateway-server.js';
-export { GatewayOptionsSchema, compileGatewayOptions, isLoopbackHost, DEFAULT_MAX_BODY_BYTES, type GatewayOptions, type CompiledGatewayOptions } from './gateway-options.js';
-export { DISPATCH_STATUS } from './dispatch-route.js';
+export { GatewayOptionsSchema, compileGatewayOptions, isLoopbackHost, DEFAULT_MAX_BODY_BYTES, DEFAULT_GRACE_MS, type GatewayOptions, type CompiledGatewayOptions } from './gateway-options.js';
+export { DISPATCH_STATUS } from '../harness/http/dispatch-route.js';

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../platform/logger.js';
 import { DuplicateLeaseError, firstRefusedDraft, refuseRepeatedLeases, type RolloutDraft, type RolloutQueue } from '../producer/index.js';
 import { canonicalJson, RunIdSchema } from '../spec/index.js';
-import { sendError, sendJson } from './http-io.js';
+import { sendError, sendJson } from '../harness/http/http-io.js';
 import { ENDED_STATES, type RunLog } from './run-log.js';
 import { RunPump } from './run-pump.js';
 
@@ -88,11 +88,15 @@ export async function postRun(res: ServerResponse, body: unknown, deps: RunsDeps
   sendJson(res, 202, { runId: id, state: (await deps.log.head(id))?.state ?? 'running' });
 }
 
-/** `GET /runs/ID` → 200 `{ runId, state, error, results, ackedThrough, run }` (run = the run record), 404 when unknown. */
+/**
+ * `GET /runs/ID` → 200 `{ runId, state, error, results, ackedThrough, run, cost }` (run = the run
+ * record, cost = the receipts workers stored for its leases, as `status` counts them), 404 when
+ * unknown. A dispatch run (`dispatch-…`, see `dispatchRunId`) has no runs-API state: `state` is null.
+ */
 export async function getRun(res: ServerResponse, runId: string, deps: RunsDeps): Promise<void> {
   const [head, status] = await Promise.all([deps.log.head(runId), deps.rq.status(runId)]);
   if (!head && !status.run) return sendError(res, 404, 'NoSuchRun', `no run "${runId}" on queue "${status.queue}"; POST /runs first`);
-  sendJson(res, 200, { runId, state: head?.state ?? null, error: head?.error ?? null, results: head?.count ?? 0, ackedThrough: head?.ackedThrough ?? 0, run: status.run ?? null });
+  sendJson(res, 200, { runId, state: head?.state ?? null, error: head?.error ?? null, results: head?.count ?? 0, ackedThrough: head?.ackedThrough ?? 0, run: status.run ?? null, cost: status.cost ?? null });
 }
 
 /**

@@ -67,6 +67,12 @@ export interface QueueKeys {
   cancelChannel(db?: number): string;
   /** STRING JSON Result of a delivered dispatch run (queueDispatch), with PX TTL: a retried call gets it again. */
   dispatchAnswer(runId: string): string;
+  /**
+   * STRING sha256 fingerprint of the request a dispatch run runs (queueDispatch), set by its first
+   * call and deleted with its keys: whoever finishes an abandoned dispatch run keeps its answer
+   * under it, so a later call with another request is still refused as a conflict.
+   */
+  dispatchRequest(runId: string): string;
   /** HASH gateway state of a run of the runs API: state, error, ackedThrough, `l:<leaseId>` marks of listed Results. */
   gatewayRun(runId: string): string;
   /** LIST JSON Results of a run of the runs API, in delivery order (the NDJSON stream's cursor indexes it). */
@@ -108,6 +114,7 @@ export function queueKeys(prefix: string = DEFAULT_PREFIX, queue: string = DEFAU
     lease: (leaseId) => `${base}lease:${leaseId}`,
     cancelChannel: (db = 0) => (db === 0 ? `${base}cancel` : `${base}cancel:db${db}`),
     dispatchAnswer: (runId) => `${base}dispatch:${runId}:answer`,
+    dispatchRequest: (runId) => `${base}dispatch:${runId}:request`,
     gatewayRun: (runId) => `${base}gw:${runId}`,
     gatewayResults: (runId) => `${base}gw:${runId}:results`,
     workerInfo: (workerName) => `${base}worker:${workerName}`,

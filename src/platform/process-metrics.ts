@@ -25,7 +25,7 @@ export function packageVersion(): string {
  * `rollout_queue_info{version, node_version, role} 1` (the Prometheus `_info` convention: a
  * constant 1 whose labels say what runs, for joins such as "which version do crashing workers run").
  */
-export function registerProcessMetrics(registry: Registry, role: 'worker' | 'coordinator'): void {
+export function registerProcessMetrics(registry: Registry, role: 'worker' | 'coordinator' | 'gateway'): void {
   collectDefaultMetrics({ register: registry });
   for (const name of PROMTOOL_REJECTS) registry.removeSingleMetric(name);
   const info = new Gauge({

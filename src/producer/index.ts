@@ -12,10 +12,6 @@ export { ProducerOptionsSchema, compileProducerOptions, DEFAULT_MAX_SPEC_BYTES, 
 export type { CompiledProducerOptions, ProducerOptions } from './producer-options.js';
 export { DuplicateLeaseError, firstRefusedDraft, refuseRepeatedLeases, type RolloutDraft } from './rollout-draft.js';
 export type { CancelOutcome } from './cancel-run.js';
-export { queueDispatch, type QueueDispatch } from './queue-dispatch.js';
-export { DispatchError } from './dispatch-errors.js';
-export { dispatchRunId } from './dispatch-run-id.js';
-export { QueueDispatchOptionsSchema, DEFAULT_KEEP_ANSWER_MS, type QueueDispatchOptions } from './dispatch-options.js';
 export { connectProducerRedis } from './connect-producer-redis.js';
 export { RunActiveError, UndeliveredResultsError, type PurgeOptions } from './purge-run.js';
 export { RunNotFoundError } from './run-not-found-error.js';

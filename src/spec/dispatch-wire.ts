@@ -58,15 +58,18 @@ export const DispatchSpanSchema = z.object({
   error: z.object({ type: z.string(), message: z.string() }).optional(),
   attributes: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
 });
+export type DispatchSpan = z.infer<typeof DispatchSpanSchema>;
 
 /**
  * The output of `rollout-queue/dispatch:dispatchRunner`: the artifact, the small files the
- * dispatch wrote (`ctx.artifacts.write`, relative path → UTF-8 content) and its spans.
+ * dispatch wrote (`ctx.artifacts.write`, relative path → UTF-8 content, or base64 of bytes for
+ * the paths listed in `binary`) and its spans.
  */
 export const DispatchOutputSchema = z
   .object({
     artifact: z.unknown(),
     files: z.record(z.string(), z.string()).default({}),
+    binary: z.array(z.string()).optional(),
     spans: z.array(DispatchSpanSchema).default([]),
   })
   .meta({ id: 'DispatchOutput' });

@@ -6,6 +6,7 @@ export * from './ref-target.js';
 export * from './ref-schema.js';
 export * from './rollout-spec.js';
 export * from './result.js';
+export * from './paid-call-detail.js';
 export * from './meta.js';
 export * from './cost-summary.js';
 export * from './json-schema.js';

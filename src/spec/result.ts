@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PaidCallDetailSchema } from './paid-call-detail.js';
 
 /**
  * How a rollout ended. Report, never raise (see docs/design.md "Result kinds"):
@@ -34,6 +35,7 @@ export const CostReceiptSchema = z
     usd: z.number().min(0).describe('Cost in US dollars.'),
     label: z.string().max(256).optional(),
     units: z.record(z.string(), z.number()).optional().describe('e.g. {"inputTokens": 1200}'),
+    paidCall: PaidCallDetailSchema.optional().describe("What the harness' runPaidCall(input) said about the call (channel, actor, model, ...); set by a Dispatch's ctx.cost.runPaidCall."),
   })
   .strict()
   .meta({ id: 'CostReceipt' });

@@ -11,9 +11,9 @@ import type { GatewayCommandOptions } from '../commands/gateway.js';
 
 /**
  * `rollout-queue gateway`: serves the runs API, and `POST /dispatch` when `--dispatch` names a
- * Dispatch, until SIGINT/SIGTERM, then
- * answers what is in flight with 503 (leases keep running; a client's retry against the
- * restarted gateway attaches to them) and exits 0. The token is read from the environment
+ * Dispatch, until SIGINT/SIGTERM, then stops accepting, gives requests in flight `--grace-ms`
+ * to be answered, answers what is left with 503 (leases keep running; a client's retry against
+ * another or the restarted gateway attaches to them) and exits 0. The token is read from the environment
  * variable `--auth-token-env` names, never from the command line (it would show in `ps`).
  * Usage errors (exit 2): neither or both of --auth-token-env / --no-auth, --no-auth off loopback,
  * the variable unset or short, a bad --dispatch or --dispatch-config, --dispatch-config without --dispatch.
@@ -45,6 +45,10 @@ export async function gatewayAction(options: GatewayCommandOptions): Promise<Exi
       noAuth,
       ...(authToken !== undefined ? { authToken } : {}),
       ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+      ...(options.env !== undefined ? { env: options.env } : {}),
+      ...(options.runMs !== undefined ? { runMs: options.runMs } : {}),
+      ...(options.graceMs !== undefined ? { graceMs: options.graceMs } : {}),
+      ...(options.keepAnswerMs !== undefined ? { keepAnswerMs: options.keepAnswerMs } : {}),
       ...(options.goldKey !== undefined ? { goldKeys: options.goldKey } : {}),
       logger: createLogger({ component: 'gateway' }, cliLogDestination('service')),
     });

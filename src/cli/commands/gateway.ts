@@ -2,11 +2,15 @@ import { Command, Option } from '@commander-js/extra-typings';
 import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
 import { documentDefault } from '../option-help.js';
-import { goldKeyList, integerAtLeast, portOf } from '../option-parsers.js';
+import { envNameList, goldKeyList, integerAtLeast, integerBetween, portOf } from '../option-parsers.js';
+import { DEFAULT_GRACE_MS } from '../../gateway/index.js';
+import { DEFAULT_KEEP_ANSWER_MS } from '../../harness/coordinator/index.js';
+import { DEFAULT_RUN_MS } from '../../spec/index.js';
 
 /**
  * `rollout-queue gateway --port P [--host 127.0.0.1] [--queue NAME] [--dispatch TARGET
- * [--dispatch-config JSON] [--gold-key KEY...]] (--auth-token-env NAME | --no-auth) [--max-body-bytes N]`.
+ * [--dispatch-config JSON] [--gold-key KEY...]] (--auth-token-env NAME | --no-auth) [--max-body-bytes N]
+ * [--env NAME]... [--run-ms N] [--grace-ms N] [--keep-answer-ms N]`.
  */
 export function gatewayCommand() {
   return new Command('gateway')
@@ -19,7 +23,11 @@ export function gatewayCommand() {
     .option('--auth-token-env <name>', HELP.gateway.authTokenEnv)
     .option('--no-auth', HELP.gateway.noAuth)
     .addOption(documentDefault(new Option('--max-body-bytes <n>', HELP.gateway.maxBodyBytes), 10 * 1024 * 1024).argParser(integerAtLeast(1024)))
-    .addOption(new Option('--gold-key <key...>', HELP.gateway.goldKey).argParser(goldKeyList));
+    .addOption(new Option('--gold-key <key...>', HELP.gateway.goldKey).argParser(goldKeyList))
+    .addOption(new Option('--env <name>', HELP.gateway.env).argParser(envNameList))
+    .addOption(documentDefault(new Option('--run-ms <ms>', HELP.gateway.runMs), DEFAULT_RUN_MS).argParser(integerBetween(1, 86_400_000)))
+    .addOption(documentDefault(new Option('--grace-ms <ms>', HELP.gateway.graceMs), DEFAULT_GRACE_MS).argParser(integerBetween(0, 3_600_000)))
+    .addOption(documentDefault(new Option('--keep-answer-ms <ms>', HELP.gateway.keepAnswerMs), DEFAULT_KEEP_ANSWER_MS).argParser(integerBetween(0, 86_400_000)));
 }
 
 /**

@@ -96,6 +96,25 @@ describe('lint:imports (dependency-cruiser layer rules)', () => {
     expect(output).toContain('layer-root: src/index.ts → src/cli/main.ts');
   });
 
+  // Issue 29: the harness seam is one folder of three layers, each checked.
+  it('the harness layers: worker a built-in, coordinator above the producer (never below it), the HTTP client never reaching Redis', async () => {
+    await plant({
+      ...CLEAN,
+      'harness/worker/runner.ts': "import { q } from '../../producer/queue.js';\nexport const r = q;\n",
+      'harness/coordinator/queue-dispatch.ts': "import { q } from '../../producer/queue.js';\nexport const d = q;\n",
+      'producer/uses-harness.ts': "import { d } from '../harness/coordinator/queue-dispatch.js';\nexport const u = d;\n",
+      'harness/http/http-dispatch.ts': "import { d } from '../coordinator/queue-dispatch.js';\nexport const h = d;\n",
+      'harness/stray.ts': "import { v } from '../spec/index.js';\nexport const s = v;\n",
+    });
+    const { status, output } = check();
+    expect(status).not.toBe(0);
+    expect(output).toContain('layer-harness/worker: src/harness/worker/runner.ts → src/producer/queue.ts');
+    expect(output).toContain('layer-producer: src/producer/uses-harness.ts → src/harness/coordinator/queue-dispatch.ts');
+    expect(output).toContain('harness-http-client-light: src/harness/http/http-dispatch.ts → src/harness/coordinator/queue-dispatch.ts');
+    expect(output).not.toContain('layer-harness/coordinator');
+    expect(output).toContain('no-unknown-layer: src/harness/stray.ts');
+  });
+
   it('catches an import cycle', async () => {
     await plant({
       ...CLEAN,

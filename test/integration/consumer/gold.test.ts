@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/platform/logger.js';
-import { queueDispatch } from '../../../src/producer/index.js';
+import { queueDispatch } from '../../../src/harness/coordinator/index.js';
 import { fixture, makeSpec, RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';

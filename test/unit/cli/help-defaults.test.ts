@@ -13,6 +13,8 @@ import { defaultOutFile } from '../../../src/cli/run-id.js';
 import { compileWorkerOptions } from '../../../src/consumer/index.js';
 import { environmentFingerprint, fingerprintInputs } from '../../../src/consumer/environment-fingerprint.js';
 import { compileGatewayOptions } from '../../../src/gateway/index.js';
+import { compileQueueDispatchOptions } from '../../../src/harness/coordinator/dispatch-options.js';
+import { TimeoutsSchema } from '../../../src/spec/index.js';
 import { compileProducerOptions } from '../../../src/producer/index.js';
 
 // Issue 31: help text that matches behaviour. Each default a --help documents is compared with
@@ -77,6 +79,10 @@ const BEHAVIOUR: Record<string, Record<string, () => string>> = {
     '--host': () => compileGatewayOptions({ redisUrl: 'redis://x', port: 0, noAuth: true }).host,
     '--queue': () => compileGatewayOptions({ redisUrl: 'redis://x', port: 0, noAuth: true }).queue,
     '--max-body-bytes': () => String(compileGatewayOptions({ redisUrl: 'redis://x', port: 0, noAuth: true }).maxBodyBytes),
+    // Issue 29: a dispatch's runMs left out is the spec's; keepAnswerMs queueDispatch's; graceMs the gateway's.
+    '--run-ms': () => String(TimeoutsSchema.parse({}).runMs),
+    '--grace-ms': () => String(compileGatewayOptions({ redisUrl: 'redis://x', port: 0, noAuth: true }).graceMs),
+    '--keep-answer-ms': () => String(compileQueueDispatchOptions({ dispatch: { $ref: 'x:y', config: {} } }).keepAnswerMs),
     ...connection,
   },
   demo: { '--workers': () => '2', '--tasks': () => '240', '--concurrency': () => '2', '--port': () => '0', '--out': () => defaultOutFile('<runId>'), ...connection },

@@ -17,6 +17,14 @@ describe('gateway options', () => {
     expect(compileGatewayOptions({ ...base, authToken: 'x'.repeat(16), host: '0.0.0.0' }).host).toBe('0.0.0.0');
   });
 
+  it('secrets by name, a per-dispatch time limit and a shutdown grace period: checked, named in the error', () => {
+    expect(compileGatewayOptions({ ...base, noAuth: true })).toMatchObject({ env: [], graceMs: 30_000 });
+    expect(compileGatewayOptions({ ...base, noAuth: true, env: ['OPENAI_API_KEY'], runMs: 5000, graceMs: 0 })).toMatchObject({ env: ['OPENAI_API_KEY'], runMs: 5000, graceMs: 0 });
+    expect(() => compileGatewayOptions({ ...base, noAuth: true, env: ['sk-live-123'] })).toThrow(/^gateway option env\.0: sandbox\.env lists variable NAMES/);
+    expect(() => compileGatewayOptions({ ...base, noAuth: true, runMs: 0 })).toThrow(/^gateway option runMs:/);
+    expect(() => compileGatewayOptions({ ...base, noAuth: true, graceMs: -1 })).toThrow(/^gateway option graceMs:/);
+  });
+
   it('knows loopback addresses', () => {
     for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1']) expect(isLoopbackHost(host), host).toBe(true);
     for (const host of ['0.0.0.0', '::', '10.0.0.1', '128.0.0.1', 'example.com']) expect(isLoopbackHost(host), host).toBe(false);

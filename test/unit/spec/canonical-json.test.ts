@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../../src/spec/index.js';
 import { canonicalRefJson } from '../../../src/ref/index.js';
-import { requestFingerprint } from '../../../src/producer/dispatch-request.js';
+import { requestFingerprint } from '../../../src/harness/coordinator/dispatch-request.js';
 import { evaluationHash } from '../../../src/producer/evaluation-cache.js';
 
 // Pinned texts and hashes, computed before canonicalJson replaced the copies of it in

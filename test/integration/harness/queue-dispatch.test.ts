@@ -2,10 +2,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Dispatch, DispatchCostReceipt } from '../../../src/dispatch/index.js';
+import type { Dispatch, DispatchCostReceipt } from '../../../src/harness/worker/index.js';
 import { createLogger } from '../../../src/platform/logger.js';
 import { leaseIdFor } from '../../../src/lease/index.js';
-import { DispatchError, dispatchRunId, LEASE_LOST_WAIT_MS, queueDispatch, RolloutQueue, type QueueDispatch } from '../../../src/producer/index.js';
+import { DispatchError, dispatchRunId, queueDispatch, type QueueDispatch } from '../../../src/harness/coordinator/index.js';
+import { LEASE_LOST_WAIT_MS, RolloutQueue } from '../../../src/producer/index.js';
 import { RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { waitFor } from '../../helpers/wait-for.js';
@@ -82,14 +83,14 @@ async function stop(workers: WorkerProcess[]): Promise<void> {
 
 /**
  * Keys a dispatch call may leave behind for longer than its answer's TTL: job hashes and run
- * bookkeeping. A run key that expires no later than the run's kept answer (the record saying its
- * lease was delivered) is no leftover.
+ * bookkeeping. A run or lease key that expires no later than the run's kept answer (the record
+ * saying its lease was delivered, the lease hash whose receipts `status` counts) is no leftover.
  */
 async function leftoverKeys(q: RawQueue): Promise<string[]> {
   const keys = await q.redis.keys(`${TEST_PREFIX}:${q.name}:*`);
   const left: string[] = [];
   for (const key of keys.filter((key) => !key.includes(':~dispatch:') && (key.includes(':dispatch-') || key.includes(':~run:') || key.includes(':~lease:')))) {
-    const runId = /:~run:(dispatch-[0-9a-f]+)/.exec(key)?.[1];
+    const runId = /:~(?:run|lease):(dispatch-[0-9a-f]+)/.exec(key)?.[1];
     // The answer's TTL is read first: a key expiring at the same moment then shows a TTL no larger.
     const answerTtl = runId ? await q.redis.pttl(q.keys.dispatchAnswer(runId)) : -2;
     const keyTtl = await q.redis.pttl(key);
@@ -177,7 +178,10 @@ describe('queueDispatch: the harness Dispatch over the durable queue', () => {
     const ctx = { cellId: 'cell-a', runAttemptId: 'attempt-same', rep: 0, seed: 7, trace };
     const scenario = { echo: 'once', logFile, delayMs: 300 };
     const [first, second] = await Promise.all([dispatch(scenario, ctx), dispatch(scenario, ctx)]);
-    expect(spans).toEqual([0, 1].map(() => ({ name: 'rollout-queue.dispatch', attributes: { cellId: 'cell-a', runAttemptId: 'attempt-same', queue: q.name } })));
+    // Each call runs in its own span (the callback form); the Dispatch's own span on the worker
+    // ("work") is replayed into the caller's trace once per call, with its worker timing.
+    const worker = { name: 'work', attributes: { 'rollout-queue.startMs': expect.any(Number), 'rollout-queue.durationMs': expect.any(Number) } };
+    expect(spans).toEqual([...[0, 1].map(() => ({ name: 'rollout-queue.dispatch', attributes: { cellId: 'cell-a', runAttemptId: 'attempt-same', queue: q.name } })), worker, worker]);
     expect(first).toEqual(second);
     const retried = await dispatch(scenario, ctx);
     expect(retried).toEqual(first);

@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { redisScript } from '../platform/redis-script.js';
-import { runOwnKeys, type QueueKeys } from '../lease/index.js';
+import { redisScript } from '../../platform/redis-script.js';
+import { runOwnKeys, type QueueKeys } from '../../lease/index.js';
 
 // While the answer (KEYS[1]) lives, the keys that say the lease was delivered (KEYS[2] up to
 // 1 + ARGV[2]) expire with it; without one they are deleted. The answer's expiry is set again,
@@ -32,7 +32,8 @@ export type ForgetOutcome = 'active' | 'kept' | 'deleted';
  * deletes its BullMQ job (BullMQ's own `Queue.remove`, which refuses a job that is still locked by
  * a worker), its stored artifacts, the worker's `lease` hash with its receipts, the `runs` member
  * and the rest of its bookkeeping. The run record, `runLeases` and `runDelivered` (what tells a
- * later session of the run that its lease was delivered) expire with the kept answer
+ * later session of the run that its lease was delivered) and the lease hash (its receipts, which
+ * `status` of the run counts) expire with the kept answer
  * (`dispatchAnswer`; one script call, never after it) rather than at once: a process that waited
  * for the run's coordinator lease and gets it after this finds the lease delivered, not a missing
  * run (so it does not run the Dispatch a second time), and reads the kept answer. Without a kept
@@ -46,8 +47,9 @@ export async function forgetDispatchRun(redis: Redis, queue: Queue, keys: QueueK
   const removed = await queue.remove(leaseId);
   if (removed === 0 && (await redis.exists(queue.toKey(leaseId))) === 1) return 'active';
   const artifacts = await redis.smembers(keys.runArtifacts(runId));
-  const marks = [keys.run(runId), keys.runLeases(runId), keys.runDelivered(runId)];
+  // The lease hash holds the receipts: kept with the answer, `status` of the run counts its cost.
+  const marks = [keys.run(runId), keys.runLeases(runId), keys.runDelivered(runId), keys.lease(leaseId)];
   const rest = runOwnKeys(keys, runId).filter((key) => !marks.includes(key));
-  const kept = await FORGET.run(redis, [keys.dispatchAnswer(runId), ...marks, ...rest, ...artifacts.map((sha) => keys.runArtifact(runId, sha)), keys.lease(leaseId), keys.runs()], [runId, marks.length]);
+  const kept = await FORGET.run(redis, [keys.dispatchAnswer(runId), ...marks, ...rest, ...artifacts.map((sha) => keys.runArtifact(runId, sha)), keys.dispatchRequest(runId), keys.runs()], [runId, marks.length]);
   return Number(kept) === 1 ? 'kept' : 'deleted';
 }

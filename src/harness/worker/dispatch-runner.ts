@@ -1,6 +1,7 @@
-import { CallerError, DispatchRequestSchema, isPlainObject, withoutKeys, type DispatchOutput, type Rendered, type RolloutContext, type Task } from '../spec/index.js';
-import { checkedConfigRecord, describeValue } from '../spec/factory-config.js';
-import type { Dispatch } from './dispatch-types.js';
+import { CallerError, DispatchRequestSchema, isPlainObject, withoutKeys, type DispatchOutput, type Rendered, type RolloutContext, type Task } from '../../spec/index.js';
+import { checkedConfigRecord, describeValue } from '../../spec/factory-config.js';
+import type { WorkerDispatch } from './dispatch-types.js';
+import { setSecretEnv } from './secret-env.js';
 import { workerDispatchContext } from './worker-dispatch-context.js';
 
 /** Default of {@link DispatchRunnerOptions.maxArtifactBytes}: 1 MiB. */
@@ -11,7 +12,7 @@ export const MAX_MAX_ARTIFACT_BYTES = 67_108_864;
 /** Config of {@link dispatchRunner} (a Ref's config; `dispatch` is a nested Ref, resolved on the worker first). */
 export interface DispatchRunnerOptions {
   /** The harness Dispatch to run: a nested Ref `{ "$ref": "module:export", "config": {...} }` whose factory returns `(scenario, ctx) => Promise<artifact>`. */
-  readonly dispatch: Dispatch;
+  readonly dispatch: WorkerDispatch;
   /** Bytes (UTF-8) of all files one dispatch may write with `ctx.artifacts.write`. Default 1 048 576, bounds 0–67 108 864. */
   readonly maxArtifactBytes?: number;
 }
@@ -22,9 +23,11 @@ const FACTORY = 'dispatchRunner';
  * Run factory `rollout-queue/dispatch:dispatchRunner({ dispatch: Ref, maxArtifactBytes? })`:
  * adapts a harness Dispatch to a rollout. The lease's `task` is the dispatch request
  * (`DispatchRequestSchema`: scenario, cellId, runAttemptId, rep, seed, …); the run builds the
- * harness ctx on the worker (see `workerDispatchContext`), calls `dispatch(task.scenario, ctx)`
- * with the scenario's gold keys removed (`ctx.goldKeys`: the spec's `goldKeys`, which
- * `queueDispatch`'s and the gateway's `goldKeys` option set) and returns `{ artifact, files, spans }` (`DispatchOutputSchema`).
+ * harness ctx on the worker (see `workerDispatchContext`), sets the lease's secrets in
+ * `process.env` while it runs (`setSecretEnv`), calls `dispatch(task.scenario, ctx)` with the
+ * scenario's gold keys removed (`ctx.goldKeys`: the spec's `goldKeys`, which `queueDispatch`'s and
+ * the gateway's `goldKeys` option set) and returns `{ artifact, files, binary?, spans }`
+ * (`DispatchOutputSchema`). The worker redacts secret values from all of it, as from any Result.
  * A Dispatch that throws is a `model` Result; `InfrastructureError`/`CallerError` classify as usual.
  * @throws CallerError for a bad config (not a Ref in `dispatch`, bad `maxArtifactBytes`) or a task that is not a dispatch request.
  */
@@ -44,14 +47,21 @@ export function dispatchRunner(config: unknown): (rendered: Rendered, task: Task
       const issue = parsed.error.issues[0];
       throw new CallerError(`${FACTORY}: the task is not a dispatch request (${issue?.path.map(String).join('.') || '(task)'}: ${issue?.message ?? 'invalid'}); enqueue it with queueDispatch or the gateway`);
     }
-    const { ctx: dispatchCtx, collected } = workerDispatchContext(parsed.data, ctx, max);
+    const attempt = workerDispatchContext(parsed.data, ctx, max);
     // The scenario is the part of the task the Dispatch sees: the gold keys the worker kept from
     // the task (ctx.goldKeys: the spec's goldKeys, e.g. queueDispatch's) are kept from it too.
     const { scenario } = parsed.data;
     const goldKeys = ctx.goldKeys ?? [];
     const shown = goldKeys.length > 0 && isPlainObject(scenario) ? withoutKeys(scenario, goldKeys) : scenario;
-    const artifact = await (dispatch as Dispatch)(shown, dispatchCtx);
-    return { artifact: artifact ?? null, files: collected.files, spans: collected.spans };
+    const restoreEnv = setSecretEnv(ctx.secrets);
+    try {
+      const artifact = await (dispatch as WorkerDispatch)(shown, attempt.ctx);
+      const { files, binary } = attempt.collected;
+      return { artifact: artifact ?? null, files, ...(binary.length > 0 ? { binary } : {}), spans: attempt.spans() };
+    } finally {
+      restoreEnv();
+      await attempt.remove();
+    }
   };
 }
 

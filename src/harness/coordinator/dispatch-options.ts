@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { DispatchRequestSchema, RefSchema, RolloutSpecSchema, SandboxSpecSchema, TimeoutsSchema, type Ref } from '../spec/index.js';
-import type { Logger } from '../platform/logger.js';
-import { ProducerOptionsSchema, type ProducerOptions } from './producer-options.js';
-import { RolloutQueue } from './rollout-queue.js';
+import { DispatchRequestSchema, RefSchema, RolloutSpecSchema, SandboxSpecSchema, TimeoutsSchema, type Ref } from '../../spec/index.js';
+import type { Logger } from '../../platform/logger.js';
+import { ProducerOptionsSchema, type ProducerOptions } from '../../producer/index.js';
+import { RolloutQueue } from '../../producer/index.js';
 
 /** Top-level keys of a dispatch lease's task (the request's fields and `id`): never gold keys, which name scenario keys. */
 const REQUEST_FIELDS: ReadonlySet<string> = new Set(['id', ...Object.keys(DispatchRequestSchema.shape)]);

@@ -1,5 +1,12 @@
-import type { Result } from '../spec/index.js';
-import { AbortError } from './abort-error.js';
+import { AbortError } from '../../producer/index.js';
+import type { Result } from '../../spec/index.js';
+import type { FinalAnswer } from './dispatch-errors.js';
+
+/** A cell's answer: its lease's Result, and, for a kept failure, why it is final. */
+export interface CellAnswer {
+  readonly result: Result;
+  readonly final: FinalAnswer | undefined;
+}
 
 /** One lease shared by every call attached to it. */
 export class SharedCall {
@@ -9,12 +16,12 @@ export class SharedCall {
   constructor(readonly fingerprint: string) {}
 
   private waiters = 0;
-  done!: Promise<Result>;
+  done!: Promise<CellAnswer>;
 
   /** Waits for the lease's Result; the caller's own abort rejects at once, and the last one leaving cancels the lease. */
-  join(signal: AbortSignal | undefined, abortError: () => AbortError): Promise<Result> {
+  join(signal: AbortSignal | undefined, abortError: () => AbortError): Promise<CellAnswer> {
     this.waiters++;
-    return new Promise<Result>((resolve, reject) => {
+    return new Promise<CellAnswer>((resolve, reject) => {
       const onAbort = (): void => {
         this.waiters--;
         if (this.waiters > 0) return reject(abortError());
@@ -24,9 +31,9 @@ export class SharedCall {
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       this.done.then(
-        (result) => {
+        (answer) => {
           signal?.removeEventListener('abort', onAbort);
-          resolve(result);
+          resolve(answer);
         },
         (err: unknown) => {
           if (signal?.aborted) return;

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { QueueKeys } from '../lease/index.js';
-import { canonicalJson, CostReceiptSchema, DispatchRequestSchema, ResultSchema, type CostReceipt, type DispatchRequest, type Result } from '../spec/index.js';
-import type { DispatchContext, DispatchPlacement } from '../dispatch/index.js';
+import type { QueueKeys } from '../../lease/index.js';
+import { canonicalJson, CostReceiptSchema, DispatchRequestSchema, ResultSchema, type CostReceipt, type DispatchRequest, type Result } from '../../spec/index.js';
+import type { DispatchContext, DispatchPlacement } from '../worker/index.js';
 import { DispatchError } from './dispatch-errors.js';
 
 /** The request a call stands for, checked like a gateway body. @throws DispatchError (caller) naming the field. */
@@ -54,26 +54,33 @@ export function conflictError(request: DispatchRequest): DispatchError {
   });
 }
 
-/** A delivered dispatch's answer as kept: the Result and the fingerprint of its request. */
+/** A delivered dispatch's answer as kept: the Result, the fingerprint of its request, and until when it is kept. */
 export interface KeptAnswer {
   readonly result: Result;
   /** Undefined for an answer kept by an earlier version (a bare Result). */
   readonly fingerprint: string | undefined;
+  /** Epoch ms (the keeper's clock) the answer expires at; undefined for an answer of an earlier version. */
+  readonly keptUntilMs: number | undefined;
 }
 
 /** The text {@link readAnswer} reads back. */
-export function answerText(result: Result, fingerprint: string): string {
-  return JSON.stringify({ fingerprint, result });
+export function answerText(result: Result, fingerprint: string | undefined, keptUntilMs: number): string {
+  return JSON.stringify({ fingerprint, result, keptUntilMs });
 }
 
 /** The kept answer of a delivered dispatch, or undefined. */
 export async function readAnswer(redis: Redis, key: string): Promise<KeptAnswer | undefined> {
   const json = await redis.get(key);
   if (json === null) return undefined;
-  const raw = JSON.parse(json) as { fingerprint?: unknown; result?: unknown };
-  const kept = typeof raw.fingerprint === 'string' ? raw.result : raw;
-  const parsed = ResultSchema.safeParse(kept);
-  return parsed.success ? { result: parsed.data, fingerprint: typeof raw.fingerprint === 'string' ? raw.fingerprint : undefined } : undefined;
+  const raw = JSON.parse(json) as { fingerprint?: unknown; result?: unknown; keptUntilMs?: unknown };
+  const current = 'result' in raw;
+  const parsed = ResultSchema.safeParse(current ? raw.result : raw);
+  if (!parsed.success) return undefined;
+  return {
+    result: parsed.data,
+    fingerprint: typeof raw.fingerprint === 'string' ? raw.fingerprint : undefined,
+    keptUntilMs: current && typeof raw.keptUntilMs === 'number' ? raw.keptUntilMs : undefined,
+  };
 }
 
 /** Receipts the worker stored for a lease so far (`cost:<id>` fields of its ledger hash). */
