@@ -10,14 +10,14 @@
 //     over the timed section only;
 //   - client requests to Redis per rollout: `INFO stats` total_commands_processed delta.
 // Timings belong here, never in `npm test`.
-// Usage: node bench/suite.mjs [REPS=3]   (npm run bench); ONLY=code runs the codeRunner rows alone.
+// Usage: node bench/suite.mjs [REPS=3] [--only noop,code,wait,p50,bytes,slots,recovery]   (npm run bench)
 // Redis: REDIS_URL, else a private redis-server on a free loopback port (removed afterwards).
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { benchRedis } from './bench-redis.mjs';
+import { compare as compareSides, fmt, startBenchRedis, stats } from './interleave.mjs';
 import { trialCpuMeter } from './cgroup-cpu.mjs';
 import { treeCpuMs } from './proc-cpu.mjs';
 
@@ -295,45 +295,14 @@ if (process.argv[2] === '--trial') {
 // ---------- orchestration ----------
 
 const REPS = Number(process.argv[2] ?? 3);
+const onlyAt = process.argv.indexOf('--only');
+/** The row groups to run (all by default): a part of the table, on a shared machine. */
+const ONLY = onlyAt > 0 ? new Set(process.argv[onlyAt + 1]?.split(',')) : undefined;
+const want = (group) => !ONLY || ONLY.has(group);
 
-async function startRedis() {
-  const redis = await benchRedis();
-  if (!redis.private) return redis;
-  const { Redis } = await import('ioredis');
-  const probe = new Redis(redis.url);
-  return { ...redis, flush: () => probe.flushall(), stop: async () => { probe.disconnect(); await redis.stop(); } };
-}
-
-function runTrial(name, url, params) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [here, '--trial', name, url, JSON.stringify(params)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    proc.stdout.on('data', (d) => (out += d));
-    proc.on('close', (code) => {
-      const line = out.trim().split('\n').at(-1);
-      if (code !== 0 || !line) reject(new Error(`trial ${name} exited ${code}: ${out}`));
-      else resolve(JSON.parse(line));
-    });
-  });
-}
-
-const stats = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return { min: sorted[0], median: sorted[Math.floor(sorted.length / 2)], max: sorted.at(-1) };
-};
-const fmt = (s, digits = 1) => `${s.min.toFixed(digits)} / ${s.median.toFixed(digits)} / ${s.max.toFixed(digits)}`;
-
-/** Runs the sides of one comparison interleaved, REPS times each; returns trials per side. */
-async function compare(redis, sides, params) {
-  const trials = Object.fromEntries(sides.map((side) => [side, []]));
-  for (let rep = 0; rep < REPS; rep++) {
-    for (const side of sides) {
-      await redis.flush?.();
-      trials[side].push(await runTrial(side, redis.url, params));
-    }
-  }
-  return trials;
-}
+const startRedis = startBenchRedis;
+/** Runs the sides of one comparison interleaved, REPS times each (interleave.mjs). */
+const compare = (redis, sides, params) => compareSides(here, redis, sides, params, REPS);
 
 const rows = [];
 const row = (measureName, ours, anchor, ratio, goal) => rows.push({ measureName, ours, anchor, ratio, goal });
@@ -341,14 +310,10 @@ const perRollout = (trials, n, key) => stats(trials.map((t) => t[key] / n));
 const rate = (trials, n) => stats(trials.map((t) => n / (t.wallMs / 1000)));
 const ratioOfMedians = (a, b) => a.median / b.median;
 
-/** Whether the comparisons named `group` run: all of them, or those env ONLY names (`noop,code,wait,p50,bytes,recovery`). */
-const ONLY = process.env.ONLY?.split(',');
-const wanted = (group) => !ONLY || ONLY.includes(group);
-
 const redis = await startRedis();
 const started = performance.now();
 try {
-  if (wanted('noop')) {
+  if (want('noop')) {
     const n = 800;
     const t = await compare(redis, ['noop-rq', 'noop-sandboxed', 'noop-raw'], { n });
     const ours = rate(t['noop-rq'], n);
@@ -364,7 +329,7 @@ try {
     const ri = perRollout(t['noop-raw'], n, 'redisCommands');
     row('  Redis commands run per rollout (incl. inside scripts)', fmt(oi, 1), `raw BullMQ ${fmt(ri, 1)}`, `${ratioOfMedians(oi, ri).toFixed(2)}×`, '');
   }
-  if (wanted('noop')) {
+  if (want('noop')) {
     // The same after warm-up: in a fresh process most of 800 rollouts' CPU is JIT warm-up and
     // each child's first import (~10 ms per child); a long-lived worker pays that once.
     const n = 8000;
@@ -376,7 +341,7 @@ try {
     const sc = perRollout(t['noop-sandboxed'], n, 'cpuMs');
     row(`  same, ${n} rollouts per trial: CPU ms per rollout`, fmt(oc, 2), `sandboxed ${fmt(sc, 2)}`, `${ratioOfMedians(oc, sc).toFixed(2)}×`, '');
   }
-  for (const lang of wanted('code') ? ['js', 'py'] : []) {
+  for (const lang of want('code') ? ['js', 'py'] : []) {
     const n = 300;
     const t = await compare(redis, ['code-rq', 'code-plain'], { n, lang });
     const ow = stats(t['code-rq'].map((x) => x.wallMs / 1000));
@@ -388,7 +353,7 @@ try {
     row(`codeRunner ${label} 300 × c=4 (level ${level}), wall s`, fmt(ow, 2), `spawn pool ${fmt(pw, 2)}`, `${ratioOfMedians(ow, pw).toFixed(2)}×`, '≤ 1.10×');
     row(`  same, CPU ms per rollout`, fmt(oc, 1), `spawn pool ${fmt(pc, 1)}`, `${ratioOfMedians(oc, pc).toFixed(2)}×`, '≤ 1.10×');
   }
-  if (wanted('wait')) {
+  if (want('wait')) {
     const n = 1000;
     const t = await compare(redis, ['wait-rq', 'wait-inproc', 'wait-sandboxed'], { n });
     const ow = stats(t['wait-rq'].map((x) => x.wallMs / 1000));
@@ -398,14 +363,14 @@ try {
     row('  same, against BullMQ sandboxed (50 children), wall s', fmt(ow, 2), `sandboxed ${fmt(sw, 2)} (${ratioOfMedians(sw, iw).toFixed(2)}× in-process)`, `${ratioOfMedians(ow, sw).toFixed(2)}×`, '');
     row('  same, CPU ms per rollout', fmt(perRollout(t['wait-rq'], n, 'cpuMs'), 2), `in-process ${fmt(perRollout(t['wait-inproc'], n, 'cpuMs'), 2)}, sandboxed ${fmt(perRollout(t['wait-sandboxed'], n, 'cpuMs'), 2)}`, '', '');
   }
-  if (wanted('p50')) {
+  if (want('p50')) {
     const n = 100;
     const t = await compare(redis, ['p50-rq', 'p50-sandboxed'], { n });
     const op = stats(t['p50-rq'].map((x) => x.p50Ms));
     const sp = stats(t['p50-sandboxed'].map((x) => x.p50Ms));
     row('submit→Result p50, one at a time, ms', fmt(op, 2), `sandboxed ${fmt(sp, 2)}`, `${ratioOfMedians(op, sp).toFixed(2)}×`, '≤ 1.5×');
   }
-  if (wanted('bytes')) {
+  if (want('bytes')) {
     const n = 40;
     const t = await compare(redis, ['bytes-rq'], { n });
     const beyond = stats(t['bytes-rq'].map((x) => x.bytesPerRolloutBeyondOneCopy / 1024));
@@ -415,7 +380,12 @@ try {
 } finally {
   await redis.stop();
 }
-if (wanted('recovery')) {
+if (want('slots')) {
+  // Issue 32's rows (worker memory idle, 5 000 rollouts awaiting 200 ms at c=500): their own Redis and worker processes.
+  const out = execFileSync(process.execPath, [path.join(path.dirname(here), 'slots.mjs'), String(REPS), '--rows-json'], { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim().split('\n');
+  for (const [measureName, ours, anchor, ratio, goal] of JSON.parse(out.at(-1) ?? '[]')) row(measureName, ours, anchor, ratio, goal);
+}
+if (want('recovery')) {
   // Its own Redis and worker processes; prints its own lines.
   const out = execFileSync(process.execPath, [path.join(path.dirname(here), 'recovery.mjs'), String(REPS)]).toString().trim().split('\n');
   const m = /min ([\d.]+) s, median ([\d.]+) s, max ([\d.]+) s/.exec(out.at(-1) ?? '');

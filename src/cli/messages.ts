@@ -29,7 +29,9 @@ export const HELP = {
   allowEviction: 'start even though Redis maxmemory-policy may evict keys (anything but noeviction); results can be lost',
   worker: {
     description: 'Run a worker: take rollouts from a queue and run each in a child process.',
-    concurrency: 'rollouts run at once, one child process each',
+    concurrency: 'rollout slots: rollouts run at once, sharing the --children child processes (at most 1000)',
+    children: 'shared child processes that host the slots, per sandbox.memoryMb',
+    blockedLoopMs: 'kill a shared child whose event loop has not turned for this long with two rollouts or more in it, ms; they are handed back without spending their re-dispatch budget',
     allow: 'module patterns Refs may import besides rollout-queue/*, e.g. "@acme/rollouts/*" (whoever can write to the queue can run any allowed code)',
     name: 'worker name shown in results and status',
     metricsPort: 'serve Prometheus GET /metrics and a liveness GET /healthz on this port (0 picks a free one)',

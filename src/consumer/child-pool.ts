@@ -1,7 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import type { Containment } from '../sandbox/index.js';
 import type { LogMessage } from './child-protocol.js';
-import { RolloutChild } from './rollout-child.js';
+import { RolloutChild, type RolloutChildOptions } from './rollout-child.js';
+
+/** An extra child (beyond the warm ones) idle this long is retired, ms. */
+export const IDLE_RETIRE_MS = 60_000;
 
 /** Options of {@link ChildPool}; see `CompiledWorkerOptions` for units and defaults. */
 export interface ChildPoolOptions {
@@ -15,156 +18,193 @@ export interface ChildPoolOptions {
   readonly maxRolloutsPerChild: number;
   /** Recycle a child whose RSS after a rollout exceeds this many MiB. */
   readonly maxChildRssMb: number;
+  /** Shared children per heap limit: the rollouts of one `sandbox.memoryMb` spread over at most this many. */
+  readonly children: number;
   /**
-   * Most idle children kept over every heap limit together (the worker's slots: as many as can
-   * run at once); past it the least recently used idle child is retired.
+   * Most idle children kept over every heap limit and kind together; past it the least recently
+   * used idle child is retired.
    */
   readonly maxIdle: number;
+  /** A child holding two rollouts or more whose event loop has not turned for this long is killed, ms (the watchdog). */
+  readonly blockedLoopMs: number;
   readonly onLog: (message: LogMessage) => void;
   /** The worker's containment, given to every child. */
   readonly containment: Containment;
-  /** Called whenever a child is forked or retired (metrics). */
+  /** Called whenever a child is forked or retired (metrics): `crashed` when it died on its own. */
   readonly onChildEvent?: (event: 'started' | 'recycled' | 'crashed') => void;
   /** Called when a background fork (warm-up or replacement) fails; the next `acquire` forks again. */
   readonly onWarmError?: (err: unknown) => void;
 }
 
+type Kind = RolloutChild['kind'];
+
 /**
  * A supervised pool of rollout children, replacing BullMQ's sandbox child pool (which
  * cancels only cooperatively, reuses children without caps, and hands them the worker's
- * whole environment; see BullMQ `src/classes/child-pool.ts`). Idle children are kept per
- * heap limit (`memoryMb` is a fork flag, so children are not interchangeable across it), at
- * most `maxIdle` of them in all: a run with another `sandbox.memoryMb` does not leave a set of
- * idle children behind for good.
+ * whole environment; see BullMQ `src/classes/child-pool.ts`). A worker's slots are not
+ * processes: `shared` children host many rollouts each, at most `children` of them per heap
+ * limit (`sandbox.memoryMb` is a fork flag, so children are not interchangeable across it), and
+ * a rollout goes to the least loaded one. A `solo` child hosts one rollout at a time: for a spec
+ * asking for it (`sandbox.isolation: "process"`) and for a lease involved in a crash; idle ones
+ * are reused for later solo rollouts.
  *
- * Warm: {@link warm} forks `count` children of one heap limit ahead of work (a child costs
- * ~100 ms CPU to boot), and a retired child of that limit is replaced in the background.
- * Retiring and replacing never sit on the reply path: {@link release} returns at once.
+ * Warm: {@link warm} forks shared children of one heap limit ahead of work (a child costs ~100 ms
+ * CPU to boot); one that retires or drains is replaced in the background, so the reply path never
+ * waits for a fork while a child of that limit is up. A child drains (takes no new rollouts,
+ * retired once empty) when it is worn (`maxRolloutsPerChild`, `maxChildRssMb`) or asked to.
+ * The watchdog kills a child whose loop is blocked with several rollouts in it
+ * ({@link RolloutChild.blockedFor}).
  */
 export class ChildPool {
-  private readonly idle = new Map<number, RolloutChild[]>();
-  /** When each idle child was put idle (performance.now() ms), to retire the least recently used past `maxIdle`. */
-  private readonly idleSince = new Map<RolloutChild, number>();
-  private readonly busy = new Set<RolloutChild>();
-  /** Background forks not yet ready, per heap limit. */
-  private readonly starting = new Map<number, Promise<RolloutChild | undefined>[]>();
+  /** Every started child not retired, idle or busy. */
+  private readonly live = new Set<RolloutChild>();
+  /** Shared forks not yet ready, per heap limit (they join `live` idle). */
+  private readonly starting = new Map<number, Promise<RolloutChild>[]>();
   /** Background kills in progress (awaited by `close`). */
   private readonly dying = new Set<Promise<void>>();
   private warmTarget = { memoryMb: 0, count: 0 };
   private closed = false;
+  private readonly watchdog: NodeJS.Timeout;
 
-  constructor(private readonly options: ChildPoolOptions) {}
+  constructor(private readonly options: ChildPoolOptions) {
+    this.watchdog = setInterval(() => this.tick(), Math.min(1000, Math.max(50, Math.floor(options.blockedLoopMs / 4))));
+    this.watchdog.unref();
+  }
 
   /** Pids of every live child (idle or busy). */
   pids(): number[] {
-    const all = [...this.busy, ...[...this.idle.values()].flat()];
-    return all.filter((child) => !child.exited && child.pid !== undefined).map((child) => child.pid as number);
+    return [...this.live].filter((child) => !child.exited && child.pid !== undefined).map((child) => child.pid as number);
   }
 
   /**
-   * Forks children of heap limit `memoryMb` until `count` of them are live, and keeps that many
-   * afterwards (retired ones are replaced in the background). Resolves once they are ready;
-   * a fork that fails is reported through `onWarmError`, never thrown.
+   * Forks shared children of heap limit `memoryMb` until `count` of them are up, and keeps that
+   * many afterwards (retired or draining ones are replaced in the background). Resolves once they
+   * are ready; a fork that fails is reported through `onWarmError`, never thrown.
    */
   async warm(memoryMb: number, count: number): Promise<void> {
     this.warmTarget = { memoryMb, count };
-    const forks: Promise<unknown>[] = [];
-    while (!this.closed && this.live(memoryMb) < count) forks.push(this.fork(memoryMb));
-    await Promise.all(forks);
+    await Promise.all(this.topUp());
   }
 
   /**
-   * An idle child with this heap limit, a warm one still starting, or a new one.
+   * A child for one rollout of heap limit `memoryMb`, its `load` counted (give it back with
+   * {@link release}). Shared: the least loaded shared child of that limit (forking another in the
+   * background while there are fewer than `children`), or one still starting, or a new one.
+   * Solo: an idle solo child of that limit, or a new one.
    * @throws ChildStartError when a new child cannot start (real exit code, stderr tail).
    * @throws Error when the pool is closed.
    */
-  async acquire(memoryMb: number): Promise<RolloutChild> {
+  async acquire(memoryMb: number, how: { readonly solo: boolean }): Promise<RolloutChild> {
     if (this.closed) throw new Error('child pool is closed (state: closed)');
-    let child = this.idle.get(memoryMb)?.at(-1);
-    while (child) {
-      this.takeIdle(child);
-      if (!child.exited) break;
-      child = this.idle.get(memoryMb)?.at(-1);
-    }
-    if (!child) {
-      const pending = this.starting.get(memoryMb)?.shift();
-      if (pending) child = await pending;
-      if (child) this.takeIdle(child);
-    }
-    if (!child || child.exited) {
-      child = await RolloutChild.start({ ...this.options, memoryMb });
-      this.options.onChildEvent?.('started');
-    }
+    const child = how.solo ? await this.soloChild(memoryMb) : await this.sharedChild(memoryMb);
     if (this.closed) {
-      void this.retire(child);
+      this.release(child);
       throw new Error('child pool is closed (state: closed)');
     }
-    this.busy.add(child);
+    return child;
+  }
+
+  private async sharedChild(memoryMb: number): Promise<RolloutChild> {
+    for (;;) {
+      let best: RolloutChild | undefined;
+      let count = 0;
+      for (const child of this.live) {
+        if (!this.usable(child, 'shared', memoryMb)) continue;
+        count++;
+        if (!best || child.load < best.load) best = child;
+      }
+      const starting = this.starting.get(memoryMb) ?? [];
+      if (best) {
+        if (best.load > 0 && count + starting.length < this.options.children) void this.forkShared(memoryMb).catch((err: unknown) => this.options.onWarmError?.(err));
+        return this.take(best);
+      }
+      // None up: wait for one starting (a fork that fails is the caller's error, as its own would be).
+      await (starting[0] ?? this.forkShared(memoryMb));
+    }
+  }
+
+  private async soloChild(memoryMb: number): Promise<RolloutChild> {
+    for (const child of this.live) if (this.usable(child, 'solo', memoryMb) && child.load === 0) return this.take(child);
+    const child = await this.start(memoryMb, 'solo');
+    this.live.add(child);
+    return this.take(child);
+  }
+
+  private usable(child: RolloutChild, kind: Kind, memoryMb: number): boolean {
+    return child.kind === kind && child.memoryMb === memoryMb && !child.exited && !child.draining;
+  }
+
+  private take(child: RolloutChild): RolloutChild {
+    child.load++;
+    // Its last rollout by count is placed: it takes no more, and is retired once empty.
+    if (++child.placed >= this.options.maxRolloutsPerChild) child.draining = true;
     return child;
   }
 
   /**
-   * Returns a child after a rollout, at once. It is retired (killed, in the background) when it
-   * crashed, asked to be recycled, reached `maxRolloutsPerChild`, grew past `maxChildRssMb`, or
-   * the pool is closed; a retired child of the warm heap limit is replaced in the background.
-   * Each retired child is one `onChildEvent`: `crashed` when `crashed` says the child died on
-   * its own during the rollout (it has exited by then), else `recycled`.
+   * Gives a child back after its rollout, at once. A child that exited, drains (worn, asked to
+   * recycle, too many abandoned rollouts) or belongs to a closed pool is retired once empty, in the
+   * background, and replaced when it was one of the warm ones; an idle one past `maxIdle` too.
    */
-  release(child: RolloutChild, options: { retire: boolean; crashed?: boolean }): void {
-    this.busy.delete(child);
-    const worn = child.rollouts >= this.options.maxRolloutsPerChild || child.rssBytes > this.options.maxChildRssMb * 1024 * 1024;
-    if (options.retire || worn || this.closed || child.exited) {
-      this.options.onChildEvent?.(options.crashed ? 'crashed' : 'recycled');
-      void this.retire(child);
-      if (!this.closed && child.memoryMb === this.warmTarget.memoryMb && this.live(child.memoryMb) < this.warmTarget.count) void this.fork(child.memoryMb);
+  release(child: RolloutChild): void {
+    child.load = Math.max(0, child.load - 1);
+    if (!this.live.has(child)) return;
+    if (child.exited || ((child.draining || this.closed) && child.load === 0)) {
+      this.retire(child);
+      this.topUp();
       return;
     }
-    this.putIdle(child);
+    if (child.draining) {
+      this.topUp();
+      return;
+    }
+    if (child.load === 0) {
+      child.idleSince = performance.now();
+      this.trimIdle(child);
+    }
   }
 
   /** Kills every child, idle, busy and starting; later `acquire` calls throw. Idempotent. */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.watchdog);
     const starting = [...this.starting.values()].flat();
     this.starting.clear();
-    const all = [...this.busy, ...[...this.idle.values()].flat()];
-    this.idle.clear();
-    this.idleSince.clear();
+    const all = [...this.live];
+    this.live.clear();
     await Promise.all([
       ...all.map((child) => child.kill()),
-      ...starting.map(async (pending) => (await pending)?.kill()),
+      ...starting.map(async (pending) => (await pending.catch(() => undefined))?.kill()),
       ...this.dying,
     ]);
   }
 
-  /** Live children of a heap limit: idle, busy or starting. */
-  private live(memoryMb: number): number {
-    const idle = (this.idle.get(memoryMb) ?? []).filter((child) => !child.exited).length;
-    const busy = [...this.busy].filter((child) => child.memoryMb === memoryMb).length;
-    return idle + busy + (this.starting.get(memoryMb)?.length ?? 0);
+  /** Forks in the background the warm shared children missing (retired or draining ones); returns the forks. */
+  private topUp(): Promise<unknown>[] {
+    const { memoryMb, count } = this.warmTarget;
+    let up = this.starting.get(memoryMb)?.length ?? 0;
+    for (const child of this.live) if (this.usable(child, 'shared', memoryMb)) up++;
+    const forks: Promise<unknown>[] = [];
+    for (; !this.closed && up < count; up++) forks.push(this.forkShared(memoryMb).catch((err: unknown) => this.options.onWarmError?.(err)));
+    return forks;
   }
 
-  /** Forks one child in the background; ready, it waits idle (unless an `acquire` took it first). */
-  private fork(memoryMb: number): Promise<RolloutChild | undefined> {
-    const pending = RolloutChild.start({ ...this.options, memoryMb }).then(
+  /** Forks one shared child; ready, it joins the pool idle. */
+  private forkShared(memoryMb: number): Promise<RolloutChild> {
+    const pending = this.start(memoryMb, 'shared').then(
       (child) => {
-        this.options.onChildEvent?.('started');
-        const list = this.starting.get(memoryMb);
-        const index = list?.indexOf(pending) ?? -1;
-        if (index >= 0) {
-          // Nobody claimed it while it booted: it waits idle.
-          list?.splice(index, 1);
-          if (this.closed) void this.retire(child);
-          else this.putIdle(child);
+        this.forget(memoryMb, pending);
+        if (this.closed) {
+          void child.kill();
+          throw new Error('child pool is closed (state: closed)');
         }
+        child.idleSince = performance.now();
+        this.live.add(child);
         return child;
       },
       (err: unknown) => {
-        const list = this.starting.get(memoryMb);
-        const index = list?.indexOf(pending) ?? -1;
-        if (index >= 0) list?.splice(index, 1);
-        this.options.onWarmError?.(err);
-        return undefined;
+        this.forget(memoryMb, pending);
+        throw err;
       },
     );
     const list = this.starting.get(memoryMb) ?? [];
@@ -173,33 +213,56 @@ export class ChildPool {
     return pending;
   }
 
-  private putIdle(child: RolloutChild): void {
-    const list = this.idle.get(child.memoryMb) ?? [];
-    if (!list.includes(child)) list.push(child);
-    this.idle.set(child.memoryMb, list);
-    this.idleSince.set(child, performance.now());
-    while (this.idleSince.size > this.options.maxIdle) {
-      let oldest: RolloutChild | undefined;
-      for (const [idle, since] of this.idleSince) if (idle !== child && (!oldest || since < (this.idleSince.get(oldest) ?? 0))) oldest = idle;
-      if (!oldest) break;
-      this.takeIdle(oldest);
-      this.options.onChildEvent?.('recycled');
-      void this.retire(oldest);
+  private forget(memoryMb: number, pending: Promise<RolloutChild>): void {
+    const list = this.starting.get(memoryMb);
+    const index = list?.indexOf(pending) ?? -1;
+    if (index >= 0) list?.splice(index, 1);
+    if (list?.length === 0) this.starting.delete(memoryMb);
+  }
+
+  private async start(memoryMb: number, kind: Kind): Promise<RolloutChild> {
+    const { allow, maxOutputBytes, execArgv, env, startTimeoutMs, onLog, containment, maxRolloutsPerChild, maxChildRssMb } = this.options;
+    const options: RolloutChildOptions = { memoryMb, kind, allow, maxOutputBytes, execArgv, env, startTimeoutMs, onLog, containment, maxRolloutsPerChild, maxChildRssMb };
+    const child = await RolloutChild.start(options);
+    this.options.onChildEvent?.('started');
+    return child;
+  }
+
+  /** Retires the least recently idle children past `maxIdle` (never `keep`, just given back). */
+  private trimIdle(keep: RolloutChild): void {
+    const idle = [...this.live].filter((child) => child.load === 0 && !child.exited);
+    if (idle.length <= this.options.maxIdle) return;
+    idle.sort((a, b) => a.idleSince - b.idleSince);
+    for (const child of idle) {
+      if (idle.length-- <= this.options.maxIdle) break;
+      if (child !== keep) this.retire(child);
     }
   }
 
-  /** Removes a child from the idle ones (taken for a rollout, or retired). */
-  private takeIdle(child: RolloutChild): void {
-    const list = this.idle.get(child.memoryMb);
-    const index = list?.indexOf(child) ?? -1;
-    if (index >= 0) list?.splice(index, 1);
-    if (list?.length === 0) this.idle.delete(child.memoryMb);
-    this.idleSince.delete(child);
+  /** The watchdog, and the retiring of extra children idle for {@link IDLE_RETIRE_MS}. */
+  private tick(): void {
+    const now = performance.now();
+    const { memoryMb: warmMb, count: warmCount } = this.warmTarget;
+    let warmKept = 0;
+    for (const child of [...this.live]) {
+      if (child.running >= 2) child.blockedFor(this.options.blockedLoopMs);
+      if (child.load > 0) continue;
+      if (child.exited) {
+        // Died between rollouts (a stray timer of a finished one): gone from the pool, replaced.
+        this.retire(child);
+        this.topUp();
+        continue;
+      }
+      const warm = child.kind === 'shared' && child.memoryMb === warmMb && !child.draining && warmKept++ < warmCount;
+      if (!warm && now - child.idleSince >= IDLE_RETIRE_MS) this.retire(child);
+    }
   }
 
-  private retire(child: RolloutChild): Promise<void> {
+  /** Removes a child from the pool and kills it in the background (an exited one is only reclaimed). */
+  private retire(child: RolloutChild): void {
+    if (!this.live.delete(child)) return;
+    this.options.onChildEvent?.(child.diedOnItsOwn ? 'crashed' : 'recycled');
     const dying = child.kill().finally(() => this.dying.delete(dying));
     this.dying.add(dying);
-    return dying;
   }
 }

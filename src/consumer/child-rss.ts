@@ -66,10 +66,31 @@ export const RSS_READ_GROWTH_BYTES = 16 * 1024 * 1024;
 /** The last read of statm: when (performance.now() ms), its RSS and V8's memory then, bytes. */
 let lastRead: { readonly at: number; readonly rss: number; readonly v8: number } | undefined;
 
+/** The heap in use at the last {@link rolloutResidentBytes}, bytes. */
+let lastHeapUsedBytes = 0;
+
 /** Memory V8 knows of: its heap's physical pages, ArrayBuffer and Buffer stores, its own mallocs; bytes. */
 function v8Bytes(): number {
   const heap = getHeapStatistics();
+  lastHeapUsedBytes = heap.used_heap_size;
   return heap.total_physical_size + heap.external_memory + heap.malloced_memory;
+}
+
+/**
+ * Share of the heap limit (`--max-old-space-size`, the spec's `sandbox.memoryMb`) past which a child
+ * drains after a rollout: its rollouts share one heap, and an out-of-memory there ends every one of
+ * them (each then retried alone). Used heap includes garbage not yet collected, but V8 collects well
+ * before its use nears the hard limit, so three quarters of it in use is live data near the limit.
+ */
+export const HEAP_DRAIN_FRACTION = 0.75;
+
+/**
+ * True when, at the last {@link rolloutResidentBytes}, the heap in use was past
+ * {@link HEAP_DRAIN_FRACTION} of `memoryMb` MiB (the child's old-space limit; V8's own
+ * `heap_size_limit` adds the young generation to it).
+ */
+export function heapNearLimit(memoryMb: number): boolean {
+  return lastHeapUsedBytes > HEAP_DRAIN_FRACTION * memoryMb * 1024 * 1024;
 }
 
 /**

@@ -39,8 +39,16 @@ if clock then
   queued = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - cjson.decode(clock)[1]
   if queued < 0 then queued = 0 end
 end
-return {tonumber(redis.call('HGET', KEYS[1], 'redispatched') or '0'), redis.call('HGET', KEYS[2], '${RUN_FIELDS.status}') or '', queued, redis.call('HGET', KEYS[1], 'overLimit') or ''}
+local alone = redis.call('HGET', KEYS[1], 'alone') or ''
+if alone == '' and tonumber(redis.call('HGET', KEYS[1], 'sharedLosses') or '0') >= tonumber(ARGV[5]) then alone = '1' end
+return {tonumber(redis.call('HGET', KEYS[1], 'redispatched') or '0'), redis.call('HGET', KEYS[2], '${RUN_FIELDS.status}') or '', queued, redis.call('HGET', KEYS[1], 'overLimit') or '', alone}
 `, 3);
+
+/**
+ * Re-dispatches of a lease caused by other rollouts of a shared child (see {@link LeaseLedger.noteSharedLoss})
+ * after which it runs alone anyway: a lease never loses more than this many attempts to its neighbours.
+ */
+export const SHARED_LOSSES_BEFORE_ALONE = 2;
 
 // One re-dispatch caused on this worker, capped at the limit like NOTE_START.
 const NOTE_REDISPATCH = redisScript('rqNoteRedispatch', `
@@ -90,14 +98,15 @@ export class LeaseLedger {
    *   was lost more often than the limit allows (then it must end, quarantined), and the run's
    *   status (undefined when the run has no record, e.g. a job added by another client).
    */
-  async noteStart(leaseId: string, runId: string, stalledCounter: number): Promise<{ redispatched: number; overLimit: boolean; runStatus: RunStatus | undefined; queuedMs: number | null }> {
+  async noteStart(leaseId: string, runId: string, stalledCounter: number): Promise<{ redispatched: number; overLimit: boolean; runStatus: RunStatus | undefined; queuedMs: number | null; alone: boolean }> {
     const lost: ExitInfo = { reason: 'WorkerLost', exitCode: null, signal: null, stderrTail: 'the worker holding this lease stopped renewing its lock (killed, frozen or cut off from Redis)' };
-    const [count, status, queued, over] = (await NOTE_START.run(
-      this.redis, [this.keys.lease(leaseId), this.keys.run(runId), this.keys.runEnqueuedAt(runId)], [stalledCounter, JSON.stringify(lost), this.maxRedispatches, leaseId],
-    )) as [number, string, number, string];
+    const [count, status, queued, over, alone] = (await NOTE_START.run(
+      this.redis, [this.keys.lease(leaseId), this.keys.run(runId), this.keys.runEnqueuedAt(runId)], [stalledCounter, JSON.stringify(lost), this.maxRedispatches, leaseId, SHARED_LOSSES_BEFORE_ALONE],
+    )) as [number, string, number, string, string];
     return {
       redispatched: Number(count),
       overLimit: over === '1',
+      alone: alone === '1',
       runStatus: (status || undefined) as RunStatus | undefined,
       queuedMs: Number(queued) >= 0 ? Number(queued) : null,
     };
@@ -127,6 +136,19 @@ export class LeaseLedger {
   /** Counts one re-dispatch caused on this worker (crash, hang, start failure, missing secret, lost lock), never past the limit. */
   async noteRedispatch(leaseId: string, runId: string, exit: ExitInfo): Promise<number> {
     return Number(await NOTE_REDISPATCH.run(this.redis, [this.keys.lease(leaseId), this.keys.run(runId)], [JSON.stringify(exit), this.maxRedispatches]));
+  }
+
+  /**
+   * Counts one attempt of the lease lost in a shared child to a crash it did not cause alone (a
+   * neighbour's, or one nobody can pin on a single rollout), which is no re-dispatch: neither
+   * `redispatched` nor the run's counter moves. With `alone` (the crash may have been its own),
+   * and after {@link SHARED_LOSSES_BEFORE_ALONE} such losses in any case, the lease's later attempts
+   * run in a child of their own (`noteStart` says `alone`), where only its own crashes can end them.
+   */
+  async noteSharedLoss(leaseId: string, alone: boolean): Promise<void> {
+    const pipeline = this.redis.pipeline().hincrby(this.keys.lease(leaseId), 'sharedLosses', 1);
+    if (alone) pipeline.hset(this.keys.lease(leaseId), 'alone', '1');
+    await pipeline.exec();
   }
 
   /** Everything known about a lease, in one read: re-dispatch count, last exit, cost receipts (by id, over all attempts). */

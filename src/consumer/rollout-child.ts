@@ -1,90 +1,41 @@
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { closeSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { killSubtree, sweepDeadSandboxes, type Containment } from '../sandbox/index.js';
 import type { CostReceipt } from '../spec/index.js';
-import type { ChildMessage, DoneMessage, LogMessage, ParentMessage, RunMessage } from './child-protocol.js';
-import { createStageBoard, readRewardStage } from './stage-board.js';
-import { StageDeadline, type Overrun, type StageLimits } from './stage-deadline.js';
+import { redactSecrets } from '../spec/redact-secrets.js';
+import type { Batch, ChildMessage, LogMessage, ParentMessage, RunMessage } from './child-protocol.js';
+import { blameExit, type KillCause } from './crash-blame.js';
+import { DefinitionLru, MAX_DEFINITIONS, maxDefinitionBytes } from './definition-lru.js';
+import { createStageBoard, monotonicMs, readCulprit, readHeartbeat, readRewardStage, readSyncEntry } from './stage-board.js';
+import { StageDeadline, type Overrun } from './stage-deadline.js';
+import type { AttemptDefinition, AttemptLimits, AttemptOutcome } from './attempt-outcome.js';
+import { ChildStartError, ownNamespace, spawnChild } from './child-spawn.js';
+
+export { AttemptAbort } from './attempt-abort.js';
+export type { AttemptDefinition, AttemptLimits, AttemptOutcome } from './attempt-outcome.js';
+export { ChildStartError } from './child-spawn.js';
 
 /** Bytes of a child's stderr kept for exit reports (the tail is what explains a crash). */
 export const STDERR_TAIL_BYTES = 4096;
 
-const CHILD_MAIN = fileURLToPath(new URL('./child-main.js', import.meta.url));
-
-/** How a rollout attempt in a child ended, seen from the worker's main process. */
-export type AttemptOutcome =
-  | { readonly type: 'done'; readonly done: DoneMessage; readonly costs: readonly CostReceipt[] }
-  | { readonly type: 'crashed'; readonly exitCode: number | null; readonly signal: string | null; readonly stderrTail: string; readonly costs: readonly CostReceipt[] }
-  | { readonly type: 'hung'; readonly hangMs: number; readonly stderrTail: string; readonly costs: readonly CostReceipt[] }
-  | { readonly type: 'overran'; readonly overrun: Overrun; readonly stderrTail: string; readonly costs: readonly CostReceipt[] }
-  | { readonly type: 'aborted'; readonly reason: string; readonly costs: readonly CostReceipt[] };
-
 /**
- * Whether rollout children get a PID namespace of their own (`unshare --pid --fork`, the child
- * its PID 1): only when this worker is PID 1 itself. Node reaps only the processes it spawned,
- * so whatever a crashed or killed child leaves would otherwise be re-parented to the worker and
- * stay a zombie; in its own namespace it dies and is reaped with the child. (Elsewhere the
- * host's init reaps such orphans, and a node PID 1 in the child would not.) Needs a privileged
- * namespace (not `--user`), so the child's /proc view of the worker stays readable.
+ * Rollouts of a shared child that may end while their code may still run (timed out, cancelled,
+ * hung) before the child is retired: their timers, sockets or loops may keep using its CPU and
+ * memory. A child of its own is retired after the first, as a child always was.
  */
-function ownNamespace(containment: Containment): boolean {
-  return process.pid === 1 && containment.pidNamespace !== null && !containment.pidNamespace.includes('--user');
-}
-
-/**
- * How the worker stops one running attempt: {@link abort} once, heard by the attempt's one
- * listener. Not an AbortController: in Node 20 making an AbortSignal and adding and removing a
- * listener costs ~8 µs (EventTarget set-up), for every rollout, on the event loop that holds
- * the locks, and only a few rollouts are ever aborted.
- */
-export class AttemptAbort {
-  #reason: string | undefined;
-  #listener: (() => void) | undefined;
-
-  /** The reason given to {@link abort}; undefined while not aborted. */
-  get reason(): string | undefined {
-    return this.#reason;
-  }
-
-  /** Aborts with `reason` and calls the listener; false (nothing changes) when aborted already. */
-  abort(reason: string): boolean {
-    if (this.#reason !== undefined) return false;
-    this.#reason = reason;
-    this.#listener?.();
-    return true;
-  }
-
-  /** Sets the one listener, called on {@link abort}; returns what removes it. */
-  listen(listener: () => void): () => void {
-    this.#listener = listener;
-    return () => {
-      if (this.#listener === listener) this.#listener = undefined;
-    };
-  }
-}
-
-/** Raised when a child exits before it is ready (bad execArgv, missing file, no memory). */
-export class ChildStartError extends Error {
-  constructor(
-    readonly exitCode: number | null,
-    readonly signal: string | null,
-    readonly stderrTail: string,
-  ) {
-    super(`rollout child failed to start (exit code ${exitCode}, signal ${signal}): ${stderrTail.trim().slice(-500) || '(no stderr)'}`);
-    this.name = 'ChildStartError';
-  }
-}
+export const MAX_ABANDONED_SHARED = 8;
 
 /** Options of {@link RolloutChild.start}. */
 export interface RolloutChildOptions {
-  /** Heap limit of the child in MiB (`--max-old-space-size`). */
+  /** Heap limit of the child in MiB (`--max-old-space-size`): the `sandbox.memoryMb` of every rollout it hosts. */
   readonly memoryMb: number;
+  /** `shared` hosts many rollouts at once; `solo` one at a time (`sandbox.isolation: "process"`, or a lease involved in a crash). */
+  readonly kind: 'shared' | 'solo';
   /** Extra node flags for the child (tests use a bad one to show a start failure). */
   readonly execArgv: readonly string[];
   /** Allowlist sent to the child for Ref resolution. */
   readonly allow: readonly string[];
-  /** Environment of the child: minimal by design (secrets travel per rollout over IPC). */
+  /** Environment of the child: minimal by design (secrets travel in run definitions over IPC). */
   readonly env: NodeJS.ProcessEnv;
   /** Milliseconds to wait for the child's `ready`. */
   readonly startTimeoutMs: number;
@@ -94,53 +45,101 @@ export interface RolloutChildOptions {
   readonly containment: Containment;
   /** Largest output of a run, bytes of JSON: sent to the child. */
   readonly maxOutputBytes: number;
+  /** Retire after this many rollouts (`Infinity`: never by count); the pool counts them as it places them. */
+  readonly maxRolloutsPerChild: number;
+  /** Retire once the RSS reported after a rollout exceeds this many MiB. */
+  readonly maxChildRssMb: number;
+}
+
+/** One rollout running in the child. */
+interface InFlight {
+  readonly seq: number;
+  readonly slot: number;
+  readonly limits: AttemptLimits;
+  readonly costs: CostReceipt[];
+  readonly settle: (outcome: AttemptOutcome) => void;
+  /** The worker asked the child to abort it at `hangMs` (a shared child whose loop still turns). */
+  hangAsked: boolean;
+  overrun?: Overrun;
 }
 
 /**
- * One forked child that runs rollouts one at a time. It is the leader of its own process
- * group (`detached`), so a hard kill takes its whole tree, and where `setpriv` exists it is
- * started with PR_SET_PDEATHSIG = SIGKILL, so it dies with the worker even when its event
- * loop is stuck. Children are reused until recycled; one that failed to start or crashed is
- * never reused. After a child is gone, the worker removes what its attempts left (work
- * dirs, cgroups), so that never depends on code in the killed process.
+ * One forked child that runs many rollouts at once (a `solo` one, one at a time). It is the
+ * leader of its own process group (`detached`), so a hard kill takes its whole tree, and where
+ * `setpriv` exists it is started with PR_SET_PDEATHSIG = SIGKILL, so it dies with the worker even
+ * when its event loop is stuck. When it dies, each rollout it held is judged on its own
+ * (crash-blame.ts). After a child is gone, the worker removes what its attempts left (work dirs,
+ * cgroups), so that never depends on code in the killed process.
+ *
+ * Per rollout, the worker enforces `hangMs`, the outside deadline of `runMs`/`rewardMs` and the
+ * kill grace of an abort. Killing the child for one rollout's limit is done only when that rollout
+ * is alone in it, or when the child is blocked inside that rollout's code (the stage board's sync
+ * entry); otherwise the child is asked to abort it (its loop answers at once), and a loop blocked
+ * elsewhere is the pool's watchdog's to judge ({@link blockedFor}).
  */
 export class RolloutChild {
   private stderrTail = '';
+  /** Every secret value sent to this child (name → value), to keep them out of the stderr it reports. */
+  private readonly secretValues = new Map<string, string>();
   private exit: { code: number | null; signal: string | null } | undefined;
   private readonly exitWaiters = new Set<() => void>();
+  private readonly inFlight = new Map<number, InFlight>();
+  /** The run definitions the child holds, evicted exactly as the child evicts them. */
+  private readonly definitions: DefinitionLru;
+  /** Stage-board slots freed by finished rollouts (reused first), and the next never used. */
+  private readonly freeSlots: number[] = [];
+  private nextSlot = 0;
+  /** Rollouts sent to the child: the child numbers them the same way. */
+  private sent = 0;
+  private killCause: KillCause | undefined;
+  private diedUnkilled = false;
+  /** The child's board is gone (rollout code closed it): no heartbeat, no sync marks to judge by. */
+  private boardLost = false;
   /** Rollouts this child has finished. */
   rollouts = 0;
-  /** Rollouts sent to the child: the child numbers them the same way on the stage board. */
-  private sent = 0;
+  /** Rollouts of it that ended while their code may still run (see {@link MAX_ABANDONED_SHARED}). */
+  private abandoned = 0;
   /** Resident set size reported after the last rollout, bytes. */
   rssBytes = 0;
-  /**
-   * The IPC handler of the rollout running now (one at a time), behind one listener for the
-   * child's whole life: an EventEmitter listener added and removed per rollout costs more.
-   */
-  private onRunMessage: ((message: ChildMessage) => void) | undefined;
+  /** Takes no more rollouts: retired once its last one ends. */
+  draining = false;
+  /** Rollouts placed on it by the pool and not yet released (includes ones still being set up). */
+  load = 0;
+  /** Rollouts ever placed on it by the pool (`maxRolloutsPerChild` counts these). */
+  placed = 0;
+  /** When it last became empty (performance.now() ms), for retiring long-idle extra children. */
+  idleSince = 0;
 
   private constructor(
     private readonly proc: ChildProcess,
-    readonly memoryMb: number,
-    private readonly onLog: (message: LogMessage) => void,
-    private readonly containment: Containment,
+    private readonly options: RolloutChildOptions,
     /** The worker's fd of this child's stage board (see stage-board.ts). */
     private readonly stageBoard: number,
   ) {
+    this.definitions = new DefinitionLru(MAX_DEFINITIONS, maxDefinitionBytes(options.memoryMb));
     proc.stderr?.on('data', (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
     });
     // Rollout code writing to stdout must not fill the pipe and block the child.
     proc.stdout?.resume();
-    proc.on('message', (message: ChildMessage) => this.onRunMessage?.(message));
+    proc.on('message', (message: ChildMessage | Batch<ChildMessage>) => {
+      if (message.type !== 'batch') return this.onMessage(message);
+      for (const one of message.messages) this.onMessage(one);
+    });
     proc.on('exit', (code, signal) => {
       this.exit = { code, signal };
+      // Why it died is what it was when it died (a retire after that is no cause).
+      const cause = this.killCause;
+      this.diedUnkilled = cause === undefined;
       const waiters = [...this.exitWaiters];
       this.exitWaiters.clear();
       for (const waiter of waiters) waiter();
-      // After the waiters' own setImmediate: a run judging the exit may still read the board.
-      setImmediate(() => closeSync(stageBoard));
+      // Let the last IPC messages and stderr bytes land before judging the exit; the board is
+      // read then (the culprit), and closed after.
+      setImmediate(() => {
+        this.judgeExit(cause);
+        closeSync(stageBoard);
+      });
     });
     proc.on('error', () => {
       // 'exit' follows for spawn failures of a forked node; nothing else to do here.
@@ -152,9 +151,27 @@ export class RolloutChild {
     return this.proc.pid;
   }
 
+  get memoryMb(): number {
+    return this.options.memoryMb;
+  }
+
+  get kind(): 'shared' | 'solo' {
+    return this.options.kind;
+  }
+
   /** True once the process has exited. */
   get exited(): boolean {
     return this.exit !== undefined;
+  }
+
+  /** True when the child exited without the worker killing it (a crash). */
+  get diedOnItsOwn(): boolean {
+    return this.diedUnkilled;
+  }
+
+  /** Rollouts sent to the child and not answered. */
+  get running(): number {
+    return this.inFlight.size;
   }
 
   /**
@@ -162,31 +179,19 @@ export class RolloutChild {
    * @throws ChildStartError with the real exit code and stderr tail when it dies first or times out.
    */
   static async start(options: RolloutChildOptions): Promise<RolloutChild> {
-    const execArgv = [`--max-old-space-size=${options.memoryMb}`, ...options.execArgv];
     // The stage board goes to the child's fd 4 (STAGE_BOARD_FD).
     const stageBoard = createStageBoard();
-    const stdio: ['ignore', 'pipe', 'pipe', 'ipc', number] = ['ignore', 'pipe', 'pipe', 'ipc', stageBoard];
-    // fork() is spawn(execPath) with an IPC channel; setpriv execs node in place, so the channel
-    // (NODE_CHANNEL_FD) and the pid are node's own.
-    const launcher = [
-      ...(options.containment.setpriv ? [options.containment.setpriv, '--pdeathsig', 'KILL', '--'] : []),
-      ...(ownNamespace(options.containment) ? [...(options.containment.pidNamespace ?? []), '--'] : []),
-    ];
-    const [program = process.execPath, ...args] = [...launcher, process.execPath, ...execArgv, CHILD_MAIN];
     let proc: ChildProcess;
     try {
-      proc =
-        launcher.length > 0
-          ? spawn(program, args, { env: options.env, detached: true, stdio, serialization: 'json' })
-          : fork(CHILD_MAIN, [], { execArgv, env: options.env, detached: true, stdio, serialization: 'json' });
+      proc = spawnChild(options, stageBoard);
     } catch (error) {
       closeSync(stageBoard);
       throw error;
     }
-    const child = new RolloutChild(proc, options.memoryMb, options.onLog, options.containment, stageBoard);
+    const child = new RolloutChild(proc, options, stageBoard);
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
-        child.kill();
+        void child.kill();
         reject(new ChildStartError(null, null, `${child.stderrTail}\n(no ready message within ${options.startTimeoutMs} ms)`));
       }, options.startTimeoutMs);
       const onMessage = (message: ChildMessage): void => {
@@ -202,7 +207,7 @@ export class RolloutChild {
         // Give the stderr pipe a moment to drain so the tail holds the real reason.
         setImmediate(() => reject(new ChildStartError(child.exit?.code ?? null, child.exit?.signal ?? null, child.stderrTail)));
       });
-      child.post({ type: 'init', allow: options.allow, containment: options.containment, maxOutputBytes: options.maxOutputBytes });
+      child.post({ type: 'init', allow: options.allow, containment: options.containment, maxOutputBytes: options.maxOutputBytes, memoryMb: options.memoryMb });
     });
     return child;
   }
@@ -217,24 +222,70 @@ export class RolloutChild {
     return () => this.exitWaiters.delete(waiter);
   }
 
+  /** Messages posted this turn of the event loop, sent together at its end ({@link Batch}). */
+  private outbox: ParentMessage[] = [];
+
   private post(message: ParentMessage): void {
-    if (this.proc.connected) this.proc.send(message, (err) => void err);
+    if (!this.proc.connected) return;
+    this.outbox.push(message);
+    if (this.outbox.length === 1) setImmediate(this.flush);
   }
 
-  /** Asks the running rollout to abort through `ctx.signal`. */
-  cancel(reason: string): void {
-    this.post({ type: 'cancel', reason });
+  private readonly flush = (): void => {
+    const messages = this.outbox;
+    this.outbox = [];
+    if (messages.length === 0 || !this.proc.connected) return;
+    const message: ParentMessage | Batch<ParentMessage> = messages.length === 1 ? (messages[0] as ParentMessage) : { type: 'batch', messages };
+    this.proc.send(message, (err) => void err);
+  };
+
+  /** True when the child holds the definition `key` (nothing is sent, nothing moves in its cache). */
+  knows(key: string): boolean {
+    return this.definitions.peek(key);
   }
 
   /**
-   * SIGKILLs the child's whole process tree (a walk of its own subtree, never of the
-   * machine); resolves once the child has exited and what its attempts left on disk and in
-   * cgroups is removed.
+   * How long the child's event loop has not turned, ms (0 for a child that exited, or whose board
+   * is lost: then there is no heartbeat to judge by).
+   */
+  loopSilenceMs(): number {
+    if (this.exit || this.boardLost) return 0;
+    const beat = readHeartbeat(this.stageBoard);
+    return beat === undefined ? 0 : Math.max(0, monotonicMs() - beat);
+  }
+
+  /** The rollout whose code the child is calling synchronously now, as its board says (unknown once the board is lost). */
+  private syncSeq(): number | undefined {
+    return this.boardLost ? undefined : readSyncEntry(this.stageBoard)?.seq;
+  }
+
+  /**
+   * The pool's watchdog: kills the child when it holds two rollouts or more and its event loop
+   * has not turned for `blockedLoopMs`. Its rollouts are then judged as in a blocked loop: the
+   * one whose code it was in (stage board) retries alone, the others without cost; when it was
+   * in no rollout's code they all retry alone. True when it killed.
+   */
+  blockedFor(blockedLoopMs: number): boolean {
+    if (this.exit || this.killCause || this.inFlight.size < 2 || this.loopSilenceMs() < blockedLoopMs) return false;
+    this.killFor({ kind: 'blocked', syncSeq: this.syncSeq() });
+    return true;
+  }
+
+  /**
+   * SIGKILLs the child's whole process tree (a walk of its own subtree, never of the machine);
+   * resolves once the child has exited and what its attempts left on disk and in cgroups is
+   * removed. Rollouts still in it end as the retiring of a child is judged (never their fault).
    */
   async kill(): Promise<void> {
+    this.killCause ??= { kind: 'retired' };
     if (this.proc.pid !== undefined && !this.exit) killSubtree(this.proc.pid, { includeRoot: true });
     await new Promise<void>((resolve) => this.onExit(resolve));
     if (this.proc.pid !== undefined) await this.reclaim(this.proc.pid);
+  }
+
+  private killFor(cause: KillCause): void {
+    this.killCause ??= cause;
+    void this.kill();
   }
 
   private reclaiming: Promise<void> | undefined;
@@ -242,101 +293,180 @@ export class RolloutChild {
   /** Removes the sandboxes this (dead) child made; once per child. */
   private reclaim(pid: number): Promise<void> {
     // In a namespace of its own the child is not `pid` (that is its unshare): sweep every dead creator.
-    const creatorPid = ownNamespace(this.containment) ? undefined : pid;
-    this.reclaiming ??= sweepDeadSandboxes({ ...(creatorPid !== undefined ? { creatorPid } : {}), containment: this.containment }).then(() => undefined, () => undefined);
+    const creatorPid = ownNamespace(this.options.containment) ? undefined : pid;
+    this.reclaiming ??= sweepDeadSandboxes({ ...(creatorPid !== undefined ? { creatorPid } : {}), containment: this.options.containment }).then(() => undefined, () => undefined);
     return this.reclaiming;
   }
 
   /**
-   * Runs one rollout and resolves with how it ended. Never rejects.
-   * - `hangMs`: past it the tree is killed and the outcome is `hung`.
-   * - `deadline`: past `runMs` (or the reward's `rewardMs`) plus its grace the tree is killed
-   *   and the outcome is `overran`, naming the stage (see {@link StageDeadline}).
-   * - `abort`: once aborted, the child is asked to stop; after `killGraceMs` without an
-   *   answer the tree is killed and the outcome is `aborted` with the abort's reason.
+   * Runs one rollout in the child and resolves with how it ended. Never rejects.
+   * - `hangMs`: past it the rollout is judged hung (`hung`, re-dispatched as before): its tree is
+   *   killed when it is alone or the child is blocked in its code; in a shared child whose loop
+   *   turns, the child is asked to abort it, and killed only if it has not answered after `killGraceMs`.
+   * - `deadline`: past `runMs` (or the reward's `rewardMs`) plus its grace, when alone or blocked in
+   *   its code, the tree is killed and the outcome is `overran`, naming the stage (see
+   *   {@link StageDeadline}); in a shared child its own timer answers (or the watchdog judges).
+   * - `abort`: once aborted, the child is asked to abort it; after `killGraceMs` without an answer
+   *   the tree is killed (alone, blocked in its code, or a loop silent that long) and the outcome
+   *   is `aborted` with the abort's reason.
    * - `onCost`: stores one receipt durably as soon as the child records it; the child's
-   *   `ctx.recordCost` promise resolves once it did (a failed store is left to the final
-   *   write of `outcome.costs`).
+   *   `ctx.recordCost` promise resolves once it did (a failed store is left to the final write of
+   *   `outcome.costs`).
+   * @throws Error (a bug of the caller) when the child lacks the definition and none is given.
    */
-  run(
-    message: RunMessage,
-    limits: { hangMs: number; killGraceMs: number; abort: AttemptAbort; deadline?: StageLimits; onCost?: (receipt: CostReceipt) => Promise<void> },
-  ): Promise<AttemptOutcome> {
-    const costs: CostReceipt[] = [];
+  run(definition: AttemptDefinition, rollout: Omit<RunMessage, 'type' | 'seq' | 'slot' | 'key'>, limits: AttemptLimits): Promise<AttemptOutcome> {
+    if (!definition.definition && !this.definitions.peek(definition.key)) throw new Error(`rollout child ${this.pid} lacks definition ${definition.key} and none was given`);
     return new Promise<AttemptOutcome>((resolve) => {
-      let settled = false;
+      if (this.exit || this.killCause) {
+        resolve({ type: 'crashed', blame: 'neighbour', exitCode: this.exit?.code ?? null, signal: this.exit?.signal ?? null, stderrTail: this.reportedTail(), costs: [] });
+        return;
+      }
+      const seq = ++this.sent;
+      const slot = this.freeSlots.pop() ?? this.nextSlot++;
+      let hangTimer: NodeJS.Timeout | undefined;
       let graceTimer: NodeJS.Timeout | undefined;
-      // A child runs many rollouts: each one's exit watch must go with it, or every finished
-      // rollout (its closures, its spec) stays reachable for the child's whole life.
-      let unwatchExit = (): void => undefined;
+      let deadline: StageDeadline | undefined;
       let unlisten = (): void => undefined;
-      const finish = (outcome: AttemptOutcome): void => {
-        if (settled) return;
-        settled = true;
-        unwatchExit();
-        clearTimeout(hangTimer);
-        deadline?.clear();
-        clearTimeout(graceTimer);
-        if (this.onRunMessage === onMessage) this.onRunMessage = undefined;
-        unlisten();
-        resolve(outcome);
+      const flight: InFlight = {
+        seq,
+        slot,
+        limits,
+        costs: [],
+        hangAsked: false,
+        settle: (outcome) => {
+          if (this.inFlight.get(seq) !== flight) return;
+          this.inFlight.delete(seq);
+          this.freeSlots.push(slot);
+          clearTimeout(hangTimer);
+          clearTimeout(graceTimer);
+          deadline?.clear();
+          unlisten();
+          resolve(outcome);
+        },
       };
-      const onMessage = (msg: ChildMessage): void => {
-        if (msg.type === 'cost') {
-          costs.push(msg.receipt);
-          // Stored as it is recorded, so a SIGKILLed worker's receipts still reach the Result. A
-          // failed store answers too (the attempt's end writes `costs` again): the child never waits forever.
-          const { seq } = msg;
-          const answer = (): void => this.post({ type: 'cost-stored', seq });
-          void (limits.onCost?.(msg.receipt) ?? Promise.resolve()).then(answer, answer);
-        } else if (msg.type === 'log') this.onLog(msg);
-        else if (msg.type === 'done') {
-          // The child contained the attempt before answering (child-main answerRun).
-          this.rollouts++;
-          this.rssBytes = msg.rssBytes;
-          const { reason } = limits.abort;
-          if (reason !== undefined && msg.error?.type === 'Aborted') {
-            finish({ type: 'aborted', reason, costs });
-          } else {
-            finish({ type: 'done', done: msg, costs });
-          }
+      this.inFlight.set(seq, flight);
+      if (limits.deadline) {
+        deadline = new StageDeadline(limits.deadline, () => readRewardStage(this.stageBoard, slot, seq), (overrun) => {
+          flight.overrun = overrun;
+          this.killIfTheirs(flight, 'overran');
+        });
+      }
+      const onHang = (): void => {
+        if (this.killIfTheirs(flight, 'hang')) return;
+        if (!flight.hangAsked) {
+          flight.hangAsked = true;
+          this.post({ type: 'cancel', seq, reason: 'hang' });
+          hangTimer = setTimeout(onHang, limits.killGraceMs);
+        } else if (this.loopSilenceMs() >= limits.killGraceMs) {
+          this.killFor({ kind: 'blocked', syncSeq: this.syncSeq() });
+        } else {
+          // The loop turns and it did not answer its abort: it is the one hung.
+          this.killFor({ kind: 'limit', seq, limit: 'hang' });
         }
       };
-      // Set before killing, so the exit that follows is judged as what it is (hang, abort), not a crash.
-      let killedFor: 'hang' | 'abort' | 'overran' | undefined;
-      let overrun: Overrun | undefined;
-      const rolloutSeq = ++this.sent;
-      const deadline = limits.deadline
-        ? new StageDeadline(limits.deadline, () => readRewardStage(this.stageBoard, rolloutSeq), (what) => {
-            killedFor ??= 'overran';
-            overrun = what;
-            void this.kill();
-          })
-        : undefined;
-      const hangTimer = setTimeout(() => {
-        killedFor = 'hang';
-        void this.kill();
-      }, limits.hangMs);
+      hangTimer = setTimeout(onHang, limits.hangMs);
       const onAbort = (): void => {
-        this.cancel(String(limits.abort.reason));
+        this.post({ type: 'cancel', seq, reason: String(limits.abort.reason) });
         graceTimer = setTimeout(() => {
-          killedFor ??= 'abort';
-          void this.kill();
+          if (this.killIfTheirs(flight, 'abort')) return;
+          if (this.loopSilenceMs() >= limits.killGraceMs) this.killFor({ kind: 'blocked', syncSeq: this.syncSeq() });
         }, limits.killGraceMs);
       };
-      this.onRunMessage = onMessage;
-      unwatchExit = this.onExit(() => {
-        // Let the last IPC messages and stderr bytes land before judging the exit.
-        setImmediate(() => {
-          if (killedFor === 'hang') finish({ type: 'hung', hangMs: limits.hangMs, stderrTail: this.stderrTail, costs });
-          else if (killedFor === 'overran' && overrun) finish({ type: 'overran', overrun, stderrTail: this.stderrTail, costs });
-          else if (killedFor === 'abort' || limits.abort.reason !== undefined) finish({ type: 'aborted', reason: String(limits.abort.reason), costs });
-          else finish({ type: 'crashed', exitCode: this.exit?.code ?? null, signal: this.exit?.signal ?? null, stderrTail: this.stderrTail, costs });
-        });
-      });
+      this.sendRun(definition, { ...rollout, type: 'run', seq, slot, key: definition.key });
       if (limits.abort.reason !== undefined) onAbort();
       else unlisten = limits.abort.listen(onAbort);
-      this.post(message);
     });
+  }
+
+  /**
+   * Text the child wrote to stderr (`text`, by default its tail), for a report stored in Redis and
+   * shown by `status`: with the value of every secret this child was given replaced by
+   * `[secret NAME]`. Rollouts of other runs share the child and its stderr, and the caller redacts
+   * only the secrets of its own spec.
+   */
+  private reportedTail(text: string = this.stderrTail): string {
+    return this.secretValues.size === 0 ? text : redactSecrets(text, Object.fromEntries(this.secretValues));
+  }
+
+  /** Sends the definition when the child lacks it, then the run (the same cache operations the child applies). */
+  private sendRun(definition: AttemptDefinition, message: RunMessage): void {
+    if (!this.definitions.has(definition.key) && definition.definition) {
+      for (const [name, value] of Object.entries(definition.definition.secrets)) this.secretValues.set(name, value);
+      this.definitions.add(definition.key, definition.bytes, true);
+      this.post({ type: 'define', key: definition.key, bytes: definition.bytes, definition: definition.definition });
+    }
+    this.post(message);
+  }
+
+  /**
+   * Kills the child for rollout `flight`'s limit when that is its own doing: it is alone in the
+   * child, or the child is blocked inside its code. True when it killed.
+   */
+  private killIfTheirs(flight: InFlight, limit: 'hang' | 'overran' | 'abort'): boolean {
+    if (this.exit || this.killCause) return true;
+    if (this.inFlight.size > 1 && this.syncSeq() !== flight.seq) return false;
+    this.killFor({ kind: 'limit', seq: flight.seq, limit });
+    return true;
+  }
+
+  private onMessage(message: ChildMessage): void {
+    if (message.type === 'log') return this.options.onLog(message);
+    if (message.type === 'board-lost') {
+      this.boardLost = true;
+      this.draining = true;
+      return;
+    }
+    if (message.type === 'cost') {
+      const flight = this.inFlight.get(message.rollout);
+      flight?.costs.push(message.receipt);
+      // Stored as it is recorded, so a SIGKILLed worker's receipts still reach the Result. A
+      // failed store answers too (the attempt's end writes `costs` again): the child never waits forever.
+      const { seq } = message;
+      const answer = (): void => this.post({ type: 'cost-stored', seq });
+      void (flight?.limits.onCost?.(message.receipt) ?? Promise.resolve()).then(answer, answer);
+      return;
+    }
+    if (message.type !== 'done') return;
+    const flight = this.inFlight.get(message.seq);
+    if (!flight) return;
+    // The child contained the attempt before answering (child-main answerRun).
+    this.rollouts++;
+    this.rssBytes = message.rssBytes;
+    if (message.abandoned) this.abandoned++;
+    const worn = this.rssBytes > this.options.maxChildRssMb * 1024 * 1024;
+    const spent = message.abandoned && (this.options.kind === 'solo' || this.abandoned >= MAX_ABANDONED_SHARED);
+    if (message.recycle || message.crash !== undefined || worn || spent) this.draining = true;
+    const { costs } = flight;
+    const { reason } = flight.limits.abort;
+    if (message.crash !== undefined) {
+      flight.settle({ type: 'crashed', blame: 'self', exitCode: null, signal: null, stderrTail: this.reportedTail(message.crash), costs });
+    } else if (reason !== undefined && message.error?.type === 'Aborted') {
+      flight.settle({ type: 'aborted', reason, costs });
+    } else if (flight.hangAsked && message.error?.type === 'Aborted') {
+      flight.settle({ type: 'hung', hangMs: flight.limits.hangMs, stderrTail: this.reportedTail(), costs });
+    } else {
+      flight.settle({ type: 'done', done: message, costs });
+    }
+  }
+
+  /** Settles every rollout the dead child held, each by its own verdict. */
+  private judgeExit(cause: KillCause | undefined): void {
+    const facts = { cause, culprit: readCulprit(this.stageBoard), inFlight: this.inFlight.size };
+    for (const flight of [...this.inFlight.values()]) {
+      const { reason } = flight.limits.abort;
+      const verdict = blameExit(flight.seq, reason !== undefined, facts);
+      const { costs } = flight;
+      const stderrTail = this.reportedTail();
+      if (verdict.kind === 'aborted' || (verdict.kind === 'limit' && verdict.limit === 'abort')) {
+        flight.settle({ type: 'aborted', reason: String(reason), costs });
+      } else if (verdict.kind === 'limit' && verdict.limit === 'hang') {
+        flight.settle({ type: 'hung', hangMs: flight.limits.hangMs, stderrTail, costs });
+      } else if (verdict.kind === 'limit' && flight.overrun) {
+        flight.settle({ type: 'overran', overrun: flight.overrun, stderrTail, costs });
+      } else {
+        const blame = verdict.kind === 'crashed' ? verdict.blame : 'self';
+        flight.settle({ type: 'crashed', blame, exitCode: this.exit?.code ?? null, signal: this.exit?.signal ?? null, stderrTail, costs });
+      }
+    }
   }
 }

@@ -4,10 +4,12 @@ import { DelayedError, ErrorCode, WaitingError, type Job } from 'bullmq';
 import { enqueuedAtOf } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import type { RedisClock } from '../platform/redis-clock.js';
-import { findMetaIssue, isStoredRendered, parseRolloutSpec, redactSecrets, redactSecretsDeep, type CostReceipt, type ErrorInfo, type Result, type ResultKind, type RolloutSpec, type SecretValues } from '../spec/index.js';
+import { findMetaIssue, isStoredRendered, parseRolloutSpec, redactSecrets, redactSecretsDeep, type CostReceipt, type ErrorInfo, type Rendered, type Result, type ResultKind, type RolloutSpec, type SecretValues } from '../spec/index.js';
 import type { ArtifactCache } from './artifact-cache.js';
 import type { ChildPool } from './child-pool.js';
-import { AttemptAbort, ChildStartError, type AttemptOutcome } from './rollout-child.js';
+import { AttemptAbort } from './attempt-abort.js';
+import { ChildStartError, type AttemptDefinition, type AttemptOutcome } from './rollout-child.js';
+import { splitSpec } from './rollout-definition.js';
 import type { ExitInfo, LeaseLedger } from './lease-ledger.js';
 import type { CompiledWorkerOptions } from './worker-options.js';
 import { findVersionSkew } from './version-skew.js';
@@ -46,6 +48,8 @@ interface ActiveRollout {
 interface AttemptStart {
   /** From enqueue to this attempt's start, by the Redis clock (null: enqueued by another client). */
   readonly queuedMs: number | null;
+  /** The lease was involved in a crash of a shared child: it runs in a child of its own (see `LeaseLedger.noteSharedLoss`). */
+  readonly alone: boolean;
   /**
    * The enqueue time (ms, Redis clock) of a first attempt that started without the ledger's
    * start script (see {@link RolloutProcessor.process}); undefined for every other attempt.
@@ -137,7 +141,7 @@ export class RolloutProcessor {
     }
     const { overLimit, runStatus, start } = await this.noteStart(job, spec);
     try {
-      return await this.attempt(job, token, spec, startedAt, overLimit, runStatus);
+      return await this.attempt(job, token, spec, startedAt, overLimit, runStatus, start.alone);
     } finally {
       // A re-dispatched attempt of the same lease may already run here (BullMQ fetched it while
       // this one was still handing it back): never remove what belongs to that one.
@@ -146,21 +150,13 @@ export class RolloutProcessor {
   };
 
   /** One attempt after its start was recorded: the checks before running it, the child, the Result. */
-  private async attempt(job: Job, token: string | undefined, parsedSpec: RolloutSpec, startedAt: number, overLimit: boolean, runStatus: string | undefined): Promise<Result> {
-    let spec = parsedSpec;
+  private async attempt(job: Job, token: string | undefined, spec: RolloutSpec, startedAt: number, overLimit: boolean, runStatus: string | undefined, alone: boolean): Promise<Result> {
     // The run record says so, or this worker heard the cancel (pub/sub: a bare PUBLISH is the
     // whole contract, the record may never say `cancelled`).
     if (runStatus === 'cancelled' || this.heardCancelled(spec)) return this.cancelledBeforeStart(job, spec, startedAt);
     if (overLimit) {
       const { lastExit } = await this.ledger.read(spec.leaseId);
       return this.quarantine(job, spec, startedAt, lastExit);
-    }
-    if (isStoredRendered(spec.rendered)) {
-      const rendered = await this.artifacts.resolve(spec.runId, spec.rendered);
-      if (!rendered) {
-        return this.finish(job, spec, startedAt, { kind: 'infrastructure', error: { type: 'ArtifactMissing', message: `the stored artifact ${spec.rendered.sha256} of run ${spec.runId} is gone from Redis (the run was purged or its retention ended); re-run the spec under a new run id` } });
-      }
-      spec = { ...spec, rendered };
     }
     const skew = findVersionSkew(spec.sandbox.requires);
     if (skew) {
@@ -191,32 +187,52 @@ export class RolloutProcessor {
     this.active.set(spec.leaseId, active);
     this.events.onStart();
     try {
+      const solo = alone || spec.sandbox.isolation === 'process';
       let child;
       try {
-        child = await this.pool.acquire(spec.sandbox.memoryMb);
+        child = await this.pool.acquire(spec.sandbox.memoryMb, { solo });
       } catch (err) {
         if (!(err instanceof ChildStartError)) throw err;
         this.logger.error({ runId: spec.runId, leaseId: spec.leaseId, exitCode: err.exitCode, signal: err.signal, stderrTail: tail(err.stderrTail, 500) }, 'rollout child failed to start');
         return await this.redispatch(job, token, spec, startedAt, { reason: 'ChildStartFailed', exitCode: err.exitCode, signal: err.signal, stderrTail: tail(err.stderrTail) });
       }
-      // The worker's monotonic clock: an NTP step during the rollout cannot bend runMs.
-      const runStarted = performance.now();
-      // Tracing on: a span of this attempt (child of BullMQ's process span), handed to the child.
-      const run = (traceparent: string | undefined): ReturnType<typeof child.run> => child.run(
-        { type: 'run', spec: traceparent ? { ...spec, traceparent } : spec, taskId: taskIdOf(spec), attempt: job.attemptsStarted || 1, secrets },
-        {
-          hangMs: spec.timeouts.hangMs,
-          killGraceMs: this.options.killGraceMs,
-          abort: active.abort,
-          deadline: { runMs: spec.timeouts.runMs, rewardMs: spec.timeouts.rewardMs, graceMs: this.options.deadlineGraceMs },
-          onCost: (receipt) => this.ledger.recordCosts(spec.leaseId, redactSecretsDeep([receipt], secrets) as CostReceipt[]),
-        },
-      );
-      const outcome = this.options.tracing
-        ? await withSpan('rollout.child', { 'rollout.lease_id': spec.leaseId, 'rollout.attempt': job.attemptsStarted || 1, 'process.pid': child.pid ?? -1 }, run)
-        : await run(undefined);
-      // Retiring (and replacing) a worn child happens in the background, never before the reply.
-      this.pool.release(child, { retire: outcome.type !== 'done' || outcome.done.recycle, crashed: outcome.type === 'crashed' });
+      let outcome: AttemptOutcome;
+      let runStarted: number;
+      try {
+        const split = splitSpec(spec, secrets);
+        let definition: AttemptDefinition = { key: split.key, bytes: split.bytes };
+        // The run's shared part reaches a child once: a child that holds it gets the task and lease alone.
+        if (!child.knows(split.key)) {
+          let rendered: Rendered | undefined;
+          if (isStoredRendered(spec.rendered)) {
+            rendered = await this.artifacts.resolve(spec.runId, spec.rendered);
+            if (!rendered) {
+              return await this.finish(job, spec, startedAt, { kind: 'infrastructure', error: { type: 'ArtifactMissing', message: `the stored artifact ${spec.rendered.sha256} of run ${spec.runId} is gone from Redis (the run was purged or its retention ended); re-run the spec under a new run id` } });
+            }
+          }
+          definition = { ...definition, definition: split.definition(rendered) };
+        }
+        // The worker's monotonic clock: an NTP step during the rollout cannot bend runMs.
+        runStarted = performance.now();
+        // Tracing on: a span of this attempt (child of BullMQ's process span), handed to the child.
+        const run = (traceparent: string | undefined): Promise<AttemptOutcome> => child.run(
+          definition,
+          { ...split.own, ...(traceparent ? { traceparent } : {}), taskId: taskIdOf(spec), attempt: job.attemptsStarted || 1 },
+          {
+            hangMs: spec.timeouts.hangMs,
+            killGraceMs: this.options.killGraceMs,
+            abort: active.abort,
+            deadline: { runMs: spec.timeouts.runMs, rewardMs: spec.timeouts.rewardMs, graceMs: this.options.deadlineGraceMs },
+            onCost: (receipt) => this.ledger.recordCosts(spec.leaseId, redactSecretsDeep([receipt], secrets) as CostReceipt[]),
+          },
+        );
+        outcome = this.options.tracing
+          ? await withSpan('rollout.child', { 'rollout.lease_id': spec.leaseId, 'rollout.attempt': job.attemptsStarted || 1, 'process.pid': child.pid ?? -1 }, run)
+          : await run(undefined);
+      } finally {
+        // Retiring (and replacing) a worn child happens in the background, never before the reply.
+        this.pool.release(child);
+      }
       await this.ledger.recordCosts(spec.leaseId, redactSecretsDeep(outcome.costs, secrets) as CostReceipt[]);
       return await this.settle(job, token, spec, startedAt, Math.round(performance.now() - runStarted), outcome);
     } finally {
@@ -239,12 +255,12 @@ export class RolloutProcessor {
   private async noteStart(job: Job, spec: RolloutSpec): Promise<{ overLimit: boolean; runStatus: string | undefined; start: AttemptStart }> {
     const enqueuedAt = enqueuedAtOf(job.opts);
     if (enqueuedAt !== undefined && (job.attemptsStarted ?? 0) <= 1 && (job.stalledCounter ?? 0) === 0) {
-      const start = { queuedMs: Math.max(0, this.clock.nowMs() - enqueuedAt), enqueuedAt };
+      const start = { queuedMs: Math.max(0, this.clock.nowMs() - enqueuedAt), enqueuedAt, alone: false };
       this.starts.set(spec.leaseId, start);
       return { overLimit: false, runStatus: this.heardCancelled(spec) ? 'cancelled' : undefined, start };
     }
-    const { overLimit, runStatus, queuedMs } = await this.ledger.noteStart(spec.leaseId, spec.runId, job.stalledCounter ?? 0);
-    const start = { queuedMs };
+    const { overLimit, runStatus, queuedMs, alone } = await this.ledger.noteStart(spec.leaseId, spec.runId, job.stalledCounter ?? 0);
+    const start = { queuedMs, alone };
     this.starts.set(spec.leaseId, start);
     return { overLimit, runStatus, start };
   }
@@ -280,6 +296,7 @@ export class RolloutProcessor {
         }, runMs, outcome.costs.length > 0);
       }
       case 'crashed':
+        if (outcome.blame !== 'self') return this.requeue(job, token, spec, outcome);
         return this.redispatch(job, token, spec, startedAt, { reason: 'ChildCrashed', exitCode: outcome.exitCode, signal: outcome.signal, stderrTail: tail(outcome.stderrTail) });
       case 'hung':
         return this.redispatch(job, token, spec, startedAt, { reason: 'Hang', exitCode: null, signal: 'SIGKILL', stderrTail: `no answer within timeouts.hangMs = ${outcome.hangMs} ms; process tree killed\n${tail(outcome.stderrTail, 1500)}` });
@@ -315,6 +332,33 @@ export class RolloutProcessor {
       await this.ledger.countDuplicate(spec.runId);
       this.logger.warn({ runId: spec.runId, leaseId: spec.leaseId, reason }, 'late attempt dropped: the lease belongs to another attempt');
     }
+    throw new WaitingError();
+  }
+
+  /**
+   * Hands a lease back after its shared child died of a crash it did not cause alone: no
+   * re-dispatch is counted (the lease's budget and the run's counter stay), and with blame
+   * `shared` its later attempts run alone (`LeaseLedger.noteSharedLoss`). Written before the hand-back,
+   * so the next attempt, on any worker, reads it.
+   */
+  private async requeue(job: Job, token: string | undefined, spec: RolloutSpec, outcome: AttemptOutcome & { type: 'crashed' }): Promise<never> {
+    await this.ledger.noteSharedLoss(spec.leaseId, outcome.blame === 'shared');
+    try {
+      await job.moveToWait(token);
+    } catch (err) {
+      if (!isLostOwnership(err)) throw err;
+      await this.ledger.countDuplicate(spec.runId);
+      throw new WaitingError();
+    }
+    const cause = outcome.blame === 'shared' ? 'shared-child-crash' : 'neighbour-crash';
+    this.events.onRedispatch(cause);
+    const exit = { exitCode: outcome.exitCode, signal: outcome.signal };
+    this.logger.warn(
+      { runId: spec.runId, leaseId: spec.leaseId, cause, ...exit },
+      outcome.blame === 'shared'
+        ? 'lease handed back uncounted: its shared rollout child died and no single rollout of it is to blame; it runs in a child of its own next'
+        : 'lease handed back uncounted: another rollout of its shared child crashed it',
+    );
     throw new WaitingError();
   }
 

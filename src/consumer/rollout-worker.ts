@@ -68,8 +68,8 @@ function childEnv(): NodeJS.ProcessEnv {
 
 /**
  * A rollout worker: one BullMQ `Worker` whose processor runs in this process and drives a
- * supervised pool of child processes, one rollout per child at a time. The lock stays
- * with this process's event loop, which never runs rollout code.
+ * supervised pool of child processes; its `concurrency` slots share `children` of them (many
+ * rollouts per child). The lock stays with this process's event loop, which never runs rollout code.
  *
  * Create with {@link RolloutWorker.create}; stop with {@link RolloutWorker.close}.
  */
@@ -183,7 +183,10 @@ export class RolloutWorker {
       startTimeoutMs: options.childStartTimeoutMs,
       maxRolloutsPerChild: options.maxRolloutsPerChild,
       maxChildRssMb: options.maxChildRssMb,
-      maxIdle: options.concurrency + options.evalConcurrency,
+      children: options.children,
+      blockedLoopMs: options.blockedLoopMs,
+      // Never fewer than the warm children: trimming one would fork its replacement at once.
+      maxIdle: Math.max(options.concurrency + options.evalConcurrency, options.children),
       onLog: (msg) => logger[msg.level]({ ...msg.obj, source: 'rollout' }, msg.msg ?? ''),
       containment,
       onChildEvent: (event) => metrics.child(event),
@@ -205,6 +208,7 @@ export class RolloutWorker {
       queue: options.queue,
       slots: options.concurrency,
       slotsBusy: () => processor.active.size,
+      children: () => pool.pids().length,
       redisUp: () => !self_.redisDown,
       jobCounts: (states) => queue.getJobCounts(...(states as JobType[])),
     });
@@ -265,6 +269,7 @@ export class RolloutWorker {
         allowlist: options.allowlist,
         widened,
         concurrency: options.concurrency,
+        children: options.children,
         lockDurationMs: options.lockDurationMs,
         stalledIntervalMs: options.stalledIntervalMs,
         containment: containment.level,
@@ -302,7 +307,7 @@ export class RolloutWorker {
     this.livenessTimer = setInterval(() => void this.sampleLiveness(), LIVENESS_SAMPLE_MS);
     this.livenessTimer.unref();
     // Warm children before taking work: the first burst does not pay ~100 ms CPU per fork.
-    await this.pool.warm(DEFAULT_MEMORY_MB, options.concurrency);
+    await this.pool.warm(DEFAULT_MEMORY_MB, options.children);
     void this.worker.run().catch((err: unknown) => logger.error({ err }, 'worker loop stopped'));
     this.state = 'running';
     await untilAborted(this.watcher.start());

@@ -14,6 +14,8 @@ export interface WorkerProbe {
   readonly slots: number;
   /** Rollouts running now. */
   slotsBusy(): number;
+  /** Live rollout child processes (shared and solo) hosting the slots. */
+  children(): number;
   /** False while the worker's Redis connections are down. */
   redisUp(): boolean;
   /** BullMQ job counts by state for the whole queue (all workers); may reject when Redis is down. */
@@ -36,7 +38,7 @@ const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60, 300, 900, 360
  * `child_events_total{event="started|recycled|crashed"}` (crashed: the child died on its own
  * during a rollout; recycled: retired by the worker). Histograms: `run_duration_seconds`,
  * `queue_wait_seconds` (Result `queuedMs`: enqueue to start). Gauges read at scrape time:
- * `queue_jobs{queue,state}`, `worker_slots`, `worker_slots_busy`, `redis_up`, plus
+ * `queue_jobs{queue,state}`, `worker_slots`, `worker_slots_busy`, `worker_children`, `redis_up`, plus
  * `rollout_queue_info` and prom-client's process metrics.
  */
 export class WorkerMetrics {
@@ -63,6 +65,14 @@ export class WorkerMetrics {
       registers: [this.registry],
       collect() {
         if (metrics.probe) this.set(metrics.probe.slots);
+      },
+    });
+    new Gauge({
+      name: 'rollout_queue_worker_children',
+      help: 'Rollout child processes of this worker now (slots share them; see docs/workers.md)',
+      registers: [this.registry],
+      collect() {
+        if (metrics.probe) this.set(metrics.probe.children());
       },
     });
     new Gauge({

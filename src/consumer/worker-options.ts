@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { clusterPrefixProblem, DEFAULT_PREFIX, DEFAULT_QUEUE, FINGERPRINT_LABEL } from '../lease/index.js';
+import { defaultChildren } from './child-count.js';
 import { environmentFingerprint, fingerprintInputs } from './environment-fingerprint.js';
 import { tracingEnabled } from '../platform/telemetry.js';
 import { DEFAULT_REDIS_URL, redisTopology } from '../platform/redis-connection.js';
@@ -31,8 +32,25 @@ export const WorkerOptionsSchema = z
     queue: z.string().default(DEFAULT_QUEUE),
     /** BullMQ key prefix. Default env `ROLLOUT_QUEUE_PREFIX`, else `rq`. */
     prefix: z.string().optional(),
-    /** Rollouts run at once, one child process each. Default 2, bounds 1–256. */
-    concurrency: z.number().int().min(1).max(256).default(2),
+    /**
+     * Rollout slots: rollouts run at once. Slots are not processes: the rollouts share `children`
+     * child processes (a spec may ask for one of its own, `sandbox.isolation: "process"`). Default 2,
+     * bounds 1–1000.
+     */
+    concurrency: z.number().int().min(1).max(1000).default(2),
+    /**
+     * Shared rollout child processes per heap limit (`sandbox.memoryMb`) that host the slots.
+     * Default one per 32 slots (`concurrency` + `evalConcurrency`), at most one per core and one
+     * per 256 MiB of free memory, at least 1 (`defaultChildren`). More children: more CPU for run
+     * code and fewer neighbours per crash; fewer: less memory. Bounds 1–256.
+     */
+    children: z.number().int().min(1).max(256).optional(),
+    /**
+     * A shared child holding two rollouts or more whose event loop has not turned for this long is
+     * killed, ms: its rollouts are handed back without counting a re-dispatch, the one whose code
+     * blocked it (when the child can tell) retries in a child of its own. Default 10 000.
+     */
+    blockedLoopMs: z.number().int().min(500).max(3_600_000).default(10_000),
     /**
      * Module patterns added to the Ref allowlist (`rollout-queue`, `rollout-queue/*` are
      * always allowed). Widening lets whoever can write to the queue run that code here; it
@@ -169,8 +187,25 @@ export interface WorkerOptions {
   readonly queue?: string;
   /** BullMQ key prefix. Default env `ROLLOUT_QUEUE_PREFIX`, else `rq`. */
   readonly prefix?: string;
-  /** Rollouts run at once, one child process each. Default 2, bounds 1–256. */
+  /**
+   * Rollout slots: rollouts run at once. Slots are not processes: the rollouts share `children`
+   * child processes (a spec may ask for one of its own, `sandbox.isolation: "process"`). Default 2,
+   * bounds 1–1000.
+   */
   readonly concurrency?: number;
+  /**
+   * Shared rollout child processes per heap limit (`sandbox.memoryMb`) that host the slots.
+   * Default one per 32 slots (`concurrency` + `evalConcurrency`), at most one per core and one
+   * per 256 MiB of free memory, at least 1 (`defaultChildren`). More children: more CPU for run
+   * code and fewer neighbours per crash; fewer: less memory. Bounds 1–256.
+   */
+  readonly children?: number;
+  /**
+   * A shared child holding two rollouts or more whose event loop has not turned for this long is
+   * killed, ms: its rollouts are handed back without counting a re-dispatch, the one whose code
+   * blocked it (when the child can tell) retries in a child of its own. Default 10 000.
+   */
+  readonly blockedLoopMs?: number;
   /**
    * Module patterns added to the Ref allowlist (`rollout-queue`, `rollout-queue/*` are
    * always allowed). Widening lets whoever can write to the queue run that code here; it
@@ -295,7 +330,9 @@ void workerOptionsMatchSchema;
 
 /** Fully defaulted, frozen worker options. */
 export type CompiledWorkerOptions = Readonly<
-  Omit<z.output<typeof WorkerOptionsSchema>, 'redisUrl' | 'prefix' | 'name' | 'containment' | 'fingerprint' | 'telemetry'> & {
+  Omit<z.output<typeof WorkerOptionsSchema>, 'redisUrl' | 'prefix' | 'name' | 'containment' | 'fingerprint' | 'telemetry' | 'children'> & {
+    /** Shared rollout children per heap limit (given, or `defaultChildren` of the slots). */
+    children: number;
     /** Tracing on (`telemetry`, else env OTEL_EXPORTER_OTLP_ENDPOINT). */
     tracing: boolean;
     redisUrl: string;
@@ -346,9 +383,10 @@ export function compileWorkerOptions(input: WorkerOptions): CompiledWorkerOption
   const clusterProblem = redisTopology(redisUrl) === 'cluster' ? clusterPrefixProblem(prefix, options.queue) : undefined;
   if (clusterProblem) throw new Error(`worker option prefix: ${clusterProblem}`);
   const fingerprint = options.fingerprint ?? environmentFingerprint(fingerprintInputs());
-  const { telemetry, ...parsedOptions } = options;
+  const { telemetry, children, ...parsedOptions } = options;
   return Object.freeze({
     ...parsedOptions,
+    children: children ?? defaultChildren(options.concurrency + options.evalConcurrency),
     tracing: tracingEnabled(telemetry),
     fingerprint,
     labels: Object.freeze({ ...options.placement, [FINGERPRINT_LABEL]: fingerprint }),

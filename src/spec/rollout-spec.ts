@@ -35,8 +35,14 @@ export { DEFAULT_CPUS, DEFAULT_DISK_MB, SANDBOX_NETWORKS } from './sandbox-defau
  * - `env`: names of environment variables whose values the worker reads from its own
  *   environment into `ctx.secrets` (and the code runner's child env). Default `[]`.
  * - `fingerprint`: opaque id of the environment the rollout expects (image digest, lockfile hash).
- * - `memoryMb`: heap limit of the rollout's child process in MiB (`--max-old-space-size`).
- *   Default 1024, bounds 64–65536.
+ * - `memoryMb`: heap limit in MiB (`--max-old-space-size`) of the child process the rollout runs
+ *   in, which it shares with the other rollouts of that limit the child hosts (a limit per child,
+ *   not per rollout; the child is recycled past the worker's `maxChildRssMb`); a codeRunner
+ *   program's own memory limit. Default 1024, bounds 64–65536.
+ * - `isolation`: `shared` (default) runs the rollout in a child process shared with other
+ *   rollouts; `process` gives it a child of its own for its whole attempt, for run code not
+ *   trusted to share (global state, native modules that may crash, a loop that blocks for long).
+ *   Either way a codeRunner program runs in its own sandbox.
  * - `requires`: worker package versions the rollout needs, package name → semver range
  *   (`{ "rollout-queue": ">=0.1.0 <0.2.0" }`, node-semver syntax, https://github.com/npm/node-semver#ranges).
  *   A worker whose installed version is missing or outside a range refuses the attempt
@@ -58,6 +64,10 @@ export const SandboxSpecSchema = z
     env: z.array(EnvNameSchema).max(64).default([]),
     fingerprint: z.string().max(256).optional(),
     memoryMb: z.number().int().min(MIN_MEMORY_MB).max(65_536).default(DEFAULT_MEMORY_MB),
+    isolation: z
+      .enum(['shared', 'process'], { error: 'sandbox.isolation is "shared" (default: a child process shared with other rollouts) or "process" (a child process of its own)' })
+      .optional()
+      .describe('shared (default): the run code shares a worker child process with other rollouts; process: a child process of its own for the attempt.'),
     requires: z
       .record(PackageNameSchema, SemverRangeSchema, {
         // zod reports a bad key as "Invalid key in record": say which key and what it must be.

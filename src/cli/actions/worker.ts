@@ -44,6 +44,8 @@ export async function workerAction(options: WorkerCommandOptions): Promise<void>
       queue: options.queue,
       prefix: env.prefix,
       ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
+      ...(options.children !== undefined ? { children: options.children } : {}),
+      ...(options.blockedLoopMs !== undefined ? { blockedLoopMs: options.blockedLoopMs } : {}),
       ...(options.allow ? { allow: options.allow } : {}),
       ...(options.name !== undefined ? { name: options.name } : {}),
       ...(options.metricsPort !== undefined ? { metricsPort: options.metricsPort } : {}),

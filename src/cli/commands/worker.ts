@@ -13,6 +13,8 @@ export function workerCommand() {
     .description(HELP.worker.description)
     .addOption(queueOption())
     .addOption(documentDefault(new Option('--concurrency <n>', HELP.worker.concurrency), 2).argParser(positiveInteger))
+    .addOption(documentDefault(new Option('--children <n>', HELP.worker.children), 'one per 32 slots, at most one per core and per 256 MiB free memory').argParser(positiveInteger))
+    .addOption(documentDefault(new Option('--blocked-loop-ms <ms>', HELP.worker.blockedLoopMs), 10000).argParser(positiveInteger))
     .addOption(new Option('--allow <pattern...>', HELP.worker.allow).argParser(stringList))
     .addOption(documentDefault(new Option('--name <name>', HELP.worker.name), '<host>-<pid>'))
     .addOption(new Option('--metrics-port <port>', HELP.worker.metricsPort).argParser(portOf('--metrics-port', 9464)))

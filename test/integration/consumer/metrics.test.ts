@@ -46,6 +46,8 @@ describe('worker metrics', () => {
     const before = await scrape(port);
     expect(sample(before, 'rollout_queue_child_events_total{event="crashed"}')).toBe(0);
     expect(sample(before, 'rollout_queue_worker_slots')).toBe(2);
+    // Two slots, one shared child hosting both (issue 32: slots are not processes).
+    expect(sample(before, 'rollout_queue_worker_children')).toBe(1);
     expect(sample(before, 'rollout_queue_redis_up')).toBe(1);
 
     // `exits` kills its child with process.exit(1) on every attempt: 3 attempts (2 re-dispatches)

@@ -23,19 +23,37 @@ async function until(condition: () => boolean, what: string, timeoutMs = 15_000)
 }
 
 describe('warm rollout children', () => {
-  it('forks `concurrency` children at start and reuses them (no recycling by count by default)', async () => {
+  it('forks `children` shared children at start, not one per slot, and reuses them (no recycling by count by default)', async () => {
     const q = new RawQueue(redis.url);
-    const worker = await RolloutWorker.create({ ...q.workerOptions(), concurrency: 3, logger: quiet });
+    const worker = await RolloutWorker.create({ ...q.workerOptions(), concurrency: 6, children: 2, logger: quiet });
     try {
       const warm = worker.childPids();
-      expect(warm).toHaveLength(3);
+      expect(warm).toHaveLength(2);
       const specs = Array.from({ length: 40 }, (_, i) => makeSpec('warm', `r-${i}`));
       await q.add(specs);
       const { results } = await q.waitForAll(specs.map((s) => s.leaseId));
       const pids = new Set([...results.values()].map((r) => (r.output as { pid: number }).pid));
-      // Every rollout ran in one of the children forked at start.
+      // Every rollout ran in one of the children forked at start, and both took rollouts.
       for (const pid of pids) expect(warm).toContain(pid);
+      expect(pids.size).toBe(2);
       expect(worker.childPids().sort()).toEqual([...warm].sort());
+    } finally {
+      await worker.close({ graceMs: 0 });
+      await q.close();
+    }
+  });
+
+  it('more children than slots: the warm children stay, none retired and forked again as the rollouts come and go', async () => {
+    const q = new RawQueue(redis.url);
+    const worker = await RolloutWorker.create({ ...q.workerOptions(), concurrency: 1, children: 4, logger: quiet });
+    try {
+      const warm = worker.childPids().sort();
+      expect(warm).toHaveLength(4);
+      const specs = Array.from({ length: 10 }, (_, i) => makeSpec('morechildren', `r-${i}`));
+      await q.add(specs);
+      const { results } = await q.waitForAll(specs.map((s) => s.leaseId));
+      expect([...results.values()].every((r) => r.kind === 'ok')).toBe(true);
+      expect(worker.childPids().sort()).toEqual(warm);
     } finally {
       await worker.close({ graceMs: 0 });
       await q.close();
@@ -84,9 +102,30 @@ describe('warm rollout children', () => {
     }
   });
 
+  it('drains a shared child whose heap in use passed three quarters of sandbox.memoryMb after a rollout, before an out-of-memory ends all its rollouts; keeps one below', async () => {
+    const q = new RawQueue(redis.url);
+    const worker = await RolloutWorker.create({ ...q.workerOptions(), concurrency: 2, children: 1, logger: quiet });
+    try {
+      const sandbox = { env: [], memoryMb: 200 };
+      const pidOf = async (key: string, mb: number): Promise<number> => {
+        const spec = makeSpec('heap', key, { run: fixture('holdsHeap', { mb }), sandbox });
+        await q.add([spec]);
+        const result = (await q.waitForAll([spec.leaseId])).results.get(spec.leaseId);
+        expect(result?.kind).toBe('ok');
+        return (result?.output as { pid: number }).pid;
+      };
+      const first = await pidOf('small', 40); // 40 of 200 MiB: kept
+      expect(await pidOf('grown', 120)).toBe(first); // now ~160 of 200 MiB in use
+      expect(await pidOf('after', 0)).not.toBe(first);
+    } finally {
+      await worker.close({ graceMs: 0 });
+      await q.close();
+    }
+  });
+
   it('with maxRolloutsPerChild 1 retires each child after its rollout and replaces it in the background', async () => {
     const q = new RawQueue(redis.url);
-    const worker = await RolloutWorker.create({ ...q.workerOptions(), concurrency: 2, maxRolloutsPerChild: 1, logger: quiet });
+    const worker = await RolloutWorker.create({ ...q.workerOptions(), concurrency: 2, children: 2, maxRolloutsPerChild: 1, logger: quiet });
     try {
       const specs = Array.from({ length: 6 }, (_, i) => makeSpec('recycle', `r-${i}`));
       await q.add(specs);
@@ -94,7 +133,7 @@ describe('warm rollout children', () => {
       expect([...results.values()].every((r) => r.kind === 'ok')).toBe(true);
       const pids = [...results.values()].map((r) => (r.output as { pid: number }).pid);
       expect(new Set(pids).size).toBe(6);
-      // The pool refills to `concurrency` without any rollout asking for a child.
+      // The pool refills to `children` without any rollout asking for a child.
       await until(() => worker.childPids().length === 2 && worker.childPids().every((pid) => !pids.includes(pid)), 'two fresh warm children');
     } finally {
       await worker.close({ graceMs: 0 });

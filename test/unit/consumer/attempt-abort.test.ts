@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AttemptAbort } from '../../../src/consumer/rollout-child.js';
+import { AttemptAbort } from '../../../src/consumer/attempt-abort.js';
 
 describe('AttemptAbort', () => {
   it('aborts once: the first reason stays, the listener hears it once, later aborts change nothing', () => {

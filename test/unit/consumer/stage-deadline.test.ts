@@ -1,6 +1,6 @@
 import { closeSync, writeSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createStageBoard, readRewardStage, writeRewardStage } from '../../../src/consumer/stage-board.js';
+import { createStageBoard, readCulprit, readHeartbeat, readRewardStage, readSyncEntry, writeCulprit, writeHeartbeat, writeRewardStage, writeSyncEntry } from '../../../src/consumer/stage-board.js';
 import { StageDeadline, type Overrun } from '../../../src/consumer/stage-deadline.js';
 
 // The worker's outside deadline reads the stage from the board only when a deadline could have
@@ -106,13 +106,45 @@ describe('stage board', () => {
   it('reads back the reward start of the rollout asked about, never an earlier one', () => {
     const board = createStageBoard();
     try {
-      expect(readRewardStage(board, 1)).toBeUndefined();
-      writeRewardStage(board, 1, 1_733_000_000_123);
-      expect(readRewardStage(board, 1)).toBe(1_733_000_000_123);
-      expect(readRewardStage(board, 2)).toBeUndefined();
-      writeRewardStage(board, 2, 1_733_000_000_456);
-      expect(readRewardStage(board, 2)).toBe(1_733_000_000_456);
-      expect(readRewardStage(board, 1)).toBeUndefined();
+      expect(readRewardStage(board, 0, 1)).toBeUndefined();
+      writeRewardStage(board, 0, 1, 1_733_000_000_123);
+      expect(readRewardStage(board, 0, 1)).toBe(1_733_000_000_123);
+      expect(readRewardStage(board, 0, 2)).toBeUndefined();
+      writeRewardStage(board, 0, 2, 1_733_000_000_456);
+      expect(readRewardStage(board, 0, 2)).toBe(1_733_000_000_456);
+      expect(readRewardStage(board, 0, 1)).toBeUndefined();
+    } finally {
+      closeSync(board);
+    }
+  });
+
+  it('keeps one reward record per slot: rollouts running at once in one child do not overwrite each other', () => {
+    const board = createStageBoard();
+    try {
+      writeRewardStage(board, 0, 7, 1_000);
+      writeRewardStage(board, 3, 9, 3_000);
+      writeRewardStage(board, 1, 8, 2_000);
+      expect([readRewardStage(board, 0, 7), readRewardStage(board, 1, 8), readRewardStage(board, 3, 9)]).toEqual([1_000, 2_000, 3_000]);
+      expect(readRewardStage(board, 2, 8)).toBeUndefined();
+    } finally {
+      closeSync(board);
+    }
+  });
+
+  it('holds the heartbeat, the sync entry and the culprit apart from the reward records', () => {
+    const board = createStageBoard();
+    try {
+      expect([readHeartbeat(board), readSyncEntry(board), readCulprit(board)]).toEqual([undefined, undefined, undefined]);
+      writeRewardStage(board, 0, 5, 42);
+      writeHeartbeat(board, 1234.5);
+      writeSyncEntry(board, 5, 1200);
+      writeCulprit(board, 4);
+      expect(readHeartbeat(board)).toBe(1234.5);
+      expect(readSyncEntry(board)).toEqual({ seq: 5, sinceMs: 1200 });
+      expect(readCulprit(board)).toBe(4);
+      expect(readRewardStage(board, 0, 5)).toBe(42);
+      writeSyncEntry(board, 0);
+      expect(readSyncEntry(board)).toBeUndefined();
     } finally {
       closeSync(board);
     }
@@ -121,12 +153,13 @@ describe('stage board', () => {
   it('a torn or foreign record reads as no reward', () => {
     const board = createStageBoard();
     try {
-      writeRewardStage(board, 3, 1_733_000_000_000);
-      writeSync(board, Buffer.from([1, 2, 3, 4]), 0, 4, 10); // part of a later write
-      expect(readRewardStage(board, 3)).toBeUndefined();
+      writeRewardStage(board, 0, 3, 1_733_000_000_000);
+      writeSync(board, Buffer.from([1, 2, 3, 4]), 0, 4, 72 + 10); // part of a later write of slot 0
+      expect(readRewardStage(board, 0, 3)).toBeUndefined();
     } finally {
       closeSync(board);
     }
-    expect(readRewardStage(board, 3)).toBeUndefined(); // closed: never throws
+    expect(readRewardStage(board, 0, 3)).toBeUndefined(); // closed: never throws
+    expect(readHeartbeat(board)).toBeUndefined();
   });
 });
