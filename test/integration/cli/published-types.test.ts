@@ -67,7 +67,7 @@ describe('published types', () => {
     };
     visit(program.getSourceFile(file) as ts.SourceFile);
     expect(docs.queuedMs).toMatch(/From enqueue to the start of the last attempt, ms/);
-    expect(docs.concurrency).toMatch(/Default 2, bounds 1–256/);
+    expect(docs.concurrency).toMatch(/Default 2,\s+bounds 1–1000/);
     expect(docs.maxInFlight).toMatch(/Default 500/);
     expect(docs.timeoutMs).toMatch(/Default 60 000/);
   });

@@ -10,6 +10,7 @@ import { metricsOf } from '../../../src/cli/execute-interruptible-run.js';
 import { applyHelpConventions, defaultText, isRequired } from '../../../src/cli/option-help.js';
 import { durationMs } from '../../../src/cli/option-parsers.js';
 import { defaultOutFile } from '../../../src/cli/run-id.js';
+import { CHILD_BUDGET_MB, defaultChildren, SLOTS_PER_CHILD } from '../../../src/consumer/child-count.js';
 import { compileWorkerOptions } from '../../../src/consumer/index.js';
 import { environmentFingerprint, fingerprintInputs } from '../../../src/consumer/environment-fingerprint.js';
 import { compileGatewayOptions } from '../../../src/gateway/index.js';
@@ -48,6 +49,12 @@ const BEHAVIOUR: Record<string, Record<string, () => string>> = {
     '--fingerprint': () => (worker().fingerprint === environmentFingerprint(fingerprintInputs()) ? 'computed from the rollout-queue, node and python versions and env ROLLOUT_QUEUE_IMAGE_ID' : worker().fingerprint),
     '--eval-concurrency': () => String(worker().evalConcurrency),
     '--max-output-bytes': () => String(worker().maxOutputBytes),
+    // Issue 32: left out, the worker sizes its shared children from its slots and the machine.
+    '--children': () =>
+      worker().children === defaultChildren(worker().concurrency + worker().evalConcurrency)
+        ? `one per ${SLOTS_PER_CHILD} slots, at most one per core and per ${CHILD_BUDGET_MB} MiB free memory`
+        : String(worker().children),
+    '--blocked-loop-ms': () => String(worker().blockedLoopMs),
     ...connection,
   },
   run: {
