@@ -3,8 +3,8 @@ import { defineConfig } from 'vitest/config';
 // Tiers as separate projects with their own timeouts (unit: no I/O beyond temp files;
 // integration: one component against real Redis and real processes; e2e: the whole seam,
 // coordinator to workers, with real signals). Timings live in bench/, never here.
-// `npm test` is ONE `vitest run` of all three: `sequence.groupOrder` runs the tiers in turn
-// (unit, then integration, then e2e), each with its own parallelism; a tier's failures do not
+// `npm test` is ONE `vitest run` of all four: `sequence.groupOrder` runs the tiers in turn
+// (unit, then integration, then e2e, then hostile), each with its own parallelism; a tier's failures do not
 // stop the next one (no `bail`), every tier reports, and the exit code is non-zero if any failed.
 export default defineConfig({
   test: {
@@ -38,6 +38,9 @@ export default defineConfig({
           testTimeout: 180_000,
           hookTimeout: 60_000,
           maxWorkers: 2,
+          // Its own group (vitest refuses two projects with different parallelism in one group):
+          // after e2e, so a hostile artifact never shares the machine with a timing-sensitive tier.
+          sequence: { groupOrder: 3 },
         },
       },
       {
