@@ -1,5 +1,6 @@
 import { DEFAULT_PREFIX, DEFAULT_QUEUE, queueKeys } from '../lease/index.js';
 import { DEFAULT_REDIS_URL, redactRedisUrl, redisOptionsFromUrl } from '../platform/redis-connection.js';
+import { redisTimeoutMs } from '../platform/redis-timeout.js';
 import { UsageError } from './errors.js';
 import { MSG } from './messages.js';
 
@@ -17,8 +18,8 @@ export interface CliEnvironment {
  * Reads the connection settings from the environment. A `REDIS_URL` that is set but blank means
  * the default, said on `stderr`: a shell expansion that came out empty would otherwise point a
  * command at the local Redis without a word (fresh-user report).
- * @throws UsageError when `REDIS_URL` is not a redis:// or rediss:// URL, or the prefix holds
- *   characters that would split Redis keys.
+ * @throws UsageError when `REDIS_URL` is not a redis:// or rediss:// URL, the prefix holds
+ *   characters that would split Redis keys, or `ROLLOUT_QUEUE_REDIS_TIMEOUT_MS` is not a timeout in ms.
  */
 export function cliEnvironment(env: NodeJS.ProcessEnv = process.env, stderr: Pick<NodeJS.WriteStream, 'write'> = process.stderr): CliEnvironment {
   const blank = env.REDIS_URL !== undefined && env.REDIS_URL.trim() === '';
@@ -28,6 +29,11 @@ export function cliEnvironment(env: NodeJS.ProcessEnv = process.env, stderr: Pic
     redisOptionsFromUrl(redisUrl);
   } catch (err) {
     throw new UsageError(MSG.badRedisUrl((err as Error).message));
+  }
+  try {
+    redisTimeoutMs(env);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
   }
   const prefix = env.ROLLOUT_QUEUE_PREFIX && env.ROLLOUT_QUEUE_PREFIX !== '' ? env.ROLLOUT_QUEUE_PREFIX : DEFAULT_PREFIX;
   try {

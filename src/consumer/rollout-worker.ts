@@ -6,7 +6,7 @@ import { queueKeys, RUN_FIELDS, type LeaseClass, type QueueKeys } from '../lease
 import { PlacementWatcher } from './placement-watcher.js';
 import { childLogger, createLogger, type Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
-import { createRedisClient, missingDatabase, redactRedisUrl, redisDb, redisOptionsFromUrl, redisTopology } from '../platform/redis-connection.js';
+import { createRedisClient, forBullMQ, missingDatabase, redactRedisUrl, redisDb, redisOptionsFromUrl, redisTopology } from '../platform/redis-connection.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { abortable } from '../platform/abortable.js';
 import { RedisClock } from '../platform/redis-clock.js';
@@ -171,8 +171,8 @@ export class RolloutWorker {
     // client (BullMQ duplicates it for the blocking connection). ioredis' RedisOptions is what
     // BullMQ builds from; its own type is looser.
     const bullConnection = (redisTopology(options.redisUrl) === 'cluster'
-      ? createRedisClient(options.redisUrl, { connectionName: `${options.prefix}:rollout-queue:bullmq` })
-      : redisOptionsFromUrl(options.redisUrl)) as ConnectionOptions;
+      ? createRedisClient(options.redisUrl, forBullMQ({ connectionName: `${options.prefix}:rollout-queue:bullmq` }))
+      : forBullMQ(redisOptionsFromUrl(options.redisUrl))) as ConnectionOptions;
     const queue = new Queue(options.queue, { connection: bullConnection, prefix: options.prefix });
     const metrics = new WorkerMetrics();
     const pool = new ChildPool({
@@ -229,7 +229,7 @@ export class RolloutWorker {
   private serve(queueName: string, leaseClass: LeaseClass): void {
     if (this.state === 'closing' || this.state === 'closed' || this.placementWorkers.has(queueName)) return;
     const concurrency = leaseClass === 'evaluation' ? this.options.evalConcurrency : this.options.concurrency;
-    const worker = bullWorker(queueName, concurrency, this.processor, this.options, redisOptionsFromUrl(this.options.redisUrl) as ConnectionOptions);
+    const worker = bullWorker(queueName, concurrency, this.processor, this.options, forBullMQ(redisOptionsFromUrl(this.options.redisUrl)) as ConnectionOptions);
     this.placementWorkers.set(queueName, worker);
     this.wire(worker);
     void worker.run().catch((err: unknown) => this.logger.error({ err, placementQueue: queueName }, 'worker loop stopped'));
