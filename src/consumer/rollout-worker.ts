@@ -23,9 +23,16 @@ import { compileWorkerOptions, type CompiledWorkerOptions, type WorkerOptions } 
 import { WorkerMetrics } from './worker-metrics.js';
 import { WorkerStartAborted } from './worker-start-aborted.js';
 import { WriteBackoff } from './write-backoff.js';
+import { isRedisTimeout, redisTimeoutMs } from '../platform/redis-timeout.js';
+import { KeptAnswers } from './kept-answers.js';
+import { RedisAnswerProbe } from './redis-answer-probe.js';
+import type { AnswerKeeper } from './lease-worker.js';
 
 /** Heap limit of a spec that names none (`sandbox.memoryMb`): the limit warm children are forked with. */
 const DEFAULT_MEMORY_MB = SandboxSpecSchema.parse({}).memoryMb;
+
+/** The BullMQ worker of one served queue: jobs are rollout specs (parsed by the processor), results Results. */
+type RolloutBullWorker = LeaseWorker<unknown, Result>;
 
 /** Settles as the given wait for Redis does, or rejects with `WorkerStartAborted` at the start's signal. */
 type UntilAborted = <T>(work: Promise<T>) => Promise<T>;
@@ -86,10 +93,16 @@ export class RolloutWorker {
   /** Port of the metrics endpoint when one was asked for (0 picks a free one). */
   metricsPort: number | undefined;
   /** BullMQ workers of the placement queues served here, by queue name. */
-  private readonly placementWorkers = new Map<string, Worker>();
+  private readonly placementWorkers = new Map<string, RolloutBullWorker>();
   private readonly watcher: PlacementWatcher;
   /** Pauses job intake with capped back-off while Redis refuses writes (OOM, EXECABORT, READONLY). */
   private readonly writeBackoff: WriteBackoff;
+  /** Whether Redis answers (a PING with a deadline): `/healthz` and the hand-in of kept answers follow it. */
+  private readonly probe: RedisAnswerProbe;
+  /** Finished answers Redis did not take, handed in when it answers (see `kept-answers.ts`). */
+  private readonly keptAnswers: KeptAnswers;
+  /** What each BullMQ worker of this process asks when Redis does not take a finished answer. */
+  private readonly answerKeeper: AnswerKeeper;
 
   private constructor(
     readonly options: CompiledWorkerOptions,
@@ -101,7 +114,7 @@ export class RolloutWorker {
     private readonly pool: ChildPool,
     private readonly processor: RolloutProcessor,
     private readonly metrics: WorkerMetrics,
-    private readonly worker: Worker,
+    private readonly worker: RolloutBullWorker,
     /** How rollout attempts are contained here (chosen at start; see src/sandbox). */
     readonly containment: Containment,
     /** Re-sampled by each liveness sample, so its extrapolation never runs long. */
@@ -115,6 +128,25 @@ export class RolloutWorker {
       resume: () => this.allWorkers().forEach((w) => w.resume()),
     };
     this.writeBackoff = new WriteBackoff(intake, () => redis.set(probeKey, options.name, 'PX', 10_000), logger, redactRedisUrl(options.redisUrl));
+    this.probe = new RedisAnswerProbe(redis, redactRedisUrl(options.redisUrl), redisTimeoutMs(), logger);
+    this.keptAnswers = new KeptAnswers(redis, options.prefix, options.lockDurationMs, logger, { onDropped: (leaseId) => this.countDropped(leaseId) });
+    const { probe, keptAnswers } = this;
+    this.answerKeeper = { get silent() { return probe.silent; }, keep: (...args) => keptAnswers.keep(...args) };
+    worker.answerKeeper = this.answerKeeper;
+    // Sent as soon as Redis goes silent, these run as it wakes: locks that expired meanwhile are
+    // this worker's again before BullMQ's stalled check (also waiting) can give the leases away.
+    this.probe.onSilent(() => {
+      for (const bull of this.allWorkers()) this.keptAnswers.reclaimAhead(bull.name, bull.runningLeases());
+    });
+    this.probe.onAnswered(() => void this.keptAnswers.handInAll());
+  }
+
+  /** A finished answer dropped because another attempt has its lease: a late duplicate, counted once. */
+  private countDropped(leaseId: string): void {
+    const runId = this.processor.finishing.get(leaseId);
+    this.processor.finishing.delete(leaseId);
+    this.metrics.duplicate();
+    if (runId !== undefined) void new LeaseLedger(this.redis, this.keys, this.options.maxRedispatches).countDuplicate(runId).catch(() => undefined);
   }
 
   /** The worker's name, as it appears in Results (`worker`) and BullMQ (`processedBy`). */
@@ -230,6 +262,7 @@ export class RolloutWorker {
     if (this.state === 'closing' || this.state === 'closed' || this.placementWorkers.has(queueName)) return;
     const concurrency = leaseClass === 'evaluation' ? this.options.evalConcurrency : this.options.concurrency;
     const worker = bullWorker(queueName, concurrency, this.processor, this.options, forBullMQ(redisOptionsFromUrl(this.options.redisUrl)) as ConnectionOptions);
+    worker.answerKeeper = this.answerKeeper;
     this.placementWorkers.set(queueName, worker);
     this.wire(worker);
     void worker.run().catch((err: unknown) => this.logger.error({ err, placementQueue: queueName }, 'worker loop stopped'));
@@ -238,11 +271,11 @@ export class RolloutWorker {
   }
 
   /** Every BullMQ worker of this process: the base queue's, then the placement queues'. */
-  private allWorkers(): Worker[] {
+  private allWorkers(): RolloutBullWorker[] {
     return [this.worker, ...this.placementWorkers.values()];
   }
 
-  private wire(worker: Worker): void {
+  private wire(worker: RolloutBullWorker): void {
     const { logger } = this;
     worker.on('error', (err) => this.onWorkerError(err));
     worker.on('completed', (job, result: Result | undefined) => {
@@ -251,10 +284,27 @@ export class RolloutWorker {
     });
     worker.on('failed', (job) => job && this.processor.finishing.delete(String(job.id)));
     worker.on('lockRenewalFailed', (jobIds: string[]) => {
-      for (const leaseId of jobIds) {
-        if (this.processor.abort({ leaseId }, 'lock-lost') > 0) logger.warn({ leaseId }, 'lock renewal failed; aborting the attempt so it cannot race the re-dispatched one');
-      }
+      for (const leaseId of jobIds) void this.onLockLost(worker, leaseId);
     });
+  }
+
+  /**
+   * A lock renewal failed. Right after Redis stalled (the probe saw it silent within a lock's
+   * life), the lock most likely expired during the stall with nobody else taking the lease: it is
+   * reclaimed (`reclaimLease`) and the rollout goes on. Otherwise, or when another attempt holds
+   * it, the attempt is aborted so it cannot race the re-dispatched one.
+   */
+  private async onLockLost(worker: RolloutBullWorker, leaseId: string): Promise<void> {
+    const token = worker.tokenOf(leaseId);
+    const windowMs = this.options.lockDurationMs + 2 * this.options.stalledIntervalMs + redisTimeoutMs();
+    if (token !== undefined && this.probe.silentWithin(windowMs)) {
+      const outcome = await this.keptAnswers.reclaim(worker.name, leaseId, token).catch(() => undefined);
+      if (outcome?.state === 'ours' || outcome?.state === 'reclaimed') {
+        this.logger.info({ leaseId, lease: outcome.state }, 'lock renewal failed after Redis stalled; nobody else had the lease, so it is this attempt\'s again and the rollout goes on');
+        return;
+      }
+    }
+    if (this.processor.abort({ leaseId }, 'lock-lost') > 0) this.logger.warn({ leaseId }, 'lock renewal failed; aborting the attempt so it cannot race the re-dispatched one');
   }
 
   /** @param untilAborted wraps each wait for Redis, so the start's signal ends it. */
@@ -295,6 +345,7 @@ export class RolloutWorker {
     const swept = await sweepDeadSandboxes({ containment });
     logger.info({ dirs: swept.dirs, cgroups: swept.cgroups }, `swept ${swept.dirs} work dir(s) and ${swept.cgroups} cgroup(s) left by dead attempts`);
     for (const client of [this.redis, this.subscriber]) this.watchConnection(client, address);
+    this.probe.start();
     this.wire(this.worker);
     this.queue.on('error', (err) => this.onWorkerError(err));
     await untilAborted(subscribeWhenReady(this.subscriber, this.keys.cancelChannel(redisDb(this.redis))));
@@ -349,6 +400,8 @@ export class RolloutWorker {
     // extendLocks), which wire() handles: a warn for the attempt it aborts, nothing for a lease
     // no longer run here (handed back on shutdown).
     if (err.message.startsWith('could not renew lock for job ')) return;
+    // A command Redis did not answer in time: the probe reports the silence once (and /healthz).
+    if (isRedisTimeout(err)) return;
     if (/ECONNREFUSED|Connection is closed|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|ENOTFOUND/.test(err.message)) {
       // BullMQ's own clients often notice an outage first; report it once, like ours.
       if (!this.redisDown) {
@@ -390,6 +443,8 @@ export class RolloutWorker {
 
   /** Samples the queue for the liveness check: due work with free slots and no start here. */
   private async sampleLiveness(): Promise<void> {
+    // Each command would wait out the timeout: the probe speaks for Redis meanwhile.
+    if (this.probe.silent) return;
     try {
       await this.publishInfo();
       await this.clock.sample();
@@ -450,6 +505,8 @@ export class RolloutWorker {
     if (this.state !== 'running') return { ok: false, reason: `state ${this.state}` };
     if (this.redisDown) return { ok: false, reason: `Redis at ${redactRedisUrl(this.options.redisUrl)} unreachable` };
     if (this.writeBackoff.refusing) return { ok: false, reason: `Redis at ${redactRedisUrl(this.options.redisUrl)} refuses writes (${this.writeBackoff.refusing})` };
+    const silent = this.probe.reason();
+    if (silent) return { ok: false, reason: silent };
     const now = Date.now();
     if (this.dueSince !== undefined && now - this.dueSince >= this.options.livenessMs && now - this.lastStartAt >= this.options.livenessMs) {
       return { ok: false, reason: `work due for ${now - this.dueSince} ms with free slots and no rollout started` };
@@ -499,6 +556,10 @@ export class RolloutWorker {
         clearTimeout(timer);
         clearTimeout(deadline);
         clearInterval(this.livenessTimer);
+        // Answers Redis did not take yet: one last try, bounded, then they are given up (logged).
+        if (this.keptAnswers.size > 0) await boundedBy(CLOSE_MARGIN_MS, this.keptAnswers.handInAll());
+        this.keptAnswers.close();
+        this.probe.stop();
         await this.pool.close();
         const connected = !this.redisDown;
         if (connected) await boundedBy(CLOSE_MARGIN_MS, this.redis.del(this.keys.workerInfo(this.options.name)).catch(() => undefined));
@@ -519,8 +580,8 @@ export class RolloutWorker {
 }
 
 /** A BullMQ worker of `queueName` running `processor` (one per served queue; they share the child pool). */
-function bullWorker(queueName: string, concurrency: number, processor: RolloutProcessor, options: CompiledWorkerOptions, connection: ConnectionOptions): Worker {
-  return new LeaseWorker(queueName, processor.process, {
+function bullWorker(queueName: string, concurrency: number, processor: RolloutProcessor, options: CompiledWorkerOptions, connection: ConnectionOptions): RolloutBullWorker {
+  return new LeaseWorker<unknown, Result>(queueName, processor.process, {
     connection,
     prefix: options.prefix,
     name: options.name,

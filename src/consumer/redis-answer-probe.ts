@@ -1,0 +1,105 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '../platform/logger.js';
+
+/** Pause between two probes once the last one settled, ms. */
+export const PROBE_EVERY_MS = 1_000;
+
+/**
+ * Whether Redis answers, by a `PING` every {@link PROBE_EVERY_MS} on the worker's own command
+ * connection, each bounded by that client's `commandTimeout` (`ROLLOUT_QUEUE_REDIS_TIMEOUT_MS`).
+ *
+ * Why a probe: a frozen Redis (SIGSTOP, a stuck VM, a partition that drops packets) keeps its TCP
+ * connections open, so ioredis fires no `error` or `close` event and every command just waits;
+ * `/healthz` stayed 200 for the whole freeze (BR-46). A probe that times out says so within the
+ * timeout plus one probe interval. It also tells the worker when Redis answers again, the moment
+ * kept answers are handed in (`KeptAnswers`).
+ */
+export class RedisAnswerProbe {
+  /** When the probe that first went unanswered was sent (epoch ms), while Redis does not answer. */
+  private silentSinceMs: number | undefined;
+  /** When Redis last answered again after a silence (epoch ms). */
+  private silenceEndedAtMs: number | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly listeners: { silent: Array<() => void>; answered: Array<(silentMs: number) => void> } = { silent: [], answered: [] };
+
+  /**
+   * @param redis a client with `commandTimeout` set (else an unanswered PING never settles).
+   * @param address the redacted Redis address, for the log lines.
+   * @param timeoutMs the client's command timeout, ms (for the log lines and `reason`).
+   */
+  constructor(
+    private readonly redis: Redis,
+    private readonly address: string,
+    private readonly timeoutMs: number,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Starts probing (idempotent); the first probe goes out at once. */
+  start(): void {
+    if (this.timer || this.stopped) return;
+    this.timer = setTimeout(() => void this.probe(), 0);
+    this.timer.unref();
+  }
+
+  /** Stops probing; no listener is called afterwards. */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  /** Calls `listener` each time Redis stops answering (once per silence). */
+  onSilent(listener: () => void): void {
+    this.listeners.silent.push(listener);
+  }
+
+  /** Calls `listener` with the silence's length (ms) each time Redis answers again after one. */
+  onAnswered(listener: (silentMs: number) => void): void {
+    this.listeners.answered.push(listener);
+  }
+
+  /** True while the last probe went unanswered within the timeout. */
+  get silent(): boolean {
+    return this.silentSinceMs !== undefined;
+  }
+
+  /** True while Redis does not answer, or when a silence ended less than `windowMs` ago (a lock lost to it may still show). */
+  silentWithin(windowMs: number, nowMs: number = Date.now()): boolean {
+    return this.silentSinceMs !== undefined || (this.silenceEndedAtMs !== undefined && nowMs - this.silenceEndedAtMs < windowMs);
+  }
+
+  /** For `/healthz`: why Redis counts as not answering, or undefined while it answers. */
+  reason(nowMs: number = Date.now()): string | undefined {
+    if (this.silentSinceMs === undefined) return undefined;
+    return `Redis at ${this.address} has not answered for ${nowMs - this.silentSinceMs} ms (ROLLOUT_QUEUE_REDIS_TIMEOUT_MS = ${this.timeoutMs})`;
+  }
+
+  private async probe(): Promise<void> {
+    const sentAt = Date.now();
+    let answered: boolean;
+    try {
+      await this.redis.ping();
+      answered = true;
+    } catch {
+      // Timed out, or refused while disconnected (the connection's own events say that one).
+      answered = false;
+    }
+    if (this.stopped) return;
+    if (answered && this.silentSinceMs !== undefined) {
+      const silentMs = Date.now() - this.silentSinceMs;
+      this.silentSinceMs = undefined;
+      this.silenceEndedAtMs = Date.now();
+      this.logger.info({ redis: this.address, silentMs }, `Redis at ${this.address} answers again after ${silentMs} ms without an answer`);
+      for (const listener of this.listeners.answered) listener(silentMs);
+    } else if (!answered && this.silentSinceMs === undefined) {
+      this.silentSinceMs = sentAt;
+      this.logger.error(
+        { redis: this.address, timeoutMs: this.timeoutMs },
+        `Redis at ${this.address} did not answer a PING within ${this.timeoutMs} ms; /healthz says 503, running rollouts go on and finished answers are kept here until it answers`,
+      );
+      for (const listener of this.listeners.silent) listener();
+    }
+    this.timer = setTimeout(() => void this.probe(), PROBE_EVERY_MS);
+    this.timer.unref();
+  }
+}
