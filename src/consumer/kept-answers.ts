@@ -132,7 +132,7 @@ export class KeptAnswers {
   }
 
   /** @returns true when the answer is settled (handed in or dropped), false when Redis did not answer in time. */
-  private async tryHandIn(leaseId: string): Promise<boolean> {
+  private async tryHandIn(leaseId: string, again = false): Promise<boolean> {
     const entry = this.kept.get(leaseId);
     if (!entry) return true;
     const { job, token, worker } = entry;
@@ -152,7 +152,9 @@ export class KeptAnswers {
         try {
           await job.moveToCompleted(entry.result, token, false);
         } catch (err) {
-          if (isLostOwnership(err)) return this.drop(entry, 'another attempt took the lease between the reclaim and the finish');
+          // The finish BullMQ sent during the stall may have gone through between the reclaim and
+          // this one (same token): asked once more, the lease then says `finished` with this answer.
+          if (isLostOwnership(err)) return again ? this.drop(entry, 'another attempt took the lease between the reclaim and the finish') : this.tryHandIn(leaseId, true);
           // Not answered in time again: kept, and tried again (the reclaim is idempotent).
           return false;
         }
