@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startRedis, type TestRedis } from '../../helpers/redis.js';
 import { killLeftovers, startCli, uniquePrefix, waitFor, type CliProcess } from './cli-process.js';
@@ -107,6 +108,68 @@ describe('Redis frozen (SIGSTOP) mid-run', () => {
       expect(logs).not.toContain('late answer dropped');
     } finally {
       redis.thaw?.();
+      coordinator?.child.kill('SIGTERM');
+      for (const worker of workers) worker.child.kill('SIGTERM');
+      const ends = await Promise.all(workers.map((worker) => worker.done));
+      await coordinator?.done;
+      expect(ends.map((e) => e.code)).toEqual([0, 0]);
+    }
+  });
+
+  // "Rollouts already running keep running": their locks expire while Redis is frozen (Redis counts
+  // the frozen time); without a reclaim the first renewal after the wake fails and the rollout is
+  // aborted and run again from the start.
+  it('rollouts running through the freeze keep their leases and run once', async () => {
+    const prefix = uniquePrefix('freezerun');
+    const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: prefix };
+    const logFile = path.join(dir, 'exec-running.log');
+    const releaseFile = path.join(dir, 'release-running');
+    const out = path.join(dir, 'out-running.jsonl');
+    const count = 4;
+    writeFileSync(path.join(dir, 'tasks-running.jsonl'), Array.from({ length: count }, (_, i) => `${JSON.stringify({ id: `r${i + 1}`, logFile, releaseFile })}\n`).join(''));
+    writeFileSync(path.join(dir, 'artifact.txt'), 'unused by logsExecution\n');
+    const ports = [await freePort(), await freePort()];
+    const workers: CliProcess[] = ports.map((port, i) =>
+      startCli(['worker', '--queue', QUEUE, '--concurrency', '2', '--name', `fr-w${i + 1}`, '--allow', 'rq-fixtures/*', '--metrics-port', String(port)], { env: { ...env, LOG_LEVEL: 'info' } }),
+    );
+    const client = new Redis(redis.url);
+    let coordinator: CliProcess | undefined;
+    try {
+      await waitFor(async () => (await Promise.all(ports.map(health))).every((code) => code === 200), 60_000, 'both workers healthy');
+      coordinator = startCli(
+        ['run', '--queue', QUEUE, '--tasks', path.join(dir, 'tasks-running.jsonl'), '--artifact', path.join(dir, 'artifact.txt'),
+          '--run', 'rq-fixtures/failures:logsExecution', '--reward', 'rq-fixtures/failures:constant', '--run-id', 'fr', '--out', out],
+        { env },
+      );
+      await waitFor(() => executions(logFile).filter((e) => e.what === 'start').length === count, 120_000, 'every rollout running');
+      redis.freeze?.();
+      // Both workers see the silence: by then every lock set before the freeze has expired (a lock
+      // lasts lockDurationMs = 5 s, the probe needs the 5 s timeout after the freeze began).
+      await waitFor(async () => (await Promise.all(ports.map(health))).every((code) => code === 503), 60_000, '/healthz 503 on both workers');
+      redis.thaw?.();
+      // What would end the rollouts happens after the wake: lock renewals (every 1.25 s) and
+      // stalled checks (every 2 s). Two stalled checks after the wake, each seen by its key.
+      const checkKey = `${prefix}:${QUEUE}:stalled-check`;
+      for (let round = 0; round < 2; round++) {
+        await client.del(checkKey);
+        await waitFor(async () => (await client.exists(checkKey)) === 1, 60_000, 'a stalled check after the wake');
+      }
+      expect(executions(logFile).filter((e) => e.what === 'start')).toHaveLength(count);
+      writeFileSync(releaseFile, '');
+      const end = await coordinator.done;
+      expect(end.code, end.stderr).toBe(0);
+      const results = readResults(out);
+      expect(results.map((line) => line.kind)).toEqual(Array(count).fill('ok'));
+      expect(results.map((line) => line.redispatched)).toEqual(Array(count).fill(0));
+      const log = executions(logFile);
+      expect(log.filter((e) => e.what === 'start')).toHaveLength(count);
+      expect(log.filter((e) => e.what === 'end')).toHaveLength(count);
+      const logs = workers.map((worker) => worker.stderr() + worker.stdout()).join('\n');
+      expect(logs).not.toContain('aborting the attempt');
+    } finally {
+      redis.thaw?.();
+      client.disconnect();
+      writeFileSync(releaseFile, '');
       coordinator?.child.kill('SIGTERM');
       for (const worker of workers) worker.child.kill('SIGTERM');
       const ends = await Promise.all(workers.map((worker) => worker.done));
