@@ -24,9 +24,7 @@ import { WorkerMetrics } from './worker-metrics.js';
 import { WorkerStartAborted } from './worker-start-aborted.js';
 import { WriteBackoff } from './write-backoff.js';
 import { isRedisTimeout, redisTimeoutMs } from '../platform/redis-timeout.js';
-import { KeptAnswers } from './kept-answers.js';
-import { RedisAnswerProbe } from './redis-answer-probe.js';
-import type { AnswerKeeper } from './lease-worker.js';
+import { RedisStallGuard } from './redis-stall-guard.js';
 
 /** Heap limit of a spec that names none (`sandbox.memoryMb`): the limit warm children are forked with. */
 const DEFAULT_MEMORY_MB = SandboxSpecSchema.parse({}).memoryMb;
@@ -97,12 +95,8 @@ export class RolloutWorker {
   private readonly watcher: PlacementWatcher;
   /** Pauses job intake with capped back-off while Redis refuses writes (OOM, EXECABORT, READONLY). */
   private readonly writeBackoff: WriteBackoff;
-  /** Whether Redis answers (a PING with a deadline): `/healthz` and the hand-in of kept answers follow it. */
-  private readonly probe: RedisAnswerProbe;
-  /** Finished answers Redis did not take, handed in when it answers (see `kept-answers.ts`). */
-  private readonly keptAnswers: KeptAnswers;
-  /** What each BullMQ worker of this process asks when Redis does not take a finished answer. */
-  private readonly answerKeeper: AnswerKeeper;
+  /** A Redis that stops answering: `/healthz`, kept answers, locks taken back (docs/redis-trouble.md). */
+  private readonly stallGuard: RedisStallGuard;
 
   private constructor(
     readonly options: CompiledWorkerOptions,
@@ -128,17 +122,14 @@ export class RolloutWorker {
       resume: () => this.allWorkers().forEach((w) => w.resume()),
     };
     this.writeBackoff = new WriteBackoff(intake, () => redis.set(probeKey, options.name, 'PX', 10_000), logger, redactRedisUrl(options.redisUrl));
-    this.probe = new RedisAnswerProbe(redis, redactRedisUrl(options.redisUrl), redisTimeoutMs(), logger);
-    this.keptAnswers = new KeptAnswers(redis, options.prefix, options.lockDurationMs, logger, { onDropped: (leaseId) => this.countDropped(leaseId) });
-    const { probe, keptAnswers } = this;
-    this.answerKeeper = { get silent() { return probe.silent; }, keep: (...args) => keptAnswers.keep(...args) };
-    worker.answerKeeper = this.answerKeeper;
-    // Sent as soon as Redis goes silent, these run as it wakes: locks that expired meanwhile are
-    // this worker's again before BullMQ's stalled check (also waiting) can give the leases away.
-    this.probe.onSilent(() => {
-      for (const bull of this.allWorkers()) this.keptAnswers.reclaimAhead(bull.name, bull.runningLeases());
-    });
-    this.probe.onAnswered(() => void this.keptAnswers.handInAll());
+    this.stallGuard = new RedisStallGuard(
+      redis,
+      { address: redactRedisUrl(options.redisUrl), prefix: options.prefix, lockDurationMs: options.lockDurationMs, stalledIntervalMs: options.stalledIntervalMs, timeoutMs: redisTimeoutMs() },
+      logger,
+      () => this.allWorkers(),
+      (leaseId) => this.countDropped(leaseId),
+    );
+    worker.answerKeeper = this.stallGuard.keeper;
   }
 
   /** A finished answer dropped because another attempt has its lease: a late duplicate, counted once. */
@@ -262,7 +253,7 @@ export class RolloutWorker {
     if (this.state === 'closing' || this.state === 'closed' || this.placementWorkers.has(queueName)) return;
     const concurrency = leaseClass === 'evaluation' ? this.options.evalConcurrency : this.options.concurrency;
     const worker = bullWorker(queueName, concurrency, this.processor, this.options, forBullMQ(redisOptionsFromUrl(this.options.redisUrl)) as ConnectionOptions);
-    worker.answerKeeper = this.answerKeeper;
+    worker.answerKeeper = this.stallGuard.keeper;
     this.placementWorkers.set(queueName, worker);
     this.wire(worker);
     void worker.run().catch((err: unknown) => this.logger.error({ err, placementQueue: queueName }, 'worker loop stopped'));
@@ -289,21 +280,11 @@ export class RolloutWorker {
   }
 
   /**
-   * A lock renewal failed. Right after Redis stalled (the probe saw it silent within a lock's
-   * life), the lock most likely expired during the stall with nobody else taking the lease: it is
-   * reclaimed (`reclaimLease`) and the rollout goes on. Otherwise, or when another attempt holds
-   * it, the attempt is aborted so it cannot race the re-dispatched one.
+   * A lock renewal failed: aborts the attempt so it cannot race the re-dispatched one, unless the
+   * lock was lost to a Redis stall and nobody else took the lease (then it is taken back).
    */
   private async onLockLost(worker: RolloutBullWorker, leaseId: string): Promise<void> {
-    const token = worker.tokenOf(leaseId);
-    const windowMs = this.options.lockDurationMs + 2 * this.options.stalledIntervalMs + redisTimeoutMs();
-    if (token !== undefined && this.probe.silentWithin(windowMs)) {
-      const outcome = await this.keptAnswers.reclaim(worker.name, leaseId, token).catch(() => undefined);
-      if (outcome?.state === 'ours' || outcome?.state === 'reclaimed') {
-        this.logger.info({ leaseId, lease: outcome.state }, 'lock renewal failed after Redis stalled; nobody else had the lease, so it is this attempt\'s again and the rollout goes on');
-        return;
-      }
-    }
+    if (await this.stallGuard.keepAfterLockLoss(worker, leaseId)) return;
     if (this.processor.abort({ leaseId }, 'lock-lost') > 0) this.logger.warn({ leaseId }, 'lock renewal failed; aborting the attempt so it cannot race the re-dispatched one');
   }
 
@@ -345,7 +326,7 @@ export class RolloutWorker {
     const swept = await sweepDeadSandboxes({ containment });
     logger.info({ dirs: swept.dirs, cgroups: swept.cgroups }, `swept ${swept.dirs} work dir(s) and ${swept.cgroups} cgroup(s) left by dead attempts`);
     for (const client of [this.redis, this.subscriber]) this.watchConnection(client, address);
-    this.probe.start();
+    this.stallGuard.start();
     this.wire(this.worker);
     this.queue.on('error', (err) => this.onWorkerError(err));
     await untilAborted(subscribeWhenReady(this.subscriber, this.keys.cancelChannel(redisDb(this.redis))));
@@ -444,7 +425,7 @@ export class RolloutWorker {
   /** Samples the queue for the liveness check: due work with free slots and no start here. */
   private async sampleLiveness(): Promise<void> {
     // Each command would wait out the timeout: the probe speaks for Redis meanwhile.
-    if (this.probe.silent) return;
+    if (this.stallGuard.silent) return;
     try {
       await this.publishInfo();
       await this.clock.sample();
@@ -505,7 +486,7 @@ export class RolloutWorker {
     if (this.state !== 'running') return { ok: false, reason: `state ${this.state}` };
     if (this.redisDown) return { ok: false, reason: `Redis at ${redactRedisUrl(this.options.redisUrl)} unreachable` };
     if (this.writeBackoff.refusing) return { ok: false, reason: `Redis at ${redactRedisUrl(this.options.redisUrl)} refuses writes (${this.writeBackoff.refusing})` };
-    const silent = this.probe.reason();
+    const silent = this.stallGuard.healthReason();
     if (silent) return { ok: false, reason: silent };
     const now = Date.now();
     if (this.dueSince !== undefined && now - this.dueSince >= this.options.livenessMs && now - this.lastStartAt >= this.options.livenessMs) {
@@ -547,6 +528,7 @@ export class RolloutWorker {
       const givenUp = new Promise<'timeout'>((resolve) => (deadline = setTimeout(() => resolve('timeout'), waitMs)));
       try {
         this.watcher.stop();
+        await this.stallGuard.handInBeforeClose(CLOSE_MARGIN_MS);
         const how = await Promise.race([Promise.all(this.allWorkers().map((worker) => worker.close())).then(() => 'closed' as const), givenUp]);
         if (how === 'timeout') {
           this.logger.warn({ marginMs: CLOSE_MARGIN_MS }, 'could not hand leases back (Redis unreachable?); stopping anyway, they return through the stalled check');
@@ -556,10 +538,7 @@ export class RolloutWorker {
         clearTimeout(timer);
         clearTimeout(deadline);
         clearInterval(this.livenessTimer);
-        // Answers Redis did not take yet: one last try, bounded, then they are given up (logged).
-        if (this.keptAnswers.size > 0) await boundedBy(CLOSE_MARGIN_MS, this.keptAnswers.handInAll());
-        this.keptAnswers.close();
-        this.probe.stop();
+        this.stallGuard.close();
         await this.pool.close();
         const connected = !this.redisDown;
         if (connected) await boundedBy(CLOSE_MARGIN_MS, this.redis.del(this.keys.workerInfo(this.options.name)).catch(() => undefined));
