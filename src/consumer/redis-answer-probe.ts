@@ -20,6 +20,8 @@ export class RedisAnswerProbe {
   /** When Redis last answered again after a silence (epoch ms). */
   private silenceEndedAtMs: number | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private inFlight = false;
+  private started = false;
   private stopped = false;
   private readonly listeners: { silent: Array<() => void>; answered: Array<(silentMs: number) => void> } = { silent: [], answered: [] };
 
@@ -35,11 +37,21 @@ export class RedisAnswerProbe {
     private readonly logger: Logger,
   ) {}
 
-  /** Starts probing (idempotent); the first probe goes out at once. */
+  /**
+   * Starts probing (idempotent); the first probe goes out at once, and again each time the client
+   * (re)connects, so a silence from before a reconnect ends as soon as Redis answers.
+   */
   start(): void {
-    if (this.timer || this.stopped) return;
-    this.timer = setTimeout(() => void this.probe(), 0);
-    this.timer.unref();
+    if (this.started || this.stopped) return;
+    this.started = true;
+    this.redis.on('ready', () => this.probeNow());
+    this.probeNow();
+  }
+
+  private probeNow(): void {
+    if (this.stopped || this.inFlight) return;
+    clearTimeout(this.timer);
+    void this.probe();
   }
 
   /** Stops probing; no listener is called afterwards. */
@@ -77,14 +89,22 @@ export class RedisAnswerProbe {
   private async probe(): Promise<void> {
     const sentAt = Date.now();
     let answered: boolean;
+    this.inFlight = true;
     try {
       await this.redis.ping();
       answered = true;
     } catch {
-      // Timed out, or refused while disconnected (the connection's own events say that one).
       answered = false;
+    } finally {
+      this.inFlight = false;
     }
     if (this.stopped) return;
+    // Not connected: the connection's own error and ready events tell that outage; silence means
+    // a connection that is up and says nothing.
+    if (!answered && this.redis.status !== 'ready') {
+      this.schedule();
+      return;
+    }
     if (answered && this.silentSinceMs !== undefined) {
       const silentMs = Date.now() - this.silentSinceMs;
       this.silentSinceMs = undefined;
@@ -99,6 +119,12 @@ export class RedisAnswerProbe {
       );
       for (const listener of this.listeners.silent) listener();
     }
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
     this.timer = setTimeout(() => void this.probe(), PROBE_EVERY_MS);
     this.timer.unref();
   }
