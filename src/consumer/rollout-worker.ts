@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { Queue, Worker, type ConnectionOptions, type JobType } from 'bullmq';
+import { ErrorCode, Queue, type ConnectionOptions, type JobType } from 'bullmq';
 import { LeaseWorker } from './lease-worker.js';
 import { Cluster, Redis } from 'ioredis';
 import { queueKeys, RUN_FIELDS, type LeaseClass, type QueueKeys } from '../lease/index.js';
@@ -371,7 +371,7 @@ export class RolloutWorker {
         // BullMQ's follow-up moveToFailed refusal finds the entry gone.
         this.processor.finishing.delete(leaseId);
         this.metrics.duplicate();
-        this.logger.warn({ runId, leaseId }, 'late answer dropped: the lease was re-dispatched and belongs to another attempt');
+        this.logger.warn({ runId, leaseId }, `late answer dropped: ${lostOwnershipText(err)}`);
         void new LeaseLedger(this.redis, this.keys, this.options.maxRedispatches).countDuplicate(runId).catch(() => undefined);
         return;
       }
@@ -571,6 +571,21 @@ function bullWorker(queueName: string, concurrency: number, processor: RolloutPr
     autorun: false,
     ...(options.tracing ? { telemetry: bullTelemetry(true) } : {}),
   });
+}
+
+/**
+ * What BullMQ's refusal of a finish says about the lease, by its code (BullMQ
+ * `src/enums/error-code.ts`): only a lock held by another token means another attempt exists.
+ */
+function lostOwnershipText(err: Error): string {
+  switch ((err as { code?: unknown }).code) {
+    case ErrorCode.JobLockMismatch:
+      return 'the lease was re-dispatched and belongs to another attempt';
+    case ErrorCode.JobNotExist:
+      return "the lease's job is gone from Redis (its run was purged)";
+    default:
+      return 'its lock expired and the answer could not be kept (see "finished answer not kept"); the lease runs again';
+  }
 }
 
 /** Waits for `work`, but never longer than `ms` (a client that never settles must not hold a shutdown). */
