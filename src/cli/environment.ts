@@ -25,15 +25,16 @@ export function cliEnvironment(env: NodeJS.ProcessEnv = process.env, stderr: Pic
   const blank = env.REDIS_URL !== undefined && env.REDIS_URL.trim() === '';
   if (blank) stderr.write(`${MSG.redisUrlBlank(DEFAULT_REDIS_URL)}\n`);
   const redisUrl = env.REDIS_URL && !blank ? env.REDIS_URL.trim() : DEFAULT_REDIS_URL;
+  // First: every client's options read it, so a bad value would otherwise read as a bad REDIS_URL.
+  try {
+    redisTimeoutMs(env);
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message} (or pass --redis-timeout-ms)`);
+  }
   try {
     redisOptionsFromUrl(redisUrl);
   } catch (err) {
     throw new UsageError(MSG.badRedisUrl((err as Error).message));
-  }
-  try {
-    redisTimeoutMs(env);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
   }
   const prefix = env.ROLLOUT_QUEUE_PREFIX && env.ROLLOUT_QUEUE_PREFIX !== '' ? env.ROLLOUT_QUEUE_PREFIX : DEFAULT_PREFIX;
   try {
