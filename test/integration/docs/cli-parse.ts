@@ -1,4 +1,4 @@
-import { Command, CommanderError, type CommandUnknownOpts } from '@commander-js/extra-typings';
+import { Command, CommanderError, type CommandUnknownOpts, type Option } from '@commander-js/extra-typings';
 import { cancelCommand } from '../../../src/cli/commands/cancel.js';
 import { dashboardCommand } from '../../../src/cli/commands/dashboard.js';
 import { demoCommand } from '../../../src/cli/commands/demo.js';
@@ -57,13 +57,20 @@ function restore(name: string, value: string | undefined): void {
   else process.env[name] = value;
 }
 
-/** Every long flag of `command` (`--tasks`, `--redis-url`…), or undefined for a command the CLI does not have. */
-export function flagsOf(command: string): Set<string> | undefined {
+/** The options `command` declares, `--redis-url` and `--prefix` included, or undefined for a command the CLI does not have. */
+export function optionsOf(command: string): readonly Option[] | undefined {
   const declared = declaredCommands().find((candidate) => candidate.name() === command);
   if (!declared) return undefined;
   applyHelpConventions(declared);
+  return declared.options;
+}
+
+/** Every long flag of `command` (`--tasks`, `--redis-url`…), or undefined for a command the CLI does not have. */
+export function flagsOf(command: string): Set<string> | undefined {
+  const options = optionsOf(command);
+  if (!options) return undefined;
   const flags = new Set(['--help']);
-  for (const option of declared.options) {
+  for (const option of options) {
     if (option.long) flags.add(option.long);
     if (option.negate && option.long) flags.add(option.long.replace(/^--no-/, '--'));
   }
