@@ -227,6 +227,13 @@ describe('code blocks of README, docs/ and the examples', () => {
     expect(PAGES.flatMap(linkProblems)).toEqual([]);
   });
 
+  it('docs/README.md indexes every page of docs/, and README stays a front door (at most 250 lines)', () => {
+    const index = readFileSync(path.join(REPO_ROOT, 'docs', 'README.md'), 'utf8');
+    const pages = PAGES.filter((file) => file.startsWith('docs/') && file !== 'docs/README.md').map((file) => path.basename(file));
+    expect(pages.filter((page) => !index.includes(`](${page})`))).toEqual([]);
+    expect(readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8').trimEnd().split('\n').length).toBeLessThanOrEqual(250);
+  });
+
   it('the checks fail on broken blocks (a doc that drifts is caught)', () => {
     const broken = docBlocksOf('broken.md', [
       '```bash',
