@@ -111,7 +111,7 @@ function synopsisProblems(block: DocBlock): string[] {
 }
 
 /** Type errors of `blocks` compiled as modules against the published types, one message per error. */
-function typeErrors(blocks: readonly DocBlock[], options: { dir: string }): string[] {
+function typeErrors(blocks: readonly DocBlock[], options: { dir: string; strictest?: boolean }): string[] {
   mkdirSync(options.dir, { recursive: true });
   const files = new Map<string, DocBlock>();
   for (const block of blocks) {
@@ -129,6 +129,9 @@ function typeErrors(blocks: readonly DocBlock[], options: { dir: string }): stri
     noImplicitReturns: true,
     noImplicitOverride: true,
     noFallthroughCasesInSwitch: true,
+    // @tsconfig/strictest's remaining flags, for README's library example: the others are
+    // fragments (an unused `artifact`, `process.env.X`), which these style rules would refuse.
+    ...(options.strictest ? { exactOptionalPropertyTypes: true, noPropertyAccessFromIndexSignature: true, noUnusedLocals: true, noUnusedParameters: true, useUnknownInCatchVariables: true, allowUnreachableCode: false, allowUnusedLabels: false } : {}),
     noEmit: true,
     skipLibCheck: true,
     types: ['node'],
@@ -203,6 +206,12 @@ describe('code blocks of README, docs/ and the examples', () => {
 
   it('ts blocks compile under strict and noUncheckedIndexedAccess against the published types', () => {
     expect(typeErrors(runnable('ts'), { dir: path.join(SCRATCH, 'ts') })).toEqual([]);
+  });
+
+  it("README's library example compiles under @tsconfig/strictest's settings", () => {
+    const example = BLOCKS.filter((block) => block.file === 'README.md' && block.example?.name === 'library');
+    expect(example).toHaveLength(1);
+    expect(typeErrors(example, { dir: path.join(SCRATCH, 'strictest'), strictest: true })).toEqual([]);
   });
 
   it('js blocks parse as ES modules', () => {
