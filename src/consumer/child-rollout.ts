@@ -2,6 +2,7 @@ import { resolveRefJson, type Allowlist } from '../ref/index.js';
 import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
 import { checkCostReceipt } from '../spec/cost-receipt-check.js';
 import { redactSecrets, redactSecretsDeep, type SecretValues } from '../spec/redact-secrets.js';
+import { findRewardDetailsIssue, rewardParts } from '../spec/reward-details.js';
 import { heapNearLimit, rolloutResidentBytes } from './child-rss.js';
 import { callMarked, describeError, mustRecycle, rolloutScope, type RolloutScope } from './child-guard.js';
 import { jsonTextOver, storedOutput, toJsonData } from './child-output.js';
@@ -228,7 +229,8 @@ async function runOne(entry: DefinitionEntry, message: RunMessage, child: ChildC
     }
     const leftMs = startedAt + definition.timeouts.runMs - rewardAt;
     if (definition.timeouts.rewardMs < leftMs) rewardLimit = armTimer(definition.timeouts.rewardMs, () => abort.abort(new RolloutAborted('reward-timeout')));
-    const value = await settled(abort, callMarked(seq, () => reward(task, output, ctx)));
+    const scored = rewardParts(await settled(abort, callMarked(seq, () => reward(task, output, ctx))));
+    const value = scored.reward;
     const [lo, hi] = definition.rewardRange;
     if (typeof value !== 'number' || !Number.isFinite(value) || value < lo || value > hi) {
       return done({
@@ -241,7 +243,13 @@ async function runOne(entry: DefinitionEntry, message: RunMessage, child: ChildC
         },
       });
     }
-    return done({ kind: 'ok', output, reward: value, error: null });
+    if (scored.details === undefined) return done({ kind: 'ok', output, reward: value, error: null });
+    const detailsIssue = findRewardDetailsIssue(scored.details);
+    if (detailsIssue) {
+      // The reward is the caller's code: details that cannot be stored are its broken contract.
+      return done({ kind: 'caller', output, reward: null, error: { type: 'RewardDetailsInvalid', message: `reward ${definition.reward.$ref} returned details that cannot be kept, at ${detailsIssue.path}: ${detailsIssue.message}` } });
+    }
+    return done({ kind: 'ok', output, reward: value, rewardDetails: scored.details, error: null });
   } catch (err) {
     const kept = stage === 'reward' ? output : null;
     if (abort.reason) {
@@ -258,6 +266,11 @@ async function runOne(entry: DefinitionEntry, message: RunMessage, child: ChildC
       return done({ kind: 'infrastructure', output: null, reward: null, error: { type: 'Aborted', message: `rollout aborted by the worker: ${reason}` } }, true);
     }
     const classified = classifyError(err);
+    if (stage === 'reward' && classified.kind === 'model' && classified.error.type === 'RewardTimeout') {
+      // A reward that enforces its own limit (the command reward's timeoutMs) says so as the
+      // worker's own limits do, not as "RewardThrew:RewardTimeout".
+      return done({ kind: 'model', output: kept, reward: null, error: { type: 'RewardTimeout', message: `reward ${definition.reward.$ref}: ${classified.error.message}` } });
+    }
     if (stage === 'reward' && classified.kind === 'model') {
       // Executor contract: a reward that throws on this output is evidence about the output
       // (model), not a broken caller contract; only CallerError/RefError, out-of-range

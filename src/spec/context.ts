@@ -1,6 +1,7 @@
 import type { CostReceipt } from './result.js';
 import type { GoldKeysDeclaration } from './gold-keys.js';
 import type { Rendered, SandboxSpec, Task } from './rollout-spec.js';
+import type { RewardWithDetails } from './reward-details.js';
 
 /** Structured logger handed to rollout code (a pino child logger on the worker). */
 export interface RolloutLogger {
@@ -67,8 +68,9 @@ export interface RolloutContext {
 export type RunFn = (rendered: Rendered, task: Task, ctx: RolloutContext) => unknown;
 
 /**
- * A reward function: `reward(task, output, ctx) → number` (finite, inside the spec's rewardRange).
- * It may declare the task keys it scores against as `goldKeys` ({@link GoldKeysDeclaration}):
- * the worker then keeps them from the run.
+ * A reward function: `reward(task, output, ctx) → number` (finite, inside the spec's rewardRange),
+ * or `{ reward, details }` ({@link RewardWithDetails}) to keep small JSON details with the score
+ * on the Result (`rewardDetails`). It may declare the task keys it scores against as `goldKeys`
+ * ({@link GoldKeysDeclaration}): the worker then keeps them from the run.
  */
-export type RewardFn = ((task: Task, output: unknown, ctx: RolloutContext) => number | Promise<number>) & GoldKeysDeclaration;
+export type RewardFn = ((task: Task, output: unknown, ctx: RolloutContext) => number | RewardWithDetails | Promise<number | RewardWithDetails>) & GoldKeysDeclaration;
