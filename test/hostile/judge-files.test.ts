@@ -11,7 +11,8 @@ import { attack, containmentOf, LEVELS, openBoundaries, reportOf, untilHostProce
 // sandboxes live, /dev/shm, the cwd of every process in /proc) and tries to overwrite it. At sealed
 // it finds nothing and the judge's files are intact; at a level whose filesystem boundary is open
 // (docs/security.md) it finds the judge, so the boundary is what keeps it out. This process stands
-// in for the worker (the reward and codeRunner run in it, as in a rollout child).
+// in for the worker (the reward and codeRunner run in it, as in a rollout child). The other way
+// round too: a judge cannot find the files of an artifact running beside it.
 
 /**
  * A judge that holds still until SIGUSR1: once its handler is set it starts a sleeper whose argv
@@ -33,6 +34,28 @@ sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"
 sleeper.wait()
 `;
 
+/** A judge that hunts for the notes of an artifact running beside it (the work root, every cwd in /proc). */
+const HUNTING_JUDGE = `import json, os, sys
+request = json.load(sys.stdin)
+marker, found = request["task"]["marker"], 0
+def visit(path):
+    global found
+    try:
+        with open(path) as f:
+            found += marker in f.read()
+    except Exception:
+        pass
+for root in request["task"]["roots"]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        if dirpath.count(os.sep) - root.count(os.sep) >= 3:
+            dirnames[:] = []
+        if "notes.txt" in filenames:
+            visit(os.path.join(dirpath, "notes.txt"))
+for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+    visit("/proc/%s/cwd/notes.txt" % pid)
+print(json.dumps({"reward": 1, "details": {"found": found}}))
+`;
+
 for (const { mode, level } of LEVELS) {
   describe(`a judge's files at ${level}`, () => {
     it('an artifact running beside a judge cannot find, read or overwrite its files (filesystem)', async () => {
@@ -52,6 +75,25 @@ for (const { mode, level } of LEVELS) {
         expect(report).toMatchObject({ found: 0, read: 0, written: 0 });
         expect(result).toEqual({ reward: 1, details: { intact: true, sawGold: 42 } });
       }
+    });
+
+    it("a judge cannot find or read the files of an artifact running beside it (filesystem)", async () => {
+      const containment = containmentOf(mode);
+      useContainment(containment);
+      const marker = `NOTES-${process.pid}-${level.replace(/[^a-z]/g, '')}`;
+      const held = attack(containment, 'hold_files', { marker }, { timeoutMs: 120_000 });
+      await untilHostProcess(`${marker}-ready`, 60_000);
+      const reward = command({ command: ['python3', 'judge.py'], files: { 'judge.py': HUNTING_JUDGE }, timeoutMs: 60_000 });
+      let judged: unknown;
+      try {
+        judged = await reward({ id: 'n', marker, roots: [workRoot(), '/dev/shm'] }, { stdout: '' }, fakeContext({ memoryMb: 512, sandbox: { env: [], memoryMb: 512 } }));
+      } finally {
+        for (const sleeper of hostProcesses().filter((p) => p.state !== 'Z' && p.argv.includes(`${marker}-ready`))) process.kill(sleeper.pid, 'SIGKILL');
+      }
+      expect(reportOf(await held)).toEqual({ held: true });
+      const { found } = (judged as { details: { found: number } }).details;
+      if (openBoundaries(containment).includes('filesystem')) expect(found).toBeGreaterThan(0);
+      else expect(found).toBe(0);
     });
   });
 }
