@@ -1,5 +1,5 @@
 import { resolveRefJson, type Allowlist } from '../ref/index.js';
-import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
+import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn, WorkDirHandoff } from '../spec/index.js';
 import { checkCostReceipt } from '../spec/cost-receipt-check.js';
 import { redactSecrets, redactSecretsDeep, type SecretValues } from '../spec/redact-secrets.js';
 import { findRewardDetailsIssue, rewardParts } from '../spec/reward-details.js';
@@ -156,6 +156,8 @@ async function runOne(entry: DefinitionEntry, message: RunMessage, child: ChildC
   let log: RolloutLogger | undefined;
   // Set once both Refs are resolved (taskForRun): the task the run sees, without the gold.
   let runView: RunView | undefined;
+  // Set once the reward is resolved, when it asked to see the run's work dir.
+  let workDirHandoff: WorkDirHandoff | undefined;
   const ctx: RolloutContext = {
     leaseId: message.leaseId,
     runId: message.runId,
@@ -173,6 +175,9 @@ async function runOne(entry: DefinitionEntry, message: RunMessage, child: ChildC
     sandbox: definition.sandbox,
     get goldKeys() {
       return runView?.goldKeys ?? [];
+    },
+    get workDirHandoff() {
+      return workDirHandoff;
     },
     // Made when rollout code first logs: most rollouts never do.
     get log() {
@@ -197,6 +202,7 @@ async function runOne(entry: DefinitionEntry, message: RunMessage, child: ChildC
     const reward = (await settled(abort, resolvedFn(entry, 'reward', child.allow))) as RewardFn;
     // The gold stays with the reward: the run gets the task without the keys it scores against.
     runView = taskForRun({ task, reward: definition.reward, goldKeys: definition.goldKeys, goldVisibleToRun: definition.goldVisibleToRun }, reward);
+    if ((reward as { seesWorkDir?: unknown }).seesWorkDir === true) workDirHandoff = {};
     const runTask = runView.task;
     stage = 'run';
     // Called here, not from a `.then` callback: a synchronous throw lands in the catch below all

@@ -1,6 +1,6 @@
 import { CallerError } from '../spec/errors.js';
 import { normalizeRelativePath } from '../runners/relative-path.js';
-import { configRecord, describeValue } from './config-check.js';
+import { configRecord, describeValue, optionalBoolean } from './config-check.js';
 import { DEFAULT_GOLD_KEY } from './gold-key.js';
 
 /** Default of {@link CommandRewardOptions.timeoutMs}: 30 000 ms, below the spec's default `timeouts.rewardMs` (60 000). */
@@ -44,6 +44,13 @@ export interface CommandRewardOptions {
    * `[]` declares none. The judge always receives the whole task.
    */
   readonly goldKeys?: string | readonly string[];
+  /**
+   * Hand the judge a copy of the files the run's program left in its work dir, under
+   * `artifact/` in the judge's directory (`artifact/main.py`, `artifact/out.txt`). Default
+   * false: the judge sees only the run's `output`. Only a run that runs a program (codeRunner)
+   * leaves files; a copy, so the judge changes nothing of the run's.
+   */
+  readonly seeWorkDir?: boolean;
 }
 
 /** {@link CommandRewardOptions} checked and defaulted. */
@@ -56,11 +63,14 @@ export interface CompiledCommandRewardOptions {
   readonly timeoutMs: number;
   readonly memoryMb: number | undefined;
   readonly goldKeys: readonly string[];
+  readonly seeWorkDir: boolean;
 }
 
 const FACTORY = 'command';
 /** The keys a command reward's config may have. */
-export const COMMAND_REWARD_OPTION_KEYS = ['command', 'files', 'timeoutMs', 'memoryMb', 'goldKeys'] as const;
+export const COMMAND_REWARD_OPTION_KEYS = ['command', 'files', 'timeoutMs', 'memoryMb', 'goldKeys', 'seeWorkDir'] as const;
+/** Where a `seeWorkDir` judge finds the run's files, in its own directory. */
+export const WORK_DIR_COPY = 'artifact';
 const COMMAND_FIX = 'give the judge program and its arguments, e.g. ["python3", "judge.py"] or ["python3", "-m", "mypkg.judge"]';
 
 /**
@@ -74,6 +84,11 @@ export function compileCommandRewardOptions(config: unknown): CompiledCommandRew
   }
   const command = checkCommand(record.command);
   const files = checkFiles(record.files);
+  const seeWorkDir = optionalBoolean(FACTORY, record, 'seeWorkDir', false);
+  const clash = seeWorkDir ? [...files.keys()].find((file) => file === WORK_DIR_COPY || file.startsWith(`${WORK_DIR_COPY}/`)) : undefined;
+  if (clash !== undefined) {
+    throw new CallerError(`${FACTORY}: config.files has ${JSON.stringify(clash)}, but with seeWorkDir the run's files go under ${WORK_DIR_COPY}/; move the judge's file elsewhere`);
+  }
   const program = normalizeRelativePath(command[0]);
   const programFile = 'path' in program && files.has(program.path) ? program.path : undefined;
   return Object.freeze({
@@ -83,6 +98,7 @@ export function compileCommandRewardOptions(config: unknown): CompiledCommandRew
     timeoutMs: integer(record, 'timeoutMs', 1, MAX_JUDGE_TIMEOUT_MS, 'milliseconds', `the default ${DEFAULT_JUDGE_TIMEOUT_MS}`) ?? DEFAULT_JUDGE_TIMEOUT_MS,
     memoryMb: integer(record, 'memoryMb', 16, 1_048_576, 'MiB', "the spec's sandbox.memoryMb"),
     goldKeys: checkGoldKeys(record.goldKeys),
+    seeWorkDir,
   });
 }
 

@@ -8,7 +8,7 @@ import { runContained, type ContainedRun } from '../runners/run-contained.js';
 import { TAIL_BYTES } from '../runners/process-group.js';
 import { attemptName } from '../runners/work-dir.js';
 import { CallerError } from '../spec/errors.js';
-import { compileCommandRewardOptions, type CommandRewardOptions, type CompiledCommandRewardOptions } from './command-options.js';
+import { compileCommandRewardOptions, WORK_DIR_COPY, type CommandRewardOptions, type CompiledCommandRewardOptions } from './command-options.js';
 import { readJudgeReply } from './command-reply.js';
 
 /** Bytes of the judge's stdout kept: a number or a small JSON object (details are at most 8 KiB). */
@@ -17,7 +17,7 @@ const MIB = 1024 * 1024;
 const NAME = 'rollout-queue/rewards:command';
 
 /** The reward function made by {@link command}: async, reads the task, the output and `ctx`. */
-export type CommandRewardFn = ((task: Task, output: unknown, ctx: RolloutContext) => Promise<number | RewardWithDetails>) & { readonly goldKeys: readonly string[] };
+export type CommandRewardFn = ((task: Task, output: unknown, ctx: RolloutContext) => Promise<number | RewardWithDetails>) & { readonly goldKeys: readonly string[]; readonly seesWorkDir?: true };
 
 /**
  * Factory of `rollout-queue/rewards:command`: a reward computed by a program of yours, in any
@@ -37,6 +37,10 @@ export type CommandRewardFn = ((task: Task, output: unknown, ctx: RolloutContext
  * 3. reads stdout: a number, or `{"reward": r, "details": {...}}` (details kept on the Result as
  *    `rewardDetails`, at most 8192 bytes).
  *
+ * With `seeWorkDir`, the judge's directory also holds, under `artifact/`, a copy of the files the
+ * run's program left in its work dir (codeRunner copies them, at most 1000 files and 16 MiB,
+ * before its sandbox goes; past that the run ends `model` / `WorkDirTooLarge`).
+ *
  * Outcomes (Result kinds through the worker's reward rules): the judge exits non-zero or is
  * killed → `model`, `RewardThrew:NonZeroExit` (its stderr tail quoted); past `timeoutMs` →
  * `model`, `RewardTimeout`; over its memory → `model`, `RewardThrew:MemoryLimit`; prints no
@@ -52,7 +56,19 @@ export type CommandRewardFn = ((task: Task, output: unknown, ctx: RolloutContext
 export function command(options: CommandRewardOptions): CommandRewardFn {
   const compiled = compileCommandRewardOptions(options);
   // Declared, so the worker keeps the judge's gold from the run (docs/gold.md).
-  return withGoldKeys((task: Task, output: unknown, ctx: RolloutContext) => judge(compiled, task, output, ctx), compiled.goldKeys);
+  const fn = withGoldKeys((task: Task, output: unknown, ctx: RolloutContext) => judge(compiled, task, output, ctx), compiled.goldKeys);
+  // Read by the worker: with it, the run hands over a copy of its work dir (ctx.workDirHandoff).
+  if (compiled.seeWorkDir) Object.defineProperty(fn, 'seesWorkDir', { value: true, enumerable: true });
+  return fn;
+}
+
+/** The judge's files: the shipped ones, and with seeWorkDir the run's under `artifact/`. */
+function judgeFiles(options: CompiledCommandRewardOptions, ctx: RolloutContext): ReadonlyMap<string, string | Uint8Array> {
+  const runFiles = options.seeWorkDir ? ctx.workDirHandoff?.files : undefined;
+  if (!runFiles) return options.files;
+  const files = new Map<string, string | Uint8Array>(options.files);
+  for (const [rel, bytes] of runFiles) files.set(`${WORK_DIR_COPY}/${rel}`, bytes);
+  return files;
 }
 
 async function judge(options: CompiledCommandRewardOptions, task: Task, output: unknown, ctx: RolloutContext): Promise<number | RewardWithDetails> {
@@ -64,7 +80,7 @@ async function judge(options: CompiledCommandRewardOptions, task: Task, output: 
   const run = await runContained({
     label: NAME,
     name: `${attemptName(ctx)}.reward`,
-    files: options.files,
+    files: judgeFiles(options, ctx),
     executable: options.programFile,
     argv: (workDir) => (options.programFile ? [`${workDir}/${options.programFile}`, ...options.command.slice(1)] : options.command),
     stdin: `${JSON.stringify({ task, output })}\n`,

@@ -62,6 +62,19 @@ export interface RolloutContext {
    * anything is sent, for a receipt that is not a {@link CostReceipt} (as `CostReceiptSchema` checks it).
    */
   recordCost(receipt: CostReceipt): Promise<void>;
+  /**
+   * Set (an empty object) when the reward asked to see the run's work dir (a reward function with
+   * `seesWorkDir: true`, as `rollout-queue/rewards:command` with `seeWorkDir`): a run that runs a
+   * program in a work dir (codeRunner) puts a copy of the files the program left there in
+   * `files` (relative path → bytes) before the dir is removed. Undefined otherwise.
+   */
+  readonly workDirHandoff?: WorkDirHandoff | undefined;
+}
+
+/** The run's work dir handed to the reward (see {@link RolloutContext.workDirHandoff}). */
+export interface WorkDirHandoff {
+  /** The files the run's program left in its work dir; unset when the run made none (not a program, or it failed first). */
+  files?: ReadonlyMap<string, Uint8Array>;
 }
 
 /** A run function: `run(rendered, task, ctx) → output` (JSON data), sync or async. */

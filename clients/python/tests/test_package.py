@@ -121,6 +121,7 @@ def test_command_reward_builds_the_program_reward_ref():
         "$ref": "rollout-queue/rewards:command",
         "config": {"command": ["python3", "judge.py"], "files": {"judge.py": "print(1)"}, "timeoutMs": 5000, "memoryMb": 128, "goldKeys": "solution"},
     }
+    assert command_reward(["python3", "judge.py"], see_work_dir=True)["config"] == {"command": ["python3", "judge.py"], "seeWorkDir": True}
     with pytest.raises(ValueError, match="must be a non-empty list of strings"):
         command_reward("python3 judge.py")
     with pytest.raises(ValueError, match=r"files\['judge.py'\] must be the file's text"):

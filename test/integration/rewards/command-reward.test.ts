@@ -96,6 +96,18 @@ describe('rollout-queue/rewards:command on a real worker', () => {
     expect(result).toMatchObject({ kind: 'ok', reward: 1, rewardDetails: { got: '1/2', gold: '1/2', from: expect.stringContaining(`${venv}/lib/`) } });
   });
 
+  it('with seeWorkDir the judge gets a copy of what the program left in its work dir under artifact/; without it, nothing', async () => {
+    const writes = 'import json, os, sys\ntask = json.load(sys.stdin)\nos.makedirs("out", exist_ok=True)\nopen("out/answer.txt", "w").write(str(task["a"] + task["b"]))\nprint("wrote")\n';
+    const judge = 'import json, os, sys\nr = json.load(sys.stdin)\nseen = sorted(os.path.join(d, f) for d, _, fs in os.walk("artifact") for f in fs) if os.path.isdir("artifact") else []\nanswer = open("artifact/out/answer.txt").read() if "artifact/out/answer.txt" in seen else None\nprint(json.dumps({"reward": 1 if answer == str(r["task"]["answer"]) else 0, "details": {"seen": seen}}))\n';
+    const spec = (key: string, seeWorkDir: boolean) => makeSpec('cmd', key, { rendered: { files: { 'main.py': writes } }, run: codeRun, reward: judgeRef(judge, { seeWorkDir }), task: { id: key, a: 2, b: 3, answer: 5 } });
+    const asked = spec('workdir-asked', true);
+    const not = spec('workdir-not', false);
+    await q.add([asked, not]);
+    const { results } = await q.waitForAll([asked.leaseId, not.leaseId], 120_000);
+    expect(results.get(asked.leaseId)).toMatchObject({ kind: 'ok', reward: 1, rewardDetails: { seen: ['artifact/main.py', 'artifact/out/answer.txt'] } });
+    expect(results.get(not.leaseId)).toMatchObject({ kind: 'ok', reward: 0, rewardDetails: { seen: [] } });
+  });
+
   it('a bare number on stdout is the reward, with no details', async () => {
     const result = await runOne('bare', judgeRef('print(0.25)\n'));
     expect(result).toMatchObject({ kind: 'ok', reward: 0.25 });

@@ -16,6 +16,14 @@ describe('command reward config (checked at factory time)', () => {
     expect(compileCommandRewardOptions({ command: ['python3', 'judge.py'], goldKeys: [] }).goldKeys).toEqual([]);
   });
 
+  it('seeWorkDir (default false) marks the reward function so the worker hands it the run\'s work dir', () => {
+    expect(compileCommandRewardOptions({ command: ['x'] }).seeWorkDir).toBe(false);
+    expect(command({ command: ['x'] }).seesWorkDir).toBeUndefined();
+    expect(command({ command: ['x'], seeWorkDir: true }).seesWorkDir).toBe(true);
+    expect(callerError(() => command({ command: ['x'], seeWorkDir: true, files: { 'artifact/a.py': '' } })).message).toContain('with seeWorkDir the run\'s files go under artifact/');
+    expect(callerError(() => command({ command: ['x'], seeWorkDir: 'yes' } as never)).message).toContain('config.seeWorkDir must be true or false');
+  });
+
   it('the factory declares its gold keys, so the worker keeps them from the run', () => {
     expect(command({ command: ['python3', 'judge.py'] }).goldKeys).toEqual(['answer']);
     expect(command({ command: ['python3', 'judge.py'], goldKeys: ['gold', 'rubric'] }).goldKeys).toEqual(['gold', 'rubric']);
@@ -28,7 +36,7 @@ describe('command reward config (checked at factory time)', () => {
     ['an empty command', { command: [] }, 'config.command must be a non-empty array'],
     ['an empty program', { command: [''] }, 'config.command[0] must be a string naming a program'],
     ['a number argument', { command: ['python3', 3] }, 'config.command[1] must be a string'],
-    ['a misspelt option', { command: ['x'], timeoutms: 5 }, 'config.timeoutms is not an option; allowed options are command, files, timeoutMs, memoryMb, goldKeys'],
+    ['a misspelt option', { command: ['x'], timeoutms: 5 }, 'config.timeoutms is not an option; allowed options are command, files, timeoutMs, memoryMb, goldKeys, seeWorkDir'],
     ['files as an array', { command: ['x'], files: ['judge.py'] }, 'config.files must be an object of relative path'],
     ['an absolute file path', { command: ['x'], files: { '/etc/judge.py': '' } }, 'config.files path "/etc/judge.py" is absolute'],
     ['a file escaping with ..', { command: ['x'], files: { '../judge.py': '' } }, 'leaves the artifact directory'],

@@ -66,6 +66,7 @@ def command_reward(
     timeout_ms: Optional[int] = None,
     memory_mb: Optional[int] = None,
     gold_keys: Optional[Union[str, Sequence[str]]] = None,
+    see_work_dir: bool = False,
 ) -> Ref:
     """The Ref of the program reward, ``rollout-queue/rewards:command`` (docs/python.md, "Rewards in Python").
 
@@ -78,7 +79,8 @@ def command_reward(
     ``timeout_ms``: the judge's own limit, milliseconds (default 30000; past it the rollout ends
     ``model`` / ``RewardTimeout``). ``memory_mb``: its memory, MiB (default and maximum: the
     draft's ``sandbox.memoryMb``). ``gold_keys``: the task keys it scores against, removed from
-    what the run sees (default ``["answer"]``; ``[]`` for none).
+    what the run sees (default ``["answer"]``; ``[]`` for none). ``see_work_dir``: True hands the
+    judge a copy of the files the run's program left, under ``artifact/`` in its directory.
 
     Raises ValueError for an empty ``command`` or a non-text file; the worker checks the rest (a
     bad config ends each lease ``caller``, naming the field).
@@ -97,4 +99,6 @@ def command_reward(
         config["memoryMb"] = memory_mb
     if gold_keys is not None:
         config["goldKeys"] = gold_keys if isinstance(gold_keys, str) else list(gold_keys)
+    if see_work_dir:
+        config["seeWorkDir"] = True
     return {"$ref": "rollout-queue/rewards:command", "config": config}
