@@ -143,6 +143,12 @@ describe('rollout-queue/rewards:command on a real worker', () => {
     expect(result.error?.message).toContain('timeoutMs = 1000 ms');
   });
 
+  it('a judge over its own memoryMb is killed and the rollout ends model / RewardThrew:MemoryLimit', async () => {
+    const result = await runOne('memory', judgeRef('import json, sys\njson.load(sys.stdin)\nhog = bytearray(400 * 1024 * 1024)\nprint(1)\n', { memoryMb: 64 }));
+    expect(result).toMatchObject({ kind: 'model', reward: null, error: { type: 'RewardThrew:MemoryLimit' } });
+    expect(result.error?.message).toContain('memory limit of 64 MiB');
+  });
+
   it("a judge cannot reach the network (the queue's Redis) at this worker's level", async () => {
     const port = new URL(redis.url).port;
     const judge = `import json, socket, sys\njson.load(sys.stdin)\ntry:\n    socket.create_connection(("127.0.0.1", ${port}), timeout=5).close()\n    reached = True\nexcept OSError as err:\n    reached = type(err).__name__\nprint(json.dumps({"reward": 1, "details": {"reached": reached}}))\n`;

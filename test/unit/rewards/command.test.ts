@@ -4,6 +4,7 @@ import { compileCommandRewardOptions } from '../../../src/rewards/command-option
 import { readJudgeReply } from '../../../src/rewards/command-reply.js';
 import { findRewardDetailsIssue, MAX_REWARD_DETAILS_BYTES, rewardParts } from '../../../src/spec/reward-details.js';
 import { callerError } from '../../helpers/caller-error.js';
+import { fakeContext } from '../runners/fake-context.js';
 
 describe('command reward config (checked at factory time)', () => {
   it('takes a command, shipped files, limits and gold keys; defaults the rest', () => {
@@ -47,6 +48,15 @@ describe('command reward config (checked at factory time)', () => {
     ['an empty gold key', { command: ['x'], goldKeys: [''] }, 'config.goldKeys must be a task key or an array of task keys'],
   ])('refuses %s, naming the field and the fix', (_name, config, message) => {
     expect(callerError(() => command(config as never)).message).toContain(message);
+  });
+});
+
+describe('the judge runs inside its rollout\'s limits', () => {
+  it('config.memoryMb above the spec\'s sandbox.memoryMb is caller, before any program starts', async () => {
+    const reward = command({ command: ['python3', 'judge.py'], memoryMb: 1024 });
+    await expect(reward({ id: 't' }, 'out', fakeContext({ memoryMb: 256 }))).rejects.toThrow(
+      'command: config.memoryMb = 1024 MiB is above the rollout\'s sandbox.memoryMb = 256 MiB; a reward runs inside its rollout\'s limits: lower config.memoryMb or raise sandbox.memoryMb',
+    );
   });
 });
 
