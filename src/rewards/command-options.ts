@@ -78,8 +78,9 @@ const COMMAND_FIX = 'give the judge program and its arguments, e.g. ["python3", 
  * @throws CallerError naming the field, the bad value and the fix.
  */
 export function compileCommandRewardOptions(config: unknown): CompiledCommandRewardOptions {
-  const record = configRecord(FACTORY, config ?? undefined, COMMAND_REWARD_OPTION_KEYS);
-  if (config === undefined || record.command === undefined) {
+  // No config at all is the same mistake as a config without `command`: say what to give.
+  const record = configRecord(FACTORY, config === null ? undefined : config, COMMAND_REWARD_OPTION_KEYS);
+  if (record.command === undefined) {
     throw new CallerError(`${FACTORY}: config.command is required; ${COMMAND_FIX}`);
   }
   const command = checkCommand(record.command);

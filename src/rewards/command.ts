@@ -1,4 +1,4 @@
-import { ModelError } from '../spec/errors.js';
+import { CallerError, ModelError } from '../spec/errors.js';
 import { withGoldKeys } from '../spec/gold-keys.js';
 import { redactSecrets } from '../spec/redact-secrets.js';
 import type { RewardWithDetails } from '../spec/reward-details.js';
@@ -7,7 +7,6 @@ import type { Task } from '../spec/rollout-spec.js';
 import { runContained, type ContainedRun } from '../runners/run-contained.js';
 import { TAIL_BYTES } from '../runners/process-group.js';
 import { attemptName } from '../runners/work-dir.js';
-import { CallerError } from '../spec/errors.js';
 import { compileCommandRewardOptions, WORK_DIR_COPY, type CommandRewardOptions, type CompiledCommandRewardOptions } from './command-options.js';
 import { readJudgeReply } from './command-reply.js';
 
