@@ -400,6 +400,16 @@ export class DraftEnqueuer {
     return this.kept.has(leaseId);
   }
 
+  /** The draft position (its `runLeases` score) of a kept lease, else undefined. */
+  indexOf(leaseId: string): number | undefined {
+    return this.kept.get(leaseId)?.index;
+  }
+
+  /** Kept leases whose Result is still awaited: those {@link readd} would add again. */
+  keptAwaited(): string[] {
+    return [...this.kept.keys()].filter((leaseId) => this.deps.tracker.awaits(leaseId));
+  }
+
   /** The `meta` of a kept lease's draft (undefined when it has none or is not kept): for a Result the producer writes. */
   metaOf(leaseId: string): unknown {
     return this.kept.get(leaseId)?.draft.spec.meta;

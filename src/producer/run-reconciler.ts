@@ -26,8 +26,13 @@ export interface ReconcilerDeps {
   readonly tracker: LeaseTracker;
   readonly logger: Logger;
   readonly reconcileMs: number;
-  /** Sees the run record first, once per pass (status changes made by other processes). */
-  readonly onHead: (head: RunHead | undefined) => void;
+  /**
+   * Sees the run record first, once per pass (status changes made by other processes), with
+   * what {@link headFloor} returned just before the read.
+   */
+  readonly onHead: (head: RunHead | undefined, floor: number) => void;
+  /** Taken just before each pass reads the run record (`RollbackWatch.floor`); 0 when omitted. */
+  readonly headFloor?: () => number;
   /** Settles one lease from its job's state. */
   readonly onOutcome: (leaseId: string, outcome: JobOutcome, head: RunHead | undefined) => Promise<void>;
   /** The coordinator's own verdicts (NoWorker, DeadlineExceeded), read and decided before job states. */
@@ -140,8 +145,9 @@ export class RunReconciler {
       try {
         const full = this.passes++ % FULL_PASS_EVERY === 0;
         const ids = tracker.outstanding();
+        const floor = this.deps.headFloor?.() ?? 0;
         const head = await store.readHead(runId);
-        this.deps.onHead(head);
+        this.deps.onHead(head, floor);
         if (ids.length > 0 && !this.stopped) {
           // Taken before reading: what finishes during this pass is read again by the next one.
           const cursor = full ? (await redisNowMs(this.deps.redis)) - FINISH_SKEW_MS : this.cursorMs;

@@ -41,6 +41,12 @@ export interface RunHead {
   readonly runAttemptId: string | null;
   readonly specCount: number | null;
   readonly enqueued: number;
+  /**
+   * Size of the run's delivered set, where the read included it ({@link RunStore.readHead}): it
+   * only grows while the run lives, so a smaller one than seen before means Redis went back to
+   * an older state (`RollbackWatch`).
+   */
+  readonly delivered?: number;
 }
 
 /** Quarantine record of a lease ended by the stall limit (same shape the worker writes). */
@@ -132,8 +138,8 @@ export interface LeaseFlags {
 // consumer may see a Result twice (at-least-once), the counters count it once. Fenced: only
 // the holder of the coordinator lease (its token in KEYS[3]) may acknowledge. With a status
 // field, then marks a running run completed (as SET_STATUS with 'running' allowed: the run's
-// last Results). Replies {completed 1/0, then one flag per (leaseId, kind field) pair (1 new,
-// 0 again)}, or a single -1 when fenced, -2 when the run has no record (nothing written either
+// last Results). Replies {completed 1/0, the delivered set's size after, then one flag per
+// (leaseId, kind field) pair (1 new, 0 again)}, or a single -1 when fenced, -2 when the run has no record (nothing written either
 // way): after Redis restarted empty mid-run the coordinator retakes its lease, and its SADD and
 // HINCRBY made a delivered set and a counters-only hash that nothing ever expired.
 // KEYS: runDelivered, run, runCoordinator. ARGV: lease token, status field ('' = leave the
@@ -141,7 +147,7 @@ export interface LeaseFlags {
 const ACKNOWLEDGE = redisScript('rqAcknowledge', `
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
 if not ${runHasRecordLua('KEYS[2]')} then return -2 end
-local reply = {0}
+local reply = {0, 0}
 for i = 3, #ARGV, 2 do
   if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
     redis.call('HINCRBY', KEYS[2], ARGV[i + 1], 1)
@@ -154,6 +160,7 @@ if ARGV[2] ~= '' and redis.call('HGET', KEYS[2], ARGV[2]) == 'running' then
   redis.call('HSET', KEYS[2], ARGV[2], 'completed')
   reply[1] = 1
 end
+reply[2] = redis.call('SCARD', KEYS[1])
 return reply`, 3);
 
 // HSET status only when the run exists and its status is one of ARGV[3..]; never creates a
@@ -294,10 +301,20 @@ export class RunStore {
     private readonly replicated = false,
   ) {}
 
-  /** The run's status and counts, or undefined when no such run exists on this queue. */
+  /**
+   * The run's status and counts, and the size of its delivered set (one pipelined round trip),
+   * or undefined when no such run exists on this queue.
+   */
   async readHead(runId: string): Promise<RunHead | undefined> {
     const f = RUN_FIELDS;
-    return headOf(await this.redis.hmget(this.keys.run(runId), f.status, f.stopReason, f.runAttemptId, f.specCount, f.enqueued));
+    const replies = (await this.redis
+      .pipeline()
+      .hmget(this.keys.run(runId), f.status, f.stopReason, f.runAttemptId, f.specCount, f.enqueued)
+      .scard(this.keys.runDelivered(runId))
+      .exec()) ?? [];
+    for (const [err] of replies) if (err) throw err;
+    const head = headOf((replies[0]?.[1] as (string | null)[] | undefined) ?? []);
+    return head ? { ...head, delivered: Number(replies[1]?.[1] ?? 0) } : undefined;
   }
 
   /**
@@ -477,17 +494,17 @@ export class RunStore {
    * or none (otherwise nothing is written and `fenced` is returned). With `complete` (the run's
    * last Results), the same call then sets a `running` run's status to `completed`, as
    * {@link setStatus} would.
-   * @returns per Result, in order, `new` or `again`, and whether the status was changed; or
-   *   `fenced`; or {@link NO_RECORD}: nothing is written.
+   * @returns per Result, in order, `new` or `again`, whether the status was changed, and the
+   *   run's delivered set size after; or `fenced`; or {@link NO_RECORD}: nothing is written.
    */
-  async acknowledgeMany(runId: string, results: readonly Result[], token: string, complete = false): Promise<{ readonly kinds: ('new' | 'again')[]; readonly completed: boolean } | 'fenced' | typeof NO_RECORD> {
+  async acknowledgeMany(runId: string, results: readonly Pick<Result, 'leaseId' | 'kind'>[], token: string, complete = false): Promise<{ readonly kinds: ('new' | 'again')[]; readonly completed: boolean; readonly delivered: number } | 'fenced' | typeof NO_RECORD> {
     const pairs = results.flatMap((result) => [result.leaseId, RUN_FIELDS.kind(result.kind)]);
     const reply = await ACKNOWLEDGE.run(this.redis, [this.keys.runDelivered(runId), this.keys.run(runId), this.keys.runCoordinator(runId)], [token, complete ? RUN_FIELDS.status : '', ...pairs]);
     if (reply === -1) return 'fenced';
     if (reply === -2) return NO_RECORD;
     if (this.replicated) await this.redis.wait(1, REPLICA_WAIT_MS);
-    const [completed, ...flags] = reply as number[];
-    return { kinds: flags.map((flag) => (flag === 1 ? 'new' : 'again')), completed: completed === 1 };
+    const [completed, delivered, ...flags] = reply as number[];
+    return { kinds: flags.map((flag) => (flag === 1 ? 'new' : 'again')), completed: completed === 1, delivered: delivered ?? 0 };
   }
 
   /** The leases among `leaseIds` that are in the run's delivered set (one round trip). */
