@@ -295,7 +295,7 @@ export class DraftEnqueuer {
         fresh = [];
         if (this.stopped) break;
         logger.warn({ runId, leaseId, type: draft.error.type }, `draft refused, not enqueued: ${draft.error.message}`);
-        this.deps.onRefused(withMeta(callerResult(leaseId, runId, draft.taskId, draft.error.type, draft.error.message), draft.meta));
+        this.deps.onRefused(withMeta({ ...callerResult(leaseId, runId, draft.taskId, draft.error.type, draft.error.message), finishedAt: store.nowIso() }, draft.meta));
       } else if (flags.get(leaseId)?.enqueued) {
         already++;
         logger.debug({ runId, leaseId }, 'lease already enqueued (resumed run): not added again');
@@ -317,7 +317,7 @@ export class DraftEnqueuer {
     if (!evaluations || !onCached) return fresh;
     const evals = fresh.filter(({ draft }) => draft.spec.class === 'evaluation').map(({ draft }) => ({ leaseId: draft.leaseId, taskId: draft.taskId, runId, hash: evaluationHash(draft.spec), meta: draft.spec.meta }));
     if (evals.length === 0) return fresh;
-    const hits = await evaluations.lookup(evals, new Date().toISOString());
+    const hits = await evaluations.lookup(evals, this.deps.store.nowIso());
     for (const { leaseId, hash } of evals) if (!hits.has(leaseId)) this.evalHashes.set(leaseId, hash);
     const rest: Positioned<ValidDraft>[] = [];
     for (const item of fresh) {

@@ -12,7 +12,9 @@ import { redisNowMs } from './run-retention.js';
 export const FULL_PASS_EVERY = 15;
 /**
  * How far back an incremental pass looks before the newest finish it saw, ms: BullMQ scores
- * `completed`/`failed` by the finishing worker's clock (`finishedOn`), which may be behind ours.
+ * `completed`/`failed` by the timestamp the finishing worker passes (`finishedOn`). Our workers
+ * pass the Redis clock (`consumer/bull-redis-clock.ts`); a worker of an older release or another
+ * client passes its own, which may be behind.
  */
 export const FINISH_SKEW_MS = 10_000;
 

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { RedisClock } from '../platform/redis-clock.js';
 import { redisDb } from '../platform/redis-connection.js';
 import { redisScript } from '../platform/redis-script.js';
 import type { LeaseTake } from './coordinator-lease.js';
@@ -288,6 +289,9 @@ export interface RunCreation {
  * Lua script or MULTI, so a coordinator killed at any point leaves a consistent record.
  */
 export class RunStore {
+  /** The Redis clock, once {@link useClock} gave it; until then this host's. */
+  private clock: Pick<RedisClock, 'nowMs'> | undefined;
+
   /**
    * @param replicated acknowledgements wait (WAIT 1) until a replica has them: under Sentinel a
    *   failover promotes a replica, and an acknowledgement it had not received yet was lost with
@@ -300,6 +304,20 @@ export class RunStore {
     private readonly keys: QueueKeys,
     private readonly replicated = false,
   ) {}
+
+  /**
+   * Takes the times this store writes (`createdAt`, `restoredAt`, and `nowIso` for Results the
+   * producer writes) from the Redis clock: `purge --older-than` compares a run's `createdAt` with
+   * Redis TIME, so a coordinator host with a skewed clock made runs look older or younger.
+   */
+  useClock(clock: Pick<RedisClock, 'nowMs'>): void {
+    this.clock = clock;
+  }
+
+  /** Now, ISO 8601, on the Redis clock once {@link useClock} gave it (else this host's). */
+  nowIso(): string {
+    return new Date(this.clock ? this.clock.nowMs() : Date.now()).toISOString();
+  }
 
   /**
    * The run's status and counts, and the size of its delivered set (one pipelined round trip),
@@ -331,7 +349,7 @@ export class RunStore {
     return async (token, ttlMs) => {
       const keys = [this.keys.runCoordinator(runId), this.keys.run(runId), this.keys.runs(), this.keys.runLeases(runId), this.keys.runDelivered(runId), this.keys.runEnqueuedAt(runId)];
       const reply = (await OPEN_RUN.run(this.redis, keys, [
-        token, ttlMs, create ? '1' : '0', runId, new Date().toISOString(), create?.runAttemptId ?? '', create?.specCount ?? '',
+        token, ttlMs, create ? '1' : '0', runId, this.nowIso(), create?.runAttemptId ?? '', create?.specCount ?? '',
         f.status, f.stopReason, f.runAttemptId, f.specCount, f.enqueued, f.createdAt, f.sourceFingerprint, create?.sourceFingerprint ?? '',
         ...(create && opening ? checkArgs(opening) : []),
       ])) as [0, string | null] | [1, (string | null)[], number, (string | null)?, string?, [string, ...number[]]?];
@@ -371,7 +389,7 @@ export class RunStore {
     const f = RUN_FIELDS;
     await this.writeRecord(runId, {
       [f.status]: run.status, [f.runAttemptId]: run.runAttemptId, [f.specCount]: run.specCount?.toString(), [f.sourceFingerprint]: run.sourceFingerprint,
-      [f.stopReason]: run.stopReason, [f.coordinatorNote]: run.coordinatorNote, [f.restoredAt]: new Date().toISOString(),
+      [f.stopReason]: run.stopReason, [f.coordinatorNote]: run.coordinatorNote, [f.restoredAt]: this.nowIso(),
     });
   }
 
@@ -382,7 +400,7 @@ export class RunStore {
    */
   private async writeRecord(runId: string, fields: Readonly<Record<string, string | undefined>>): Promise<string | null> {
     const key = this.keys.run(runId);
-    const tx = this.redis.multi().hsetnx(key, RUN_FIELDS.createdAt, new Date().toISOString());
+    const tx = this.redis.multi().hsetnx(key, RUN_FIELDS.createdAt, this.nowIso());
     for (const [field, value] of Object.entries(fields)) if (value !== undefined) tx.hsetnx(key, field, value);
     tx.sadd(this.keys.runs(), runId).hget(key, RUN_FIELDS.runAttemptId);
     const replies = (await tx.exec()) ?? [];
