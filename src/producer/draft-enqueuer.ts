@@ -425,11 +425,12 @@ export class DraftEnqueuer {
    * (restarted without persistence): a lease whose job Redis lost runs again instead of ending
    * JobMissing; a job that survived is left alone (see {@link addAndRecord}). Calls made while
    * one runs share it.
+   * @param only just these leases (of those kept and awaited); default all.
    * @returns how many leases were added again (surviving ones included).
    */
-  readd(): Promise<number> {
+  readd(only?: ReadonlySet<string>): Promise<number> {
     this.readding ??= (async () => {
-      const drafts = [...this.kept.values()].filter(({ draft }) => this.deps.tracker.awaits(draft.leaseId));
+      const drafts = [...this.kept.values()].filter(({ draft }) => this.deps.tracker.awaits(draft.leaseId) && (!only || only.has(draft.leaseId)));
       if (drafts.length > 0 && !this.stopped) await this.addAndRecord(drafts, new Set(), 0);
       return drafts.length;
     })().finally(() => {

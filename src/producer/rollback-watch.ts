@@ -22,8 +22,8 @@ export interface RollbackWatchDeps {
   readonly logger: Logger;
   /** Lease ids whose drafts the session keeps and whose Result it still awaits (`DraftEnqueuer.keptAwaited`). */
   readonly keptAwaited: () => readonly string[];
-  /** Adds again, from the kept drafts, the jobs of the kept leases still awaited; surviving jobs are left alone (`DraftEnqueuer.readd`). */
-  readonly readd: () => Promise<number>;
+  /** Adds again, from the kept drafts, the jobs of these kept leases still awaited; surviving jobs are left alone (`DraftEnqueuer.readd`). */
+  readonly readd: (leaseIds: ReadonlySet<string>) => Promise<number>;
   /**
    * Marks leases delivered again in the run's record (fenced by the coordinator lease, as any
    * acknowledgement; counted once per lease): the session's `DeliveryFence.acknowledge`.
@@ -37,8 +37,8 @@ export interface RollbackWatchDeps {
   readonly live: () => boolean;
 }
 
-/** Leases read per `deliveredAmong` round trip of a check (that call batches by 1000 itself). */
-const CHECK_BATCH = 5000;
+/** Leases read per `leaseFlags` round trip of a check (one script call each). */
+const CHECK_BATCH = 1000;
 
 /**
  * Notices that Redis lost writes this coordinator made, and repairs what it can from what it
@@ -69,8 +69,26 @@ export class RollbackWatch {
   private deliveredSeen = 0;
   private recovering: Promise<void> | undefined;
   private again: string | undefined;
+  private rolledBackValue = false;
+  /** The one warning of a rollback was logged; later repairs of the same say so at info. */
+  private warned = false;
 
   constructor(private readonly deps: RollbackWatchDeps) {}
+
+  /**
+   * True once a check found Redis went back to an older state. From then on a kept lease whose
+   * job is missing is added again even when its lease record survived: a write in flight
+   * across the failover (the lease's record) can land on the new primary after its job's add
+   * was lost with the old one.
+   */
+  get rolledBack(): boolean {
+    return this.rolledBackValue;
+  }
+
+  /** Resolves once no check is running (never rejects). */
+  async idle(): Promise<void> {
+    while (this.recovering) await this.recovering;
+  }
 
   /** The lease's Result was accepted; `index` is its draft position when this session enqueued it. */
   accepted(leaseId: string, index: number | undefined): void {
@@ -82,11 +100,21 @@ export class RollbackWatch {
    * acknowledging script saw after adding them.
    */
   acknowledged(results: readonly { readonly leaseId: string; readonly kind: ResultKind }[], deliveredCount: number | undefined): void {
+    const records: LeaseToRecord[] = [];
     for (const { leaseId, kind } of results) {
-      this.delivered.set(leaseId, { kind, index: this.acceptedIndex.get(leaseId) });
+      const index = this.acceptedIndex.get(leaseId);
+      this.delivered.set(leaseId, { kind, index });
       this.acceptedIndex.delete(leaseId);
+      if (index !== undefined) records.push({ leaseId, index });
     }
     if (deliveredCount !== undefined) this.deliveredSeen = Math.max(this.deliveredSeen, deliveredCount);
+    // After a rollback a lease added before it may finish after it, its lease record lost with
+    // the older state: recorded again (ZADD NX: nothing for one that survived), so `enqueued`
+    // and retention know it.
+    if (this.rolledBackValue && records.length > 0) {
+      const { store, runId, logger } = this.deps;
+      store.recordLeases(runId, records, true).catch((err: Error) => logger.warn({ runId, err: err.message }, 'recording delivered leases again after a rollback failed; status may count fewer enqueued'));
+    }
   }
 
   /**
@@ -129,41 +157,66 @@ export class RollbackWatch {
 
   private async check(sign: string): Promise<void> {
     const { runId, store, redis, bull, keys, logger } = this.deps;
-    // Delivered by this session, no longer known as delivered by Redis.
+    // Delivered by this session, no longer known as delivered by Redis; and those of them this
+    // session enqueued whose lease record is gone (delivered after the older state was made,
+    // or acknowledged again just now: either way `enqueued` lost them).
     const ids = [...this.delivered.keys()];
     const forgotten: string[] = [];
+    const records: LeaseToRecord[] = [];
     for (let i = 0; i < ids.length; i += CHECK_BATCH) {
       const batch = ids.slice(i, i + CHECK_BATCH);
-      const known = await store.deliveredAmong(runId, batch);
-      for (const leaseId of batch) if (!known.has(leaseId)) forgotten.push(leaseId);
+      const flags = await store.leaseFlags(runId, batch);
+      for (const leaseId of batch) {
+        const flag = flags.get(leaseId);
+        if (!flag?.delivered) forgotten.push(leaseId);
+        const { index } = this.delivered.get(leaseId) as Delivered;
+        if (!flag?.enqueued && index !== undefined) records.push({ leaseId, index });
+      }
     }
-    // Kept leases whose job is gone.
+    // Kept leases whose job is gone. One whose lease record is gone too was lost by Redis (a job
+    // removed by hand keeps its lease record, and ends JobMissing as before); once Redis is known
+    // to have gone back ({@link rolledBack}), every kept lease whose job is gone is added again.
     const kept = this.deps.live() ? this.deps.keptAwaited() : [];
     const outcomes = kept.length > 0 ? await readJobOutcomes(redis, bull, keys, kept) : new Map();
-    const gone = kept.filter((leaseId) => outcomes.get(leaseId)?.state === 'missing');
-    if (forgotten.length === 0 && gone.length === 0) return;
+    const missing = kept.filter((leaseId) => outcomes.get(leaseId)?.state === 'missing');
+    const flags = await store.leaseFlags(runId, missing);
+    const unrecorded = missing.filter((leaseId) => !flags.get(leaseId)?.enqueued);
+    // Not a sign on its own: a lease may be delivered before its batch's record write returned.
+    if (!this.rolledBackValue && forgotten.length === 0 && unrecorded.length === 0) records.length = 0;
+    if ((forgotten.length > 0 || unrecorded.length > 0) && !this.rolledBackValue) {
+      this.rolledBackValue = true;
+      // Acknowledged while this check read (a Map keeps insertion order): from now on
+      // `acknowledged` records them again itself; these fell in between.
+      for (const leaseId of [...this.delivered.keys()].slice(ids.length)) {
+        const { index } = this.delivered.get(leaseId) as Delivered;
+        if (index !== undefined) records.push({ leaseId, index });
+      }
+    }
+    const gone = this.rolledBackValue ? missing : [];
+    if (forgotten.length === 0 && gone.length === 0 && records.length === 0) return;
 
     // Of the forgotten ones, those whose job is back in wait/active may run again.
     const rerun = forgotten.length > 0 ? [...(await readJobOutcomes(redis, bull, keys, forgotten)).values()].filter((outcome) => outcome.state === 'unfinished').length : 0;
     if (gone.length > 0) {
       this.deps.forgetArtifacts();
-      await this.deps.readd();
+      await this.deps.readd(new Set(gone));
     }
+    // Recorded again (stamped: their enqueue clock is history; counted in `enqueued` once), then
+    // marked delivered again, each counted once.
+    if (records.length > 0) await store.recordLeases(runId, records, true);
     if (forgotten.length > 0) {
-      // Leases enqueued after the older state lost their record too: recorded again (stamped:
-      // their enqueue clock is history), then marked delivered again, each counted once.
-      const records: LeaseToRecord[] = [];
-      for (const leaseId of forgotten) {
-        const { index } = this.delivered.get(leaseId) as Delivered;
-        if (index !== undefined) records.push({ leaseId, index });
-      }
-      if (records.length > 0) await store.recordLeases(runId, records, true);
       await this.deps.reacknowledge(forgotten.map((leaseId) => ({ leaseId, kind: (this.delivered.get(leaseId) as Delivered).kind })));
     }
     const specCount = this.deps.specCount();
     if (specCount !== undefined) await store.setSpecCount(runId, specCount);
+    const fields = { runId, sign, forgottenDelivered: forgotten.length, jobsAddedAgain: gone.length, mayRunAgain: rerun, recordedAgain: records.length };
+    if (this.warned) {
+      logger.info(fields, 'repaired more of what Redis lost in the rollback reported above');
+      return;
+    }
+    this.warned = true;
     logger.warn(
-      { runId, sign, forgottenDelivered: forgotten.length, jobsAddedAgain: gone.length, mayRunAgain: rerun },
+      fields,
       `Redis lost writes of this run (it went back to an older state: a failover to a replica that lagged, or a restart from an older snapshot or AOF): ` +
         `${forgotten.length} delivered Results it no longer knew were marked delivered again (status counts repaired; none is delivered again` +
         `${rerun > 0 ? `, though ${rerun} of their jobs are back in the queue and may run again` : ''}), ` +

@@ -147,8 +147,12 @@ export class RunSession {
     });
     this.rollback = new RollbackWatch({
       runId: plan.runId, redis: deps.redis, bull: deps.queue, keys: deps.keys, store: deps.store, logger: deps.logger,
-      keptAwaited: () => this.enqueuer?.keptAwaited() ?? [],
-      readd: () => this.enqueuer?.readd() ?? Promise.resolve(0),
+      // Only leases whose add and record returned: one still being added has no job yet.
+      keptAwaited: () => {
+        const outstanding = new Set(this.tracker.outstanding());
+        return (this.enqueuer?.keptAwaited() ?? []).filter((leaseId) => outstanding.has(leaseId));
+      },
+      readd: (leaseIds) => this.enqueuer?.readd(leaseIds) ?? Promise.resolve(0),
       reacknowledge: async (delivered) => {
         if (this.fence) await this.fence.acknowledge(delivered, () => this.abandoned);
       },
@@ -468,13 +472,21 @@ export class RunSession {
       // job is added again from its kept draft rather than ended (readdLostJobs; the record is
       // made again on the way, by noticeHead or by the add's own record write).
       else if ((!head || this.recordRestored) && this.enqueuer?.keeps(leaseId)) this.readdLostJobs();
-      // Its lease record is gone too although this session recorded it: Redis went back to a
-      // state from before the job was added (a failover, an older snapshot; BR-49), not a job
-      // removed by hand (that keeps its lease record). Added again from the kept draft.
-      else if (this.enqueuer?.keeps(leaseId) && !(await this.deps.store.leaseFlags(this.runId, [leaseId])).get(leaseId)?.enqueued) {
-        void this.rollback.recover(`the job of lease ${leaseId} is gone with its lease record`);
+      // Redis went back to an older state (a failover, an older snapshot; BR-49): its lease
+      // record is gone too although this session recorded it (a job removed by hand keeps it),
+      // or a check already found Redis rolled back. Added again from the kept draft.
+      else if (this.enqueuer?.keeps(leaseId) && (await this.lostByRollback(leaseId))) {
+        void this.rollback.recover(`the job of lease ${leaseId} is gone`);
       } else this.accept(resultForMissingJob(leaseId, this.runId, this.deps.keys.queue, this.enqueuer?.metaOf(leaseId)));
     }
+  }
+
+  /** True when the missing job of kept lease `leaseId` was lost by Redis going back to an older state (see `RollbackWatch`). */
+  private async lostByRollback(leaseId: string): Promise<boolean> {
+    // A check under way (started by this pass's record read) decides first.
+    await this.rollback.idle();
+    if (this.rollback.rolledBack) return true;
+    return !(await this.deps.store.leaseFlags(this.runId, [leaseId])).get(leaseId)?.enqueued;
   }
 
   /**

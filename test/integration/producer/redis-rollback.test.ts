@@ -1,8 +1,10 @@
+import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queueKeys, readRunRecord } from '../../../src/lease/index.js';
 import type { Result } from '../../../src/spec/index.js';
 import { ProducerFixture, TEST_PREFIX, collect } from '../../helpers/producer-fixture.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
+import { waitFor } from '../../helpers/wait-for.js';
 import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
 
 // Case BR-49: failover to a replica that lagged, simulated on one server: a snapshot is taken
@@ -67,7 +69,7 @@ describe('Redis restarted from an older snapshot mid-run (BR-49)', () => {
       .toEqual({ status: 'completed', delivered: n, ok: n, infrastructure: 0, enqueued: n });
 
     // One warning, naming what was lost.
-    const warnings = fx.logs.filter((line) => line.includes('Redis lost writes of this run'));
+    const warnings = fx.logs.filter((line) => line.includes('Redis lost writes of this run') && line.includes(runId));
     expect(warnings).toHaveLength(1);
     const warning = JSON.parse(warnings[0] as string) as { forgottenDelivered: number; jobsAddedAgain: number; level: unknown };
     expect(warning.forgottenDelivered).toBeGreaterThanOrEqual(1);
@@ -77,5 +79,32 @@ describe('Redis restarted from an older snapshot mid-run (BR-49)', () => {
     for (const worker of workers) worker.signal('SIGTERM');
     for (const worker of workers) expect((await worker.exited()).code).toBe(0);
     await rq.close();
+  });
+
+  it('a job removed by hand (its lease record kept) still ends JobMissing, and no rollback is reported', async () => {
+    const queue = fx.queueName();
+    const runId = fx.runId('removed');
+    const rq = await fx.open(queue, { reconcileMs: 100 });
+    const drafts = Array.from({ length: 3 }, (_, i) => ({ rendered: 'x', task: { id: `t${i}` }, run: echo, reward: constant }));
+    const results = rq.mapRollouts(drafts, { runId });
+    const first = results.next();
+    const bull = new Queue(queue, { connection: { url: redis.url }, prefix: TEST_PREFIX });
+    try {
+      const jobKeys = drafts.map((d) => `${TEST_PREFIX}:${queue}:${runId}.${d.task.id}`);
+      await waitFor(async () => (await fx.redis.exists(...jobKeys)) === jobKeys.length, 'the three jobs');
+      await bull.remove(`${runId}.t1`);
+      const worker = await startWorkerProcess({ redisUrl: redis.url, queue, prefix: TEST_PREFIX, allow: ['rq-fixtures/*'], concurrency: 2 });
+      const items: Result[] = [];
+      for (let next = await first; !next.done; next = await results.next()) items.push(next.value);
+      expect(items.map((r) => `${r.leaseId} ${r.kind} ${r.error?.type ?? ''}`).sort()).toEqual([
+        `${runId}.t0 ok `, `${runId}.t1 infrastructure JobMissing`, `${runId}.t2 ok `,
+      ]);
+      expect(fx.logs.filter((line) => line.includes(runId)).join('\n')).not.toContain('Redis lost writes of this run');
+      worker.signal('SIGTERM');
+      expect((await worker.exited()).code).toBe(0);
+    } finally {
+      await bull.close();
+      await rq.close();
+    }
   });
 });
