@@ -13,6 +13,7 @@ import { splitSpec } from './rollout-definition.js';
 import type { ExitInfo, LeaseLedger } from './lease-ledger.js';
 import type { CompiledWorkerOptions } from './worker-options.js';
 import { findVersionSkew } from './version-skew.js';
+import { moveToDelayedOnRedisClock } from './delay-on-redis-clock.js';
 
 /** Abort reasons the worker gives a running rollout. */
 export type AbortReason = 'cancelled' | 'lock-lost' | 'shutdown';
@@ -374,7 +375,8 @@ export class RolloutProcessor {
     if (redispatched >= this.options.maxRedispatches) return this.quarantine(job, spec, startedAt, exit);
     const delayMs = how.backoff ? backoffMs(this.options.transientBackoffMs, redispatched) : 0;
     try {
-      if (delayMs > 0) await job.moveToDelayed(Date.now() + delayMs, token);
+      // Due by the Redis clock, which every worker shares (BR-55), not by this host's.
+      if (delayMs > 0) await moveToDelayedOnRedisClock(job, token, this.clock.nowMs(), delayMs);
       else await job.moveToWait(token);
     } catch (err) {
       if (!isLostOwnership(err)) throw err;
@@ -424,7 +426,8 @@ export class RolloutProcessor {
       // BullMQ's timestamp (the enqueuer's clock) and processedOn (ours) are two clocks: no queuedMs.
       queuedMs: null,
       runMs: null,
-      finishedAt: new Date().toISOString(),
+      // The one clock of every Result's timings (Redis'), not this host's.
+      finishedAt: new Date(this.clock.nowMs()).toISOString(),
       cost: [],
     };
     // A valid tag still ties the refusal to its candidate; a bad one is among the issues named.
