@@ -1,5 +1,6 @@
-import { ErrorCode, Worker, type Job } from 'bullmq';
+import { ErrorCode, Worker, type Job, type Processor, type WorkerOptions } from 'bullmq';
 import { isRedisTimeout } from '../platform/redis-timeout.js';
+import { hostTimeOf, runScriptsOnRedisClock, type RedisTimeSource } from './bull-redis-clock.js';
 
 /**
  * Where a finished answer goes when Redis does not take it (`KeptAnswers`, wired by the worker).
@@ -37,11 +38,28 @@ interface LatestAttempt {
  * returns; the old attempt's `finally` then dropped the new attempt's lock from renewal, the lock
  * expired after `lockDuration`, and the new attempt was taken for stalled: re-dispatched again
  * and counted as a lost worker although nothing died.
+ *
+ * With a `clock` (the Redis clock), its scripts run on that clock (`runScriptsOnRedisClock`:
+ * delayed-job promotion, `processedOn`, `finishedOn`), and the two in-process comparisons BullMQ
+ * makes with `Date.now()` are given host times again: a job's `processedOn` for the lock renewal
+ * (`LockManager` renews a lock once `processedOn + lockRenewTime/2` is past by `Date.now()`: a
+ * Redis-clock time 10 min ahead of this host would never be renewed), and the due time of the
+ * next delayed job for the blocking wait ({@link getBlockTimeout}).
  */
 export class LeaseWorker<DataType = unknown, ResultType = unknown> extends Worker<DataType, ResultType> {
   private readonly latest = new Map<string, LatestAttempt>();
   /** Set by the worker: keeps answers Redis does not take (see {@link handleCompleted}). */
   answerKeeper: AnswerKeeper | undefined;
+
+  constructor(name: string, processor: Processor<DataType, ResultType>, opts: WorkerOptions, private readonly clock?: RedisTimeSource) {
+    super(name, processor, opts);
+    if (clock) runScriptsOnRedisClock(this.backend, clock);
+  }
+
+  /** BullMQ's wait for the next delayed job: its due time is on the Redis clock, the wait on this host's. */
+  protected override getBlockTimeout(blockUntil: number): number {
+    return super.getBlockTimeout(blockUntil && this.clock ? hostTimeOf(blockUntil, this.clock) : blockUntil);
+  }
 
   /** Lease id → lock token of every attempt this worker runs now (for reclaiming their locks). */
   runningLeases(): Array<[string, string]> {
@@ -82,6 +100,8 @@ export class LeaseWorker<DataType = unknown, ResultType = unknown> extends Worke
 
   override async processJob(job: Job<DataType, ResultType>, token: string, fetchNextCallback?: () => boolean): Promise<void | Job<DataType, ResultType>> {
     const jobId = job.id;
+    // Redis clock (the start script's timestamp) → host clock, for BullMQ's lock renewal.
+    if (this.clock && job.processedOn) job.processedOn = hostTimeOf(job.processedOn, this.clock);
     if (jobId) this.latest.set(jobId, { token, processedOn: job.processedOn });
     try {
       return await super.processJob(job, token, fetchNextCallback);

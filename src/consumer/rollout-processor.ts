@@ -13,6 +13,7 @@ import { splitSpec } from './rollout-definition.js';
 import type { ExitInfo, LeaseLedger } from './lease-ledger.js';
 import type { CompiledWorkerOptions } from './worker-options.js';
 import { findVersionSkew } from './version-skew.js';
+import { moveToDelayedOnRedisClock } from './delay-on-redis-clock.js';
 
 /** Abort reasons the worker gives a running rollout. */
 export type AbortReason = 'cancelled' | 'lock-lost' | 'shutdown';
@@ -280,7 +281,7 @@ export class RolloutProcessor {
           // HTTP 5xx…): another attempt, later, may well succeed. Same budget as crashes.
           return this.redispatch(job, token, spec, startedAt, { reason: 'Transient', exitCode: null, signal: null, stderrTail: `${done.error.type}: ${done.error.message}` }, { backoff: true });
         }
-        return this.finish(job, spec, startedAt, { kind: done.kind, output: done.output, reward: done.reward, error: done.error }, runMs, outcome.costs.length > 0);
+        return this.finish(job, spec, startedAt, { kind: done.kind, output: done.output, reward: done.reward, rewardDetails: done.rewardDetails, error: done.error }, runMs, outcome.costs.length > 0);
       }
       case 'overran': {
         // A deterministic function of (artifact, task, reward): it would overrun on any worker,
@@ -374,7 +375,8 @@ export class RolloutProcessor {
     if (redispatched >= this.options.maxRedispatches) return this.quarantine(job, spec, startedAt, exit);
     const delayMs = how.backoff ? backoffMs(this.options.transientBackoffMs, redispatched) : 0;
     try {
-      if (delayMs > 0) await job.moveToDelayed(Date.now() + delayMs, token);
+      // Due by the Redis clock, which every worker shares (BR-55), not by this host's.
+      if (delayMs > 0) await moveToDelayedOnRedisClock(job, token, this.clock.nowMs(), delayMs);
       else await job.moveToWait(token);
     } catch (err) {
       if (!isLostOwnership(err)) throw err;
@@ -424,7 +426,8 @@ export class RolloutProcessor {
       // BullMQ's timestamp (the enqueuer's clock) and processedOn (ours) are two clocks: no queuedMs.
       queuedMs: null,
       runMs: null,
-      finishedAt: new Date().toISOString(),
+      // The one clock of every Result's timings (Redis'), not this host's.
+      finishedAt: new Date(this.clock.nowMs()).toISOString(),
       cost: [],
     };
     // A valid tag still ties the refusal to its candidate; a bad one is among the issues named.
@@ -439,7 +442,7 @@ export class RolloutProcessor {
     job: Job,
     spec: RolloutSpec,
     startedAt: number,
-    outcome: { kind: ResultKind; output?: unknown; reward?: number | null; error?: ErrorInfo | null },
+    outcome: { kind: ResultKind; output?: unknown; reward?: number | null; rewardDetails?: unknown; error?: ErrorInfo | null },
     runMs: number | null = null,
     costsRecorded = true,
   ): Promise<Result> {
@@ -475,6 +478,8 @@ export class RolloutProcessor {
     };
     // The caller's tag, untouched, unless a job written by another client put a secret value in it.
     if (spec.meta !== undefined) result.meta = redactSecretsDeep(spec.meta, secrets);
+    // A judge may quote what it read (a secret the run printed): redacted like the output.
+    if (outcome.kind === 'ok' && outcome.rewardDetails !== undefined) result.rewardDetails = redactSecretsDeep(outcome.rewardDetails, secrets);
     this.finishing.set(spec.leaseId, spec.runId);
     this.events.onResult(result.kind, runMs);
     // Per rollout, so debug for the expected kinds: at thousands of rollouts a second an info line
