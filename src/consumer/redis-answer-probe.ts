@@ -119,13 +119,15 @@ export class RedisAnswerProbe {
       );
       for (const listener of this.listeners.silent) listener();
     }
-    this.schedule();
+    // While silent the next PING goes out at once: one is always waiting in the connection, so
+    // its answer says "Redis is back" the moment Redis wakes (one per timeout, not a flood).
+    this.schedule(answered ? PROBE_EVERY_MS : 0);
   }
 
-  private schedule(): void {
+  private schedule(delayMs: number = PROBE_EVERY_MS): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.probe(), PROBE_EVERY_MS);
+    this.timer = setTimeout(() => void this.probe(), delayMs);
     this.timer.unref();
   }
 }
