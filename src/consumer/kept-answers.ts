@@ -22,6 +22,8 @@ interface KeptAnswer {
   readonly result: unknown;
   readonly text: string;
   readonly keptAt: number;
+  /** BullMQ's stalled count of the job when the attempt started (see `reclaimLease`). */
+  readonly stalledCount: number;
 }
 
 /** What the keeper tells the worker. */
@@ -82,7 +84,7 @@ export class KeptAnswers {
       );
       return false;
     }
-    this.kept.set(leaseId, { worker, job, token, result, text, keptAt: Date.now() });
+    this.kept.set(leaseId, { worker, job, token, result, text, keptAt: Date.now(), stalledCount: job.stalledCounter ?? 0 });
     this.bytes += text.length;
     this.logger.warn({ leaseId, why, kept: this.kept.size }, `finished answer kept here: Redis did not take it (${why}); it is handed in when Redis answers`);
     void this.handIn(leaseId);
@@ -98,18 +100,18 @@ export class KeptAnswers {
   }
 
   /**
-   * Asks Redis to make each lease the attempt's again (`running`: lease id → lock token, of
-   * attempts still running), without waiting for the answers: sent while Redis does not answer,
+   * Asks Redis to make each lease the attempt's again (`running`: attempts still running, with
+   * their lock tokens and stalled counts), without waiting for the answers: sent while Redis does not answer,
    * the scripts run as it wakes, so locks that expired during the stall are this worker's again
    * before BullMQ's stalled check (also queued) can hand the leases to another worker.
    */
-  reclaimAhead(queue: string, running: ReadonlyArray<readonly [string, string]>): void {
-    for (const [leaseId, token] of running) void reclaimLease(this.redis, this.prefix, queue, leaseId, token, this.lockDurationMs).catch(() => undefined);
+  reclaimAhead(queue: string, running: ReadonlyArray<{ readonly leaseId: string; readonly token: string; readonly stalledCount: number }>): void {
+    for (const { leaseId, token, stalledCount } of running) void this.reclaim(queue, leaseId, token, stalledCount).catch(() => undefined);
   }
 
   /** Reclaims one lease for the attempt `token` (see `reclaimLease`). */
-  reclaim(queue: string, leaseId: string, token: string): Promise<ReclaimOutcome> {
-    return reclaimLease(this.redis, this.prefix, queue, leaseId, token, this.lockDurationMs);
+  reclaim(queue: string, leaseId: string, token: string, stalledCount: number): Promise<ReclaimOutcome> {
+    return reclaimLease(this.redis, this.prefix, queue, leaseId, token, this.lockDurationMs, stalledCount);
   }
 
   /** Hands in one kept answer unless a hand-in of it is under way; retried every {@link RETRY_MS} while Redis does not take it. */
@@ -138,7 +140,7 @@ export class KeptAnswers {
     const { job, token, worker } = entry;
     let outcome: ReclaimOutcome;
     try {
-      outcome = await this.reclaim(job.queueName, leaseId, token);
+      outcome = await this.reclaim(job.queueName, leaseId, token, entry.stalledCount);
     } catch (err) {
       // Still no answer: kept, and tried again.
       if (!isRedisTimeout(err)) this.logger.debug({ leaseId, err: (err as Error).message }, 'handing in a kept answer failed; trying again');

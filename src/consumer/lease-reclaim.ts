@@ -17,7 +17,10 @@ export type ReclaimOutcome =
   | { readonly state: 'ours' | 'reclaimed' | 'taken' | 'gone' | 'elsewhere' }
   | { readonly state: 'finished'; readonly returnvalue: string };
 
-// KEYS: job hash, lock, active, wait, stalled. ARGV: job id, lock token, lock duration (ms).
+// KEYS: job hash, lock, active, wait, stalled. ARGV: job id, lock token, lock duration (ms), the
+// job's stalled count (`stc`) when the attempt started. A job in `wait` is taken back only when
+// BullMQ's stalled check put it there (it counts `stc` up first): one the attempt handed back
+// itself (`moveToWait` on shutdown or a lost lock) stays handed back.
 // BullMQ's stalled check moves a job only when its lock is missing (moveStalledJobsToWait-9.lua)
 // and moveToFinished needs the job in `active` with the token as its lock (removeLock.lua): after
 // this script both hold for a reclaimed lease, and the stalled check leaves it alone (its lock
@@ -32,7 +35,10 @@ if holder == ARGV[2] then
 end
 if holder then return {'taken', ''} end
 if redis.call('HEXISTS', KEYS[1], 'finishedOn') == 1 then return {'finished', redis.call('HGET', KEYS[1], 'returnvalue') or ''} end
-if redis.call('LREM', KEYS[3], 1, ARGV[1]) == 0 and redis.call('LREM', KEYS[4], 1, ARGV[1]) == 0 then return {'elsewhere', ''} end
+if redis.call('LREM', KEYS[3], 1, ARGV[1]) == 0 then
+  if tonumber(redis.call('HGET', KEYS[1], 'stc') or '0') <= tonumber(ARGV[4]) then return {'elsewhere', ''} end
+  if redis.call('LREM', KEYS[4], 1, ARGV[1]) == 0 then return {'elsewhere', ''} end
+end
 redis.call('LPUSH', KEYS[3], ARGV[1])
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
 redis.call('SREM', KEYS[5], ARGV[1])
@@ -44,12 +50,13 @@ return {'reclaimed', ''}
  * if nobody holds it (one atomic script; see {@link ReclaimOutcome}). The lock then lasts
  * `lockDurationMs` from now; BullMQ's lock renewal (if the attempt still runs) or its finish
  * (`moveToCompleted` with the same token) takes over.
+ * @param stalledCount the job's `stalledCounter` when the attempt started (BullMQ `stc`).
  * @throws whatever the client throws ("Command timed out" while Redis does not answer: the script
  *   may still run when Redis wakes, which is harmless, it is idempotent for the same token).
  */
-export async function reclaimLease(redis: Redis, prefix: string, queue: string, leaseId: string, token: string, lockDurationMs: number): Promise<ReclaimOutcome> {
+export async function reclaimLease(redis: Redis, prefix: string, queue: string, leaseId: string, token: string, lockDurationMs: number, stalledCount: number): Promise<ReclaimOutcome> {
   const keys = bullLeaseKeys(prefix, queue, leaseId);
-  const [state, returnvalue] = (await RECLAIM.run(redis, [keys.job, keys.lock, keys.active, keys.wait, keys.stalled], [leaseId, token, lockDurationMs])) as [string, string];
+  const [state, returnvalue] = (await RECLAIM.run(redis, [keys.job, keys.lock, keys.active, keys.wait, keys.stalled], [leaseId, token, lockDurationMs, stalledCount])) as [string, string];
   if (state === 'finished') return { state, returnvalue };
   return { state: state as Exclude<ReclaimOutcome['state'], 'finished'> };
 }

@@ -24,6 +24,8 @@ const KEEPABLE_CODES: ReadonlySet<number> = new Set([ErrorCode.JobLockNotExist, 
 interface LatestAttempt {
   readonly token: string;
   readonly processedOn: number | undefined;
+  /** BullMQ's stalled count of the job when this attempt started (see `reclaimLease`). */
+  readonly stalledCount: number;
 }
 
 /**
@@ -61,14 +63,14 @@ export class LeaseWorker<DataType = unknown, ResultType = unknown> extends Worke
     return super.getBlockTimeout(blockUntil && this.clock ? hostTimeOf(blockUntil, this.clock) : blockUntil);
   }
 
-  /** Lease id → lock token of every attempt this worker runs now (for reclaiming their locks). */
-  runningLeases(): Array<[string, string]> {
-    return [...this.latest].map(([leaseId, attempt]) => [leaseId, attempt.token]);
+  /** Every attempt this worker runs now, with its lock token and the job's stalled count at its start (for reclaiming their locks). */
+  runningLeases(): Array<{ leaseId: string; token: string; stalledCount: number }> {
+    return [...this.latest].map(([leaseId, attempt]) => ({ leaseId, token: attempt.token, stalledCount: attempt.stalledCount }));
   }
 
-  /** The lock token of the attempt of `leaseId` running here, if any. */
-  tokenOf(leaseId: string): string | undefined {
-    return this.latest.get(leaseId)?.token;
+  /** The attempt of `leaseId` running here, if any. */
+  attemptOf(leaseId: string): { token: string; stalledCount: number } | undefined {
+    return this.latest.get(leaseId);
   }
 
   /**
@@ -102,7 +104,7 @@ export class LeaseWorker<DataType = unknown, ResultType = unknown> extends Worke
     const jobId = job.id;
     // Redis clock (the start script's timestamp) → host clock, for BullMQ's lock renewal.
     if (this.clock && job.processedOn) job.processedOn = hostTimeOf(job.processedOn, this.clock);
-    if (jobId) this.latest.set(jobId, { token, processedOn: job.processedOn });
+    if (jobId) this.latest.set(jobId, { token, processedOn: job.processedOn, stalledCount: job.stalledCounter ?? 0 });
     try {
       return await super.processJob(job, token, fetchNextCallback);
     } finally {

@@ -4,6 +4,9 @@ import type { Logger } from '../platform/logger.js';
 /** Pause between two probes once the last one settled, ms. */
 export const PROBE_EVERY_MS = 1_000;
 
+/** A PING unanswered this long makes Redis "slow" (see {@link RedisAnswerProbe.onSlow}), ms: far above a healthy round trip. */
+export const SLOW_MS = 500;
+
 /**
  * Whether Redis answers, by a `PING` every {@link PROBE_EVERY_MS} on the worker's own command
  * connection, each bounded by that client's `commandTimeout` (`ROLLOUT_QUEUE_REDIS_TIMEOUT_MS`).
@@ -23,7 +26,7 @@ export class RedisAnswerProbe {
   private inFlight = false;
   private started = false;
   private stopped = false;
-  private readonly listeners: { silent: Array<() => void>; answered: Array<(silentMs: number) => void> } = { silent: [], answered: [] };
+  private readonly listeners: { slow: Array<() => void>; silent: Array<() => void>; answered: Array<(silentMs: number) => void> } = { slow: [], silent: [], answered: [] };
 
   /**
    * @param redis a client with `commandTimeout` set (else an unanswered PING never settles).
@@ -60,6 +63,15 @@ export class RedisAnswerProbe {
     clearTimeout(this.timer);
   }
 
+  /**
+   * Calls `listener` each time a PING has waited {@link SLOW_MS} on a connected client: long
+   * before the timeout says "silent", early enough for what must reach Redis before the stall
+   * ends (requests queued in the connection run as Redis wakes, in the order they arrived).
+   */
+  onSlow(listener: () => void): void {
+    this.listeners.slow.push(listener);
+  }
+
   /** Calls `listener` each time Redis stops answering (once per silence). */
   onSilent(listener: () => void): void {
     this.listeners.silent.push(listener);
@@ -90,6 +102,11 @@ export class RedisAnswerProbe {
     const sentAt = Date.now();
     let answered: boolean;
     this.inFlight = true;
+    const slow = setTimeout(() => {
+      if (this.stopped || this.redis.status !== 'ready') return;
+      for (const listener of this.listeners.slow) listener();
+    }, SLOW_MS);
+    slow.unref();
     try {
       await this.redis.ping();
       answered = true;
@@ -97,6 +114,7 @@ export class RedisAnswerProbe {
       answered = false;
     } finally {
       this.inFlight = false;
+      clearTimeout(slow);
     }
     if (this.stopped) return;
     // Not connected: the connection's own error and ready events tell that outage; silence means

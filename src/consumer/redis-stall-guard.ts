@@ -8,10 +8,10 @@ import { RedisAnswerProbe } from './redis-answer-probe.js';
 export interface LeaseHolder {
   /** The queue it serves (BullMQ's `Worker.name`). */
   readonly name: string;
-  /** Lease id → lock token of every attempt it runs now. */
-  runningLeases(): Array<[string, string]>;
-  /** The lock token of the attempt of `leaseId` it runs, if any. */
-  tokenOf(leaseId: string): string | undefined;
+  /** Every attempt it runs now: lease id, lock token, the job's stalled count at the attempt's start. */
+  runningLeases(): Array<{ leaseId: string; token: string; stalledCount: number }>;
+  /** The attempt of `leaseId` it runs, if any. */
+  attemptOf(leaseId: string): { token: string; stalledCount: number } | undefined;
 }
 
 /** Settings of a {@link RedisStallGuard}. */
@@ -57,11 +57,15 @@ export class RedisStallGuard {
     const kept = (this.kept = new KeptAnswers(redis, options.prefix, options.lockDurationMs, logger, { onDropped }));
     const probe = this.probe;
     this.keeper = { get silent() { return probe.silent; }, keep: (...args) => kept.keep(...args) };
-    // Sent as soon as Redis goes silent, these run as it wakes: locks that expired meanwhile are
-    // this worker's again before BullMQ's stalled check (also waiting) can give the leases away.
-    this.probe.onSilent(() => {
+    // Sent as soon as Redis is slow to answer (and again once silent), these run as it wakes:
+    // locks that expired meanwhile are this worker's again before BullMQ's stalled checks (also
+    // waiting, each every stalledInterval) can give the leases away; sent early, they reach Redis
+    // before most of those. Idempotent: a lease still this worker's only has its lock extended.
+    const reclaimAll = (): void => {
       for (const holder of holders()) kept.reclaimAhead(holder.name, holder.runningLeases());
-    });
+    };
+    this.probe.onSlow(reclaimAll);
+    this.probe.onSilent(reclaimAll);
     this.probe.onAnswered(() => void kept.handInAll());
   }
 
@@ -88,10 +92,10 @@ export class RedisStallGuard {
    *   (no stall, another attempt holds it, or Redis did not answer).
    */
   async keepAfterLockLoss(holder: LeaseHolder, leaseId: string): Promise<boolean> {
-    const token = holder.tokenOf(leaseId);
+    const attempt = holder.attemptOf(leaseId);
     const windowMs = this.options.lockDurationMs + 2 * this.options.stalledIntervalMs + this.options.timeoutMs;
-    if (token === undefined || !this.probe.silentWithin(windowMs)) return false;
-    const outcome = await this.kept.reclaim(holder.name, leaseId, token).catch(() => undefined);
+    if (attempt === undefined || !this.probe.silentWithin(windowMs)) return false;
+    const outcome = await this.kept.reclaim(holder.name, leaseId, attempt.token, attempt.stalledCount).catch(() => undefined);
     if (outcome?.state !== 'ours' && outcome?.state !== 'reclaimed') return false;
     this.logger.info({ leaseId, lease: outcome.state }, 'lock renewal failed after Redis stalled; nobody else had the lease, so it is this attempt\'s again and the rollout goes on');
     return true;

@@ -36,14 +36,14 @@ async function lease(id: string, list: 'active' | 'wait' | undefined, lock: stri
 describe('reclaimLease', () => {
   it('a lock still the attempt\'s: ours, extended, out of the stalled set', async () => {
     const keys = await lease('own', 'active', 'tok-1');
-    expect(await reclaimLease(client, PREFIX, QUEUE, 'own', 'tok-1', 5000)).toEqual({ state: 'ours' });
+    expect(await reclaimLease(client, PREFIX, QUEUE, 'own', 'tok-1', 5000, 0)).toEqual({ state: 'ours' });
     expect(await client.pttl(keys.lock)).toBeLessThanOrEqual(5000);
     expect(await client.sismember(keys.stalled, 'own')).toBe(0);
   });
 
   it('an expired lock on a job still in active: reclaimed under the attempt\'s token', async () => {
     const keys = await lease('expired', 'active', undefined);
-    expect(await reclaimLease(client, PREFIX, QUEUE, 'expired', 'tok-2', 5000)).toEqual({ state: 'reclaimed' });
+    expect(await reclaimLease(client, PREFIX, QUEUE, 'expired', 'tok-2', 5000, 0)).toEqual({ state: 'reclaimed' });
     expect(await client.get(keys.lock)).toBe('tok-2');
     expect(await client.lrange(keys.active, 0, -1)).toContain('expired');
     expect(await client.sismember(keys.stalled, 'expired')).toBe(0);
@@ -51,29 +51,36 @@ describe('reclaimLease', () => {
 
   it('a job the stalled check put back in wait and nobody took: back in active, the attempt\'s', async () => {
     const keys = await lease('waiting', 'wait', undefined, { stc: '1' });
-    expect(await reclaimLease(client, PREFIX, QUEUE, 'waiting', 'tok-3', 5000)).toEqual({ state: 'reclaimed' });
+    expect(await reclaimLease(client, PREFIX, QUEUE, 'waiting', 'tok-3', 5000, 0)).toEqual({ state: 'reclaimed' });
     expect(await client.lrange(keys.wait, 0, -1)).not.toContain('waiting');
     expect(await client.lrange(keys.active, 0, -1)).toContain('waiting');
     expect(await client.get(keys.lock)).toBe('tok-3');
   });
 
+  it('a job the attempt handed back itself (in wait, no stall counted since it started): left there', async () => {
+    const keys = await lease('handed', 'wait', undefined, { stc: '1' });
+    expect(await reclaimLease(client, PREFIX, QUEUE, 'handed', 'tok-8', 5000, 1)).toEqual({ state: 'elsewhere' });
+    expect(await client.lrange(keys.wait, 0, -1)).toContain('handed');
+    expect(await client.exists(keys.lock)).toBe(0);
+  });
+
   it('another attempt holds the lock: taken, and its lock is left alone', async () => {
     const keys = await lease('other', 'active', 'tok-other');
-    expect(await reclaimLease(client, PREFIX, QUEUE, 'other', 'tok-4', 5000)).toEqual({ state: 'taken' });
+    expect(await reclaimLease(client, PREFIX, QUEUE, 'other', 'tok-4', 5000, 0)).toEqual({ state: 'taken' });
     expect(await client.get(keys.lock)).toBe('tok-other');
   });
 
   it('a finished job: finished, with the Result it stored; nothing moved', async () => {
     const keys = await lease('done', undefined, undefined, { finishedOn: String(Date.now()), returnvalue: '{"kind":"ok"}' });
-    expect(await reclaimLease(client, PREFIX, QUEUE, 'done', 'tok-5', 5000)).toEqual({ state: 'finished', returnvalue: '{"kind":"ok"}' });
+    expect(await reclaimLease(client, PREFIX, QUEUE, 'done', 'tok-5', 5000, 0)).toEqual({ state: 'finished', returnvalue: '{"kind":"ok"}' });
     expect(await client.exists(keys.lock)).toBe(0);
     expect(await client.lrange(keys.active, 0, -1)).not.toContain('done');
   });
 
   it('a job gone (its run purged): gone; one in neither list (delayed): elsewhere', async () => {
-    expect(await reclaimLease(client, PREFIX, QUEUE, 'nothing', 'tok-6', 5000)).toEqual({ state: 'gone' });
+    expect(await reclaimLease(client, PREFIX, QUEUE, 'nothing', 'tok-6', 5000, 0)).toEqual({ state: 'gone' });
     const keys = await lease('delayed', undefined, undefined);
-    expect(await reclaimLease(client, PREFIX, QUEUE, 'delayed', 'tok-7', 5000)).toEqual({ state: 'elsewhere' });
+    expect(await reclaimLease(client, PREFIX, QUEUE, 'delayed', 'tok-7', 5000, 0)).toEqual({ state: 'elsewhere' });
     expect(await client.exists(keys.lock)).toBe(0);
   });
 });
