@@ -4,7 +4,7 @@ import { DelayedError, WaitingError, type Job } from 'bullmq';
 import { enqueuedAtOf } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import type { RedisClock } from '../platform/redis-clock.js';
-import { isStoredRendered, parseRolloutSpec, redactSecrets, redactSecretsDeep, type CostReceipt, type ErrorInfo, type Rendered, type Result, type ResultKind, type RolloutSpec } from '../spec/index.js';
+import { isStoredRendered, parseRolloutSpec, redactSecrets, redactSecretsDeep, resultEnding, type CostReceipt, type ErrorInfo, type Rendered, type Result, type ResultKind, type RolloutSpec } from '../spec/index.js';
 import type { ArtifactCache } from './artifact-cache.js';
 import type { ChildPool } from './child-pool.js';
 import { AttemptAbort } from './attempt-abort.js';
@@ -349,10 +349,8 @@ export class RolloutProcessor {
       leaseId: spec.leaseId,
       runId: spec.runId,
       taskId: taskIdOf(spec),
-      kind: outcome.kind,
-      output,
-      reward: outcome.kind === 'ok' ? (outcome.reward ?? null) : null,
-      error,
+      // kind, output, reward and error as the Result union has them (a reward only on ok).
+      ...resultEnding(outcome.kind, output, outcome.reward ?? null, error),
       attempts: job.attemptsStarted || 1,
       redispatched,
       worker: this.options.name,

@@ -4,7 +4,7 @@ import type { StatusView } from '../../../src/cli/plane.js';
 import { formatStatus, statusJson } from '../../../src/cli/status-format.js';
 import { formatSummary } from '../../../src/cli/summary.js';
 import { percentile, RunTally, toResultLine } from '../../../src/cli/run-tally.js';
-import { RESULT_LINE_FIELDS, type Result } from '../../../src/spec/index.js';
+import { RESULT_LINE_FIELDS, resultEnding, type Result } from '../../../src/spec/index.js';
 
 // What `status` and the run summary print, from fixed inputs (no Redis needed).
 const run: RunRecord = {
@@ -87,7 +87,7 @@ describe('status output', () => {
 
 describe('results file lines and the summary', () => {
   const result = (n: number, kind: Result['kind'], reward: number | null, worker: string): Result => ({
-    leaseId: `r1.t${n}`, runId: 'r1', taskId: `t${n}`, kind, output: { n }, reward, error: kind === 'ok' ? null : { type: 'NonZeroExit', message: 'exit 1' },
+    leaseId: `r1.t${n}`, runId: 'r1', taskId: `t${n}`, ...resultEnding(kind, { n }, reward, kind === 'ok' ? null : { type: 'NonZeroExit', message: 'exit 1' }),
     attempts: 1, redispatched: n === 3 ? 1 : 0, worker, queuedMs: 5, runMs: n * 100, finishedAt: '2026-11-29T12:00:00.000Z', cost: [{ id: 'c', usd: 0.1 }],
   });
 
