@@ -1,6 +1,6 @@
 import { ref as checkedRef, type RefOptions } from './ref/index.js';
 import type { DispatchRunnerOptions } from './harness/worker/index.js';
-import type { ContainsOptions, ExactMatchOptions, LastNumberOptions, RegexOptions } from './rewards/index.js';
+import type { CommandRewardOptions, ContainsOptions, ExactMatchOptions, LastNumberOptions, RegexOptions } from './rewards/index.js';
 import type { CodeRunnerOptions } from './runners/index.js';
 import type { Ref } from './spec/index.js';
 
@@ -18,6 +18,7 @@ export interface BuiltinRefConfigs {
   'rollout-queue/rewards:exactMatch': ExactMatchOptions;
   'rollout-queue/rewards:contains': ContainsOptions;
   'rollout-queue/rewards:regex': RegexOptions;
+  'rollout-queue/rewards:command': CommandRewardOptions;
   /** `dispatch` is a nested Ref here: the worker resolves it into the Dispatch function first. */
   'rollout-queue/dispatch:dispatchRunner': Omit<DispatchRunnerOptions, 'dispatch'> & { readonly dispatch: Ref };
   /** Takes no config. */
@@ -30,7 +31,7 @@ export type BuiltinRefTarget = keyof BuiltinRefConfigs;
 /** The config `ref(target, …)` takes: a built-in's own options type, else any object (checked at run time). */
 export type RefConfig<Target extends string> = Target extends BuiltinRefTarget ? BuiltinRefConfigs[Target] : object;
 
-/** `ref`'s arguments after the target: the config may be left out only when `{}` is a valid one (not for `regex`, whose `pattern` is required). */
+/** `ref`'s arguments after the target: the config may be left out only when `{}` is a valid one (not for `regex` or `command`, whose `pattern` / `command` is required). */
 export type RefArgs<Target extends string> = {} extends RefConfig<Target>
   ? [config?: RefConfig<Target>, options?: RefOptions]
   : [config: RefConfig<Target>, options?: RefOptions];

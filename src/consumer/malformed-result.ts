@@ -4,9 +4,10 @@ import { findMetaIssue, type Result } from '../spec/index.js';
 /**
  * The `caller` Result (InvalidSpec) of a job whose data is not a valid RolloutSpec (another
  * client, another language), from what the data still holds (run id, task id, a valid meta).
- * `detail`: the first issues as `path: message`, for the Result and the log line.
+ * `detail`: the first issues as `path: message`, for the Result and the log line. `nowMs`: the
+ * time for `finishedAt`, ms since the epoch by the Redis clock (the one clock of every Result).
  */
-export function malformedResult(job: Job, issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>, worker: string): { result: Result; detail: string } {
+export function malformedResult(job: Job, issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>, worker: string, nowMs: number): { result: Result; detail: string } {
   const data = (job.data ?? {}) as Record<string, unknown>;
   const detail = issues.slice(0, 5).map((issue) => `${issue.path.map(String).join('.') || '(data)'}: ${issue.message}`).join('; ');
   const runId = typeof data.runId === 'string' ? data.runId : '';
@@ -25,7 +26,7 @@ export function malformedResult(job: Job, issues: ReadonlyArray<{ path: Property
     // BullMQ's timestamp (the enqueuer's clock) and processedOn (ours) are two clocks: no queuedMs.
     queuedMs: null,
     runMs: null,
-    finishedAt: new Date().toISOString(),
+    finishedAt: new Date(nowMs).toISOString(),
     cost: [],
   };
   // A valid tag still ties the refusal to its candidate; a bad one is among the issues named.

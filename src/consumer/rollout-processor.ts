@@ -13,6 +13,7 @@ import { splitSpec } from './rollout-definition.js';
 import type { ExitInfo, LeaseLedger } from './lease-ledger.js';
 import type { CompiledWorkerOptions } from './worker-options.js';
 import { findVersionSkew } from './version-skew.js';
+import { moveToDelayedOnRedisClock } from './delay-on-redis-clock.js';
 import { CancelledRuns } from './cancelled-runs.js';
 import { handBack, requeue, type HandBackDeps } from './lease-hand-back.js';
 import { isLostOwnership } from './lost-ownership.js';
@@ -247,7 +248,7 @@ export class RolloutProcessor {
           // HTTP 5xx…): another attempt, later, may well succeed. Same budget as crashes.
           return this.redispatch(job, token, spec, startedAt, { reason: 'Transient', exitCode: null, signal: null, stderrTail: `${done.error.type}: ${done.error.message}` }, { backoff: true });
         }
-        return this.finish(job, spec, startedAt, { kind: done.kind, output: done.output, reward: done.reward, error: done.error }, runMs, outcome.costs.length > 0);
+        return this.finish(job, spec, startedAt, { kind: done.kind, output: done.output, reward: done.reward, rewardDetails: done.rewardDetails, error: done.error }, runMs, outcome.costs.length > 0);
       }
       case 'overran': {
         // A deterministic function of (artifact, task, reward): it would overrun on any worker,
@@ -295,7 +296,8 @@ export class RolloutProcessor {
     if (redispatched >= this.options.maxRedispatches) return this.quarantine(job, spec, startedAt, exit);
     const delayMs = how.backoff ? backoffMs(this.options.transientBackoffMs, redispatched) : 0;
     try {
-      if (delayMs > 0) await job.moveToDelayed(Date.now() + delayMs, token);
+      // Due by the Redis clock, which every worker shares (BR-55), not by this host's.
+      if (delayMs > 0) await moveToDelayedOnRedisClock(job, token, this.clock.nowMs(), delayMs);
       else await job.moveToWait(token);
     } catch (err) {
       if (!isLostOwnership(err)) throw err;
@@ -317,7 +319,8 @@ export class RolloutProcessor {
 
   /** A job whose data is not a valid RolloutSpec (another client, another language): a caller Result. */
   private async malformed(job: Job, issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): Promise<Result> {
-    const { result, detail } = malformedResult(job, issues, this.options.name);
+    // The one clock of every Result's timings (Redis'), not this host's.
+    const { result, detail } = malformedResult(job, issues, this.options.name, this.clock.nowMs());
     const runId = result.runId;
     this.logger.warn({ leaseId: job.id, issues: detail }, 'malformed job reported as caller Result');
     this.finishing.set(String(job.id), runId);
@@ -329,7 +332,7 @@ export class RolloutProcessor {
     job: Job,
     spec: RolloutSpec,
     startedAt: number,
-    outcome: { kind: ResultKind; output?: unknown; reward?: number | null; error?: ErrorInfo | null },
+    outcome: { kind: ResultKind; output?: unknown; reward?: number | null; rewardDetails?: unknown; error?: ErrorInfo | null },
     runMs: number | null = null,
     costsRecorded = true,
   ): Promise<Result> {
@@ -363,6 +366,8 @@ export class RolloutProcessor {
     };
     // The caller's tag, untouched, unless a job written by another client put a secret value in it.
     if (spec.meta !== undefined) result.meta = redactSecretsDeep(spec.meta, secrets);
+    // A judge may quote what it read (a secret the run printed): redacted like the output.
+    if (outcome.kind === 'ok' && outcome.rewardDetails !== undefined) result.rewardDetails = redactSecretsDeep(outcome.rewardDetails, secrets);
     this.finishing.set(spec.leaseId, spec.runId);
     this.events.onResult(result.kind, runMs);
     // Per rollout, so debug for the expected kinds: at thousands of rollouts a second an info line

@@ -200,7 +200,7 @@ export class RolloutWorker {
         if (self) self.lastStartAt = Date.now();
       },
     }, new ArtifactCache(redis, keys), clock);
-    const worker = bullWorker(options.queue, options.concurrency, processor, options, bullConnection);
+    const worker = bullWorker(options.queue, options.concurrency, processor, options, bullConnection, clock);
     self = new RolloutWorker(options, keys, logger, redis, subscriber, queue, pool, processor, metrics, worker, containment, clock);
     if (bullConnection instanceof Redis || bullConnection instanceof Cluster) self.sharedBullClient = bullConnection;
     const self_ = self;
@@ -229,7 +229,7 @@ export class RolloutWorker {
   private serve(queueName: string, leaseClass: LeaseClass): void {
     if (this.state === 'closing' || this.state === 'closed' || this.placementWorkers.has(queueName)) return;
     const concurrency = leaseClass === 'evaluation' ? this.options.evalConcurrency : this.options.concurrency;
-    const worker = bullWorker(queueName, concurrency, this.processor, this.options, redisOptionsFromUrl(this.options.redisUrl) as ConnectionOptions);
+    const worker = bullWorker(queueName, concurrency, this.processor, this.options, redisOptionsFromUrl(this.options.redisUrl) as ConnectionOptions, this.clock);
     this.placementWorkers.set(queueName, worker);
     this.wire(worker);
     void worker.run().catch((err: unknown) => this.logger.error({ err, placementQueue: queueName }, 'worker loop stopped'));
@@ -518,8 +518,11 @@ export class RolloutWorker {
   }
 }
 
-/** A BullMQ worker of `queueName` running `processor` (one per served queue; they share the child pool). */
-function bullWorker(queueName: string, concurrency: number, processor: RolloutProcessor, options: CompiledWorkerOptions, connection: ConnectionOptions): Worker {
+/**
+ * A BullMQ worker of `queueName` running `processor` (one per served queue; they share the child
+ * pool), its scripts on the Redis clock (`LeaseWorker`'s `clock`).
+ */
+function bullWorker(queueName: string, concurrency: number, processor: RolloutProcessor, options: CompiledWorkerOptions, connection: ConnectionOptions, clock: RedisClock): Worker {
   return new LeaseWorker(queueName, processor.process, {
     connection,
     prefix: options.prefix,
@@ -530,7 +533,7 @@ function bullWorker(queueName: string, concurrency: number, processor: RolloutPr
     maxStalledCount: options.maxRedispatches,
     autorun: false,
     ...(options.tracing ? { telemetry: bullTelemetry(true) } : {}),
-  });
+  }, clock);
 }
 
 /** Waits for `work`, but never longer than `ms` (a client that never settles must not hold a shutdown). */

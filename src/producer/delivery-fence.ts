@@ -58,11 +58,12 @@ export class DeliveryFence {
    * Redis lost gets it made again first (`restoreRecord`).
    * @param stopped true once the session was abandoned: give up silently.
    * @param complete the run's last Results: the same call marks a running run completed.
-   * @returns true when this call marked the run completed.
+   * @returns whether this call marked the run completed, and the run's delivered set size after
+   *   it (undefined when nothing was written).
    * @throws Error when the record is gone again at once after it was made again.
    */
-  async acknowledge(results: readonly Result[], stopped: () => boolean, complete = false): Promise<boolean> {
-    if (results.length === 0) return false;
+  async acknowledge(results: readonly Pick<Result, 'leaseId' | 'kind'>[], stopped: () => boolean, complete = false): Promise<{ readonly completed: boolean; readonly delivered?: number }> {
+    if (results.length === 0) return { completed: false };
     let restored = false;
     for (;;) {
       const reply = await this.store.acknowledgeMany(this.runId, results, this.lease.token, complete);
@@ -72,8 +73,8 @@ export class DeliveryFence {
         restored = true;
         continue;
       }
-      if (reply !== 'fenced') return reply.completed;
-      if (stopped()) return false;
+      if (reply !== 'fenced') return { completed: reply.completed, delivered: reply.delivered };
+      if (stopped()) return { completed: false };
       await this.open();
     }
   }

@@ -295,7 +295,7 @@ export class DraftEnqueuer {
         fresh = [];
         if (this.stopped) break;
         logger.warn({ runId, leaseId, type: draft.error.type }, `draft refused, not enqueued: ${draft.error.message}`);
-        this.deps.onRefused(withMeta(callerResult(leaseId, runId, draft.taskId, draft.error.type, draft.error.message), draft.meta));
+        this.deps.onRefused(withMeta({ ...callerResult(leaseId, runId, draft.taskId, draft.error.type, draft.error.message), finishedAt: store.nowIso() }, draft.meta));
       } else if (flags.get(leaseId)?.enqueued) {
         already++;
         logger.debug({ runId, leaseId }, 'lease already enqueued (resumed run): not added again');
@@ -317,7 +317,7 @@ export class DraftEnqueuer {
     if (!evaluations || !onCached) return fresh;
     const evals = fresh.filter(({ draft }) => draft.spec.class === 'evaluation').map(({ draft }) => ({ leaseId: draft.leaseId, taskId: draft.taskId, runId, hash: evaluationHash(draft.spec), meta: draft.spec.meta }));
     if (evals.length === 0) return fresh;
-    const hits = await evaluations.lookup(evals, new Date().toISOString());
+    const hits = await evaluations.lookup(evals, this.deps.store.nowIso());
     for (const { leaseId, hash } of evals) if (!hits.has(leaseId)) this.evalHashes.set(leaseId, hash);
     const rest: Positioned<ValidDraft>[] = [];
     for (const item of fresh) {
@@ -400,6 +400,16 @@ export class DraftEnqueuer {
     return this.kept.has(leaseId);
   }
 
+  /** The draft position (its `runLeases` score) of a kept lease, else undefined. */
+  indexOf(leaseId: string): number | undefined {
+    return this.kept.get(leaseId)?.index;
+  }
+
+  /** Kept leases whose Result is still awaited: those {@link readd} would add again. */
+  keptAwaited(): string[] {
+    return [...this.kept.keys()].filter((leaseId) => this.deps.tracker.awaits(leaseId));
+  }
+
   /** The `meta` of a kept lease's draft (undefined when it has none or is not kept): for a Result the producer writes. */
   metaOf(leaseId: string): unknown {
     return this.kept.get(leaseId)?.draft.spec.meta;
@@ -415,11 +425,12 @@ export class DraftEnqueuer {
    * (restarted without persistence): a lease whose job Redis lost runs again instead of ending
    * JobMissing; a job that survived is left alone (see {@link addAndRecord}). Calls made while
    * one runs share it.
+   * @param only just these leases (of those kept and awaited); default all.
    * @returns how many leases were added again (surviving ones included).
    */
-  readd(): Promise<number> {
+  readd(only?: ReadonlySet<string>): Promise<number> {
     this.readding ??= (async () => {
-      const drafts = [...this.kept.values()].filter(({ draft }) => this.deps.tracker.awaits(draft.leaseId));
+      const drafts = [...this.kept.values()].filter(({ draft }) => this.deps.tracker.awaits(draft.leaseId) && (!only || only.has(draft.leaseId)));
       if (drafts.length > 0 && !this.stopped) await this.addAndRecord(drafts, new Set(), 0);
       return drafts.length;
     })().finally(() => {

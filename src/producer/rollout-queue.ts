@@ -8,6 +8,7 @@ import { isRunId, MAX_ID_LENGTH, RunIdSchema, type CostSummary, type Result } fr
 import { checkCallOptions, checkDraftSource } from './call-options.js';
 import { cancelRun, type CancelOutcome } from './cancel-run.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
+import { RedisClock } from '../platform/redis-clock.js';
 import { connectProducerRedis } from './connect-producer-redis.js';
 import { compileProducerOptions, type CompiledProducerOptions, type ProducerOptions } from './producer-options.js';
 import { refuseRepeatedLeases, type RolloutDraft } from './rollout-draft.js';
@@ -179,6 +180,8 @@ export class RolloutQueue {
     const rq = new RolloutQueue(options, redis, queue);
     try {
       await checkEvictionPolicy(redis, logger);
+      // One clock for the times the run's record keeps (createdAt, restoredAt): Redis TIME.
+      rq.store.useClock(await RedisClock.start(redis));
       await queue.waitUntilReady();
       if (options.queueEvents) await rq.listen();
     } catch (err) {

@@ -12,7 +12,9 @@ import { redisNowMs } from './run-retention.js';
 export const FULL_PASS_EVERY = 15;
 /**
  * How far back an incremental pass looks before the newest finish it saw, ms: BullMQ scores
- * `completed`/`failed` by the finishing worker's clock (`finishedOn`), which may be behind ours.
+ * `completed`/`failed` by the timestamp the finishing worker passes (`finishedOn`). Our workers
+ * pass the Redis clock (`consumer/bull-redis-clock.ts`); a worker of an older release or another
+ * client passes its own, which may be behind.
  */
 export const FINISH_SKEW_MS = 10_000;
 
@@ -26,8 +28,13 @@ export interface ReconcilerDeps {
   readonly tracker: LeaseTracker;
   readonly logger: Logger;
   readonly reconcileMs: number;
-  /** Sees the run record first, once per pass (status changes made by other processes). */
-  readonly onHead: (head: RunHead | undefined) => void;
+  /**
+   * Sees the run record first, once per pass (status changes made by other processes), with
+   * what {@link headFloor} returned just before the read.
+   */
+  readonly onHead: (head: RunHead | undefined, floor: number) => void;
+  /** Taken just before each pass reads the run record (`RollbackWatch.floor`); 0 when omitted. */
+  readonly headFloor?: () => number;
   /** Settles one lease from its job's state. */
   readonly onOutcome: (leaseId: string, outcome: JobOutcome, head: RunHead | undefined) => Promise<void>;
   /** The coordinator's own verdicts (NoWorker, DeadlineExceeded), read and decided before job states. */
@@ -140,8 +147,9 @@ export class RunReconciler {
       try {
         const full = this.passes++ % FULL_PASS_EVERY === 0;
         const ids = tracker.outstanding();
+        const floor = this.deps.headFloor?.() ?? 0;
         const head = await store.readHead(runId);
-        this.deps.onHead(head);
+        this.deps.onHead(head, floor);
         if (ids.length > 0 && !this.stopped) {
           // Taken before reading: what finishes during this pass is read again by the next one.
           const cursor = full ? (await redisNowMs(this.deps.redis)) - FINISH_SKEW_MS : this.cursorMs;

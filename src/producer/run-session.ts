@@ -16,6 +16,7 @@ import { removeWaitingJobs } from './remove-waiting-jobs.js';
 import { resultForMissingJob, resultFromFailedJob, resultFromReturnValue } from './result-from-job.js';
 import { RunEnding, type Ending } from './run-ending.js';
 import { RunReconciler } from './run-reconciler.js';
+import { RollbackWatch } from './rollback-watch.js';
 import { applyRetention, persistRun, redisNowMs } from './run-retention.js';
 import { RunNotFoundError } from './run-not-found-error.js';
 import { RunStoppedError } from './run-stopped-error.js';
@@ -126,6 +127,10 @@ export class RunSession {
   private restoring: Promise<void> | undefined;
   /** This session made the run's record again: Redis lost the run's data while it ran. */
   private recordRestored = false;
+  /** Notices Redis going back to an older state (failover, older snapshot) and repairs the run. */
+  private readonly rollback: RollbackWatch;
+  /** The coordinator lease's retake count when the last reconciliation pass looked. */
+  private leaseEpochSeen = 0;
 
   constructor(private readonly deps: SessionDeps, private readonly plan: SessionPlan) {
     this.runId = plan.runId;
@@ -134,10 +139,26 @@ export class RunSession {
     this.reconciler = new RunReconciler({
       runId: plan.runId, redis: deps.redis, bull: deps.queue, keys: deps.keys, store: deps.store, tracker: this.tracker,
       logger: deps.logger, reconcileMs: deps.reconcileMs,
-      onHead: (head) => this.noticeHead(head),
+      onHead: (head, floor) => this.noticeHead(head, floor),
+      headFloor: () => this.rollback.floor(),
       onOutcome: (leaseId, outcome, head) => this.settle(leaseId, outcome, head),
       deadlines: new LeaseDeadlines({ runId: plan.runId, redis: deps.redis, keys: deps.keys, queue: deps.queue, logger: deps.logger }),
       onVerdict: (result) => this.accept(result),
+    });
+    this.rollback = new RollbackWatch({
+      runId: plan.runId, redis: deps.redis, bull: deps.queue, keys: deps.keys, store: deps.store, logger: deps.logger,
+      // Only leases whose add and record returned: one still being added has no job yet.
+      keptAwaited: () => {
+        const outstanding = new Set(this.tracker.outstanding());
+        return (this.enqueuer?.keptAwaited() ?? []).filter((leaseId) => outstanding.has(leaseId));
+      },
+      readd: (leaseIds) => this.enqueuer?.readd(leaseIds) ?? Promise.resolve(0),
+      reacknowledge: async (delivered) => {
+        if (this.fence) await this.fence.acknowledge(delivered, () => this.abandoned);
+      },
+      forgetArtifacts: () => this.artifactStorer?.forget(),
+      specCount: () => this.finalSpecCount,
+      live: () => !this.abandoned && !this.earlier && !this.ending.begun,
     });
     this.ending = new RunEnding({
       runId: plan.runId, redis: deps.redis, queue: deps.queue, store: deps.store, logger: deps.logger, tracker: this.tracker,
@@ -403,6 +424,7 @@ export class RunSession {
 
   private accept(result: Result): void {
     if (!this.tracker.finish(result)) return;
+    this.rollback.accepted(result.leaseId, this.enqueuer?.indexOf(result.leaseId));
     this.enqueuer?.finished(result.leaseId);
     this.deps.logger.debug({ runId: this.runId, leaseId: result.leaseId, kind: result.kind }, 'result ready');
     if (result.kind === 'caller' && this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
@@ -450,13 +472,39 @@ export class RunSession {
       // job is added again from its kept draft rather than ended (readdLostJobs; the record is
       // made again on the way, by noticeHead or by the add's own record write).
       else if ((!head || this.recordRestored) && this.enqueuer?.keeps(leaseId)) this.readdLostJobs();
-      else this.accept(resultForMissingJob(leaseId, this.runId, this.deps.keys.queue, this.enqueuer?.metaOf(leaseId)));
+      // Redis went back to an older state (a failover, an older snapshot; BR-49): its lease
+      // record is gone too although this session recorded it (a job removed by hand keeps it),
+      // or a check already found Redis rolled back. Added again from the kept draft.
+      else if (this.enqueuer?.keeps(leaseId) && (await this.lostByRollback(leaseId))) {
+        void this.rollback.recover(`the job of lease ${leaseId} is gone`);
+      } else this.accept(resultForMissingJob(leaseId, this.runId, this.deps.keys.queue, this.enqueuer?.metaOf(leaseId)));
     }
   }
 
-  /** A status change made by another process (the CLI's cancel, another coordinator's stop). */
-  private noticeHead(head: RunHead | undefined): void {
+  /** True when the missing job of kept lease `leaseId` was lost by Redis going back to an older state (see `RollbackWatch`). */
+  private async lostByRollback(leaseId: string): Promise<boolean> {
+    // A check under way (started by this pass's record read) decides first.
+    await this.rollback.idle();
+    if (this.rollback.rolledBack) return true;
+    return !(await this.deps.store.leaseFlags(this.runId, [leaseId])).get(leaseId)?.enqueued;
+  }
+
+  /**
+   * A status change made by another process (the CLI's cancel, another coordinator's stop); or
+   * Redis back at an older state: its delivered set smaller than `floor` (what this session's
+   * acknowledgements left before the read), or the coordinator lease found free and retaken.
+   */
+  private noticeHead(head: RunHead | undefined, floor = 0): void {
     if (this.ending.begun || this.earlier || this.abandoned) return;
+    // A record this session made again (Redis came back empty) has its own rule: counts start
+    // at its restoredAt (restoreRecord), and the lost jobs are added again there.
+    const older = head !== undefined && !this.recordRestored;
+    if (older) this.rollback.observe(head.delivered, floor);
+    const epoch = this.coordinatorLease?.epoch ?? 0;
+    if (older && epoch !== this.leaseEpochSeen) {
+      this.leaseEpochSeen = epoch;
+      void this.rollback.recover('the coordinator lease was found free and taken again');
+    }
     if (!head) {
       // The record existed (this session made or found it): Redis lost it. Made again within a
       // pass (reconcileMs), not at the next write: with every job lost, none may come.
@@ -484,7 +532,8 @@ export class RunSession {
       this.noteOnFirstDelivery = undefined;
       await this.deps.store.noteCoordinator(this.runId, note);
     }
-    const completed = await this.fence.acknowledge(results, () => this.abandoned, complete);
+    const { completed, delivered } = await this.fence.acknowledge(results, () => this.abandoned, complete);
+    this.rollback.acknowledged(results, delivered);
     this.deliveredAny = true;
     // An abandoned session gave up without acknowledging: it is never retained by this process.
     if (this.acknowledgedIds && !this.abandoned) {

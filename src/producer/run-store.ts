@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { RedisClock } from '../platform/redis-clock.js';
 import { redisDb } from '../platform/redis-connection.js';
 import { redisScript } from '../platform/redis-script.js';
 import type { LeaseTake } from './coordinator-lease.js';
@@ -41,6 +42,12 @@ export interface RunHead {
   readonly runAttemptId: string | null;
   readonly specCount: number | null;
   readonly enqueued: number;
+  /**
+   * Size of the run's delivered set, where the read included it ({@link RunStore.readHead}): it
+   * only grows while the run lives, so a smaller one than seen before means Redis went back to
+   * an older state (`RollbackWatch`).
+   */
+  readonly delivered?: number;
 }
 
 /** Quarantine record of a lease ended by the stall limit (same shape the worker writes). */
@@ -132,8 +139,8 @@ export interface LeaseFlags {
 // consumer may see a Result twice (at-least-once), the counters count it once. Fenced: only
 // the holder of the coordinator lease (its token in KEYS[3]) may acknowledge. With a status
 // field, then marks a running run completed (as SET_STATUS with 'running' allowed: the run's
-// last Results). Replies {completed 1/0, then one flag per (leaseId, kind field) pair (1 new,
-// 0 again)}, or a single -1 when fenced, -2 when the run has no record (nothing written either
+// last Results). Replies {completed 1/0, the delivered set's size after, then one flag per
+// (leaseId, kind field) pair (1 new, 0 again)}, or a single -1 when fenced, -2 when the run has no record (nothing written either
 // way): after Redis restarted empty mid-run the coordinator retakes its lease, and its SADD and
 // HINCRBY made a delivered set and a counters-only hash that nothing ever expired.
 // KEYS: runDelivered, run, runCoordinator. ARGV: lease token, status field ('' = leave the
@@ -141,7 +148,7 @@ export interface LeaseFlags {
 const ACKNOWLEDGE = redisScript('rqAcknowledge', `
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
 if not ${runHasRecordLua('KEYS[2]')} then return -2 end
-local reply = {0}
+local reply = {0, 0}
 for i = 3, #ARGV, 2 do
   if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
     redis.call('HINCRBY', KEYS[2], ARGV[i + 1], 1)
@@ -154,6 +161,7 @@ if ARGV[2] ~= '' and redis.call('HGET', KEYS[2], ARGV[2]) == 'running' then
   redis.call('HSET', KEYS[2], ARGV[2], 'completed')
   reply[1] = 1
 end
+reply[2] = redis.call('SCARD', KEYS[1])
 return reply`, 3);
 
 // HSET status only when the run exists and its status is one of ARGV[3..]; never creates a
@@ -281,6 +289,9 @@ export interface RunCreation {
  * Lua script or MULTI, so a coordinator killed at any point leaves a consistent record.
  */
 export class RunStore {
+  /** The Redis clock, once {@link useClock} gave it; until then this host's. */
+  private clock: Pick<RedisClock, 'nowMs'> | undefined;
+
   /**
    * @param replicated acknowledgements wait (WAIT 1) until a replica has them: under Sentinel a
    *   failover promotes a replica, and an acknowledgement it had not received yet was lost with
@@ -294,10 +305,34 @@ export class RunStore {
     private readonly replicated = false,
   ) {}
 
-  /** The run's status and counts, or undefined when no such run exists on this queue. */
+  /**
+   * Takes the times this store writes (`createdAt`, `restoredAt`, and `nowIso` for Results the
+   * producer writes) from the Redis clock: `purge --older-than` compares a run's `createdAt` with
+   * Redis TIME, so a coordinator host with a skewed clock made runs look older or younger.
+   */
+  useClock(clock: Pick<RedisClock, 'nowMs'>): void {
+    this.clock = clock;
+  }
+
+  /** Now, ISO 8601, on the Redis clock once {@link useClock} gave it (else this host's). */
+  nowIso(): string {
+    return new Date(this.clock ? this.clock.nowMs() : Date.now()).toISOString();
+  }
+
+  /**
+   * The run's status and counts, and the size of its delivered set (one pipelined round trip),
+   * or undefined when no such run exists on this queue.
+   */
   async readHead(runId: string): Promise<RunHead | undefined> {
     const f = RUN_FIELDS;
-    return headOf(await this.redis.hmget(this.keys.run(runId), f.status, f.stopReason, f.runAttemptId, f.specCount, f.enqueued));
+    const replies = (await this.redis
+      .pipeline()
+      .hmget(this.keys.run(runId), f.status, f.stopReason, f.runAttemptId, f.specCount, f.enqueued)
+      .scard(this.keys.runDelivered(runId))
+      .exec()) ?? [];
+    for (const [err] of replies) if (err) throw err;
+    const head = headOf((replies[0]?.[1] as (string | null)[] | undefined) ?? []);
+    return head ? { ...head, delivered: Number(replies[1]?.[1] ?? 0) } : undefined;
   }
 
   /**
@@ -314,7 +349,7 @@ export class RunStore {
     return async (token, ttlMs) => {
       const keys = [this.keys.runCoordinator(runId), this.keys.run(runId), this.keys.runs(), this.keys.runLeases(runId), this.keys.runDelivered(runId), this.keys.runEnqueuedAt(runId)];
       const reply = (await OPEN_RUN.run(this.redis, keys, [
-        token, ttlMs, create ? '1' : '0', runId, new Date().toISOString(), create?.runAttemptId ?? '', create?.specCount ?? '',
+        token, ttlMs, create ? '1' : '0', runId, this.nowIso(), create?.runAttemptId ?? '', create?.specCount ?? '',
         f.status, f.stopReason, f.runAttemptId, f.specCount, f.enqueued, f.createdAt, f.sourceFingerprint, create?.sourceFingerprint ?? '',
         ...(create && opening ? checkArgs(opening) : []),
       ])) as [0, string | null] | [1, (string | null)[], number, (string | null)?, string?, [string, ...number[]]?];
@@ -354,7 +389,7 @@ export class RunStore {
     const f = RUN_FIELDS;
     await this.writeRecord(runId, {
       [f.status]: run.status, [f.runAttemptId]: run.runAttemptId, [f.specCount]: run.specCount?.toString(), [f.sourceFingerprint]: run.sourceFingerprint,
-      [f.stopReason]: run.stopReason, [f.coordinatorNote]: run.coordinatorNote, [f.restoredAt]: new Date().toISOString(),
+      [f.stopReason]: run.stopReason, [f.coordinatorNote]: run.coordinatorNote, [f.restoredAt]: this.nowIso(),
     });
   }
 
@@ -365,7 +400,7 @@ export class RunStore {
    */
   private async writeRecord(runId: string, fields: Readonly<Record<string, string | undefined>>): Promise<string | null> {
     const key = this.keys.run(runId);
-    const tx = this.redis.multi().hsetnx(key, RUN_FIELDS.createdAt, new Date().toISOString());
+    const tx = this.redis.multi().hsetnx(key, RUN_FIELDS.createdAt, this.nowIso());
     for (const [field, value] of Object.entries(fields)) if (value !== undefined) tx.hsetnx(key, field, value);
     tx.sadd(this.keys.runs(), runId).hget(key, RUN_FIELDS.runAttemptId);
     const replies = (await tx.exec()) ?? [];
@@ -477,17 +512,17 @@ export class RunStore {
    * or none (otherwise nothing is written and `fenced` is returned). With `complete` (the run's
    * last Results), the same call then sets a `running` run's status to `completed`, as
    * {@link setStatus} would.
-   * @returns per Result, in order, `new` or `again`, and whether the status was changed; or
-   *   `fenced`; or {@link NO_RECORD}: nothing is written.
+   * @returns per Result, in order, `new` or `again`, whether the status was changed, and the
+   *   run's delivered set size after; or `fenced`; or {@link NO_RECORD}: nothing is written.
    */
-  async acknowledgeMany(runId: string, results: readonly Result[], token: string, complete = false): Promise<{ readonly kinds: ('new' | 'again')[]; readonly completed: boolean } | 'fenced' | typeof NO_RECORD> {
+  async acknowledgeMany(runId: string, results: readonly Pick<Result, 'leaseId' | 'kind'>[], token: string, complete = false): Promise<{ readonly kinds: ('new' | 'again')[]; readonly completed: boolean; readonly delivered: number } | 'fenced' | typeof NO_RECORD> {
     const pairs = results.flatMap((result) => [result.leaseId, RUN_FIELDS.kind(result.kind)]);
     const reply = await ACKNOWLEDGE.run(this.redis, [this.keys.runDelivered(runId), this.keys.run(runId), this.keys.runCoordinator(runId)], [token, complete ? RUN_FIELDS.status : '', ...pairs]);
     if (reply === -1) return 'fenced';
     if (reply === -2) return NO_RECORD;
     if (this.replicated) await this.redis.wait(1, REPLICA_WAIT_MS);
-    const [completed, ...flags] = reply as number[];
-    return { kinds: flags.map((flag) => (flag === 1 ? 'new' : 'again')), completed: completed === 1 };
+    const [completed, delivered, ...flags] = reply as number[];
+    return { kinds: flags.map((flag) => (flag === 1 ? 'new' : 'again')), completed: completed === 1, delivered: delivered ?? 0 };
   }
 
   /** The leases among `leaseIds` that are in the run's delivered set (one round trip). */

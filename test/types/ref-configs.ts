@@ -15,6 +15,7 @@ export const good: Ref[] = [
   ref('rollout-queue/rewards:exactMatch', { goldKey: 'expected' }),
   ref('rollout-queue/rewards:contains', {}),
   ref('rollout-queue/rewards:regex', { pattern: '^4\\d$', flags: 'i' }),
+  ref('rollout-queue/rewards:command', { command: ['python3', 'judge.py'], files: { 'judge.py': 'print(1)' }, goldKeys: ['answer'] }),
   ref('rollout-queue/dispatch:dispatchRunner', { dispatch: ref('@acme/evals:solve', { model: 'x' }), maxArtifactBytes: 1024 }),
   ref('rollout-queue/dispatch:noReward'),
   // An options value typed elsewhere is accepted as it is (published-types regression).
@@ -54,6 +55,10 @@ export const bad = [
   ref('rollout-queue/rewards:regex', {}),
   // @ts-expect-error regex's config cannot be left out (no pattern)
   ref('rollout-queue/rewards:regex'),
+  // @ts-expect-error the command reward needs its command
+  ref('rollout-queue/rewards:command', { files: { 'judge.py': 'print(1)' } }),
+  // @ts-expect-error the command reward's command is an argv array, not a string
+  ref('rollout-queue/rewards:command', { command: 'python3 judge.py' }),
   // @ts-expect-error dispatchRunner's dispatch is a nested Ref, not a string
   ref('rollout-queue/dispatch:dispatchRunner', { dispatch: '@acme/evals:solve' }),
   // @ts-expect-error noReward takes no config
