@@ -78,6 +78,8 @@ export interface SessionPlan {
   /** `MapRolloutsOptions.onDeliveredBefore`: told of drafts whose leases the run delivered before. */
   readonly onDeliveredBefore?: ((reuse: RunReuse) => void) | undefined;
   readonly stopOnCaller: boolean;
+  /** `MapRolloutsOptions.weight`, checked: the run's share of the queue's workers (`fair-share.ts`). */
+  readonly weight: number;
 }
 
 /**
@@ -339,7 +341,7 @@ export class RunSession {
     const { store, logger } = this.deps;
     return new DraftEnqueuer({
       runId: this.runId, drafts, queue: this.deps.queue, store, tracker: this.tracker, logger, placementFor: this.deps.placementFor,
-      maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
+      maxInFlight: this.deps.maxInFlight, weight: this.plan.weight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
       prepareRun,
       restoreRecord: () => this.restoreRecord(),
       artifacts: (this.artifactStorer = new ArtifactStorer(this.deps.redis, this.deps.keys)),
