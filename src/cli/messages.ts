@@ -37,6 +37,7 @@ export const HELP = {
     metricsPort: 'serve Prometheus GET /metrics and a liveness GET /healthz on this port (0 picks a free one)',
     metricsHost: 'address the metrics endpoint binds; 0.0.0.0 lets a Kubernetes probe or a Prometheus server on another host reach it',
     maxOutputBytes: 'largest output a run function may return, bytes of its JSON text (1024–536870912); a larger one ends model/OutputTooLarge',
+    maxSpecBytes: 'largest job this worker runs, bytes of its JSON data (1024–536870912), whoever added it; a larger one ends caller/SpecTooLarge without running',
     lockDurationMs: 'BullMQ lockDuration: a worker that stops renewing its lock this long is presumed dead',
     stalledIntervalMs: 'BullMQ stalledInterval: how often lost leases are looked for',
     shutdownGraceMs: 'on SIGTERM, how long active rollouts may finish before they are handed back',
