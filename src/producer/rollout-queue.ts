@@ -435,7 +435,7 @@ export class RolloutQueue {
   private session(plan: ConstructorParameters<typeof RunSession>[1]): AsyncGenerator<Result, void, undefined> {
     const session = new RunSession({
       redis: this.redis, queue: this.placements, keys: this.keys, store: this.store, logger: this.options.logger, placementFor: this.options.placementFor, costCeilingUsd: this.options.costCeilingUsd,
-      maxInFlight: this.options.maxInFlight, maxHeldResults: this.options.maxHeldResults, maxUnacknowledged: this.options.maxUnacknowledged, maxSpecBytes: this.options.maxSpecBytes, maxTaskBytes: this.options.maxTaskBytes, reconcileMs: this.options.reconcileMs,
+      maxInFlight: this.options.maxInFlight, maxHeldResults: this.options.maxHeldResults, fairShare: this.options.fairShare, maxUnacknowledged: this.options.maxUnacknowledged, maxSpecBytes: this.options.maxSpecBytes, maxTaskBytes: this.options.maxTaskBytes, reconcileMs: this.options.reconcileMs,
       retainMs: this.options.retainMs,
       afterDelivery: (runId, work) => this.track(runId, work),
       wrappedUp: (runId) => this.wrapUps.get(runId) ?? Promise.resolve(),
