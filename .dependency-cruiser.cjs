@@ -1,6 +1,7 @@
 // Layer rules of src/ (docs/design.md "Layout"), checked by `npm run lint:imports`:
 //   spec ← ref, lease, platform ← producer, consumer ← cli;  producer ↛ consumer and back;
-//   built-ins (runners, rewards, harness/worker) import only spec (+ sandbox for runners);
+//   built-ins (runners, rewards, harness/worker) import only spec (+ sandbox for runners; + sandbox and runners for
+//   rewards, whose command reward runs its judge through runContained);
 //   the harness seam is one folder of three layers: harness/worker (a built-in the workers resolve
 //   by Ref), harness/coordinator (queueDispatch, above the producer), harness/http (the wire:
 //   route, body reading, and a client whose entry reaches neither Redis nor the producer);
@@ -21,7 +22,8 @@ const ALLOWED = {
   platform: ['spec'],
   sandbox: ['spec'],
   runners: ['spec', 'sandbox'],
-  rewards: ['spec'],
+  // rewards: the command reward runs its judge program through the runners' runContained (same containment as codeRunner's artifact).
+  rewards: ['spec', 'sandbox', 'runners'],
   'harness/worker': ['spec'],
   producer: ['spec', 'ref', 'lease', 'platform'],
   'harness/coordinator': ['spec', 'ref', 'lease', 'platform', 'producer', 'harness/worker'],

@@ -3,7 +3,8 @@
 Each candidate is a program, main.py, that reads a task as JSON on stdin and prints its answer.
 A generation scores every candidate on every task through the durable queue (one rollout per
 candidate x task, run on the workers by codeRunner with the argv entrypoint
-["python3", "main.py"]), keeps the best and mutates them. Results are tied to candidates by the
+["python3", "main.py"], scored by judge.py, a Python reward the workers run as a program),
+keeps the best and mutates them. Results are tied to candidates by the
 draft's ``meta``, never by parsing lease ids.
 
     pip install ./clients/python
@@ -24,7 +25,7 @@ import json
 import os
 import random
 
-from rollout_queue import Client, ref
+from rollout_queue import Client, command_reward, ref
 
 OPERATORS = ["-", "*", "//", "+", "%"]
 TASKS = [{"id": "add-%d" % i, "a": a, "b": b, "answer": a + b} for i, (a, b) in enumerate([(2, 3), (10, 7), (41, 1)])]
@@ -33,17 +34,15 @@ TASKS = [{"id": "add-%d" % i, "a": a, "b": b, "answer": a + b} for i, (a, b) in 
 RUN = ref("rollout-queue/runners:codeRunner", entrypoint=["python3", "main.py"], timeoutMs=20000)
 
 # ── The reward: a swappable piece ────────────────────────────────────────────────────────────
-# Today the built-in lastNumber: 1 when the last number the program printed equals
-# task["answer"], else 0. To score in Python instead (a unit-test runner, a sympy check, an LLM
-# judge), replace REWARD with the program reward once the plane has it (docs/python.md,
-# "Rewards in Python"); judge.py next to this file is this same reward written to that contract:
-#
-#     JUDGE = open(os.path.join(os.path.dirname(__file__), "judge.py")).read()
-#     REWARD = ref("rollout-queue/rewards:command", command=["python3", "judge.py"], files={"judge.py": JUDGE})
-#
+# judge.py next to this file, a Python program run by the workers as the program reward
+# (rollout-queue/rewards:command, docs/python.md "Rewards in Python"): contained like the
+# candidates, it reads {"task", "output"} on stdin and prints {"reward": r, "details": {...}};
+# the details come back as result.reward_details. The task's "answer" (its gold) reaches the
+# judge and never the candidates. To score with a built-in instead, this one line would be
+#     REWARD = ref("rollout-queue/rewards:lastNumber", goldKey="answer")
 # Nothing else in this file changes: the reward only ever shows up as result.reward.
-REWARD = ref("rollout-queue/rewards:lastNumber", goldKey="answer")
-
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "judge.py")) as judge_file:
+    REWARD = command_reward(["python3", "judge.py"], {"judge.py": judge_file.read()}, gold_keys=["answer"])
 
 def render(op, slow_s):
     """The artifact of one candidate: a program that reads the task on stdin and prints its answer."""
@@ -96,6 +95,8 @@ def main():
             "rollouts": len(results),
             "redispatched": sum(result.redispatched for result in results),
             "kinds": sorted(set(result.kind for result in results)),
+            # Results the judge kept details on (every ok one: judge.py always gives them).
+            "judged": sum(1 for result in results if result.reward_details is not None),
         }), flush=True)
         survivors = [op for _, op in ranked[:2]]
         population = survivors + [rng.choice(OPERATORS) for _ in range(2)]

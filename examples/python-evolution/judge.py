@@ -1,15 +1,14 @@
 """The evolution example's reward as a Python program: the swappable piece of evolve.py.
 
-Not used by evolve.py yet: it scores with the built-in lastNumber until the plane runs rewards
-as programs (`rollout-queue/rewards:command`, docs/python.md "Rewards in Python"). Written to
-that contract, so the swap is one line in evolve.py:
+evolve.py ships this file to the workers in its reward, ``rollout-queue/rewards:command``
+(docs/python.md "Rewards in Python"), which runs it per rollout, contained like the candidates:
 
 - stdin: one JSON object ``{"task": <the whole task, gold included>, "output": <the run's output>}``;
   codeRunner's output is ``{"stdout": ..., "stderr": ..., "exitCode": ...}``;
 - stdout: the reward, a number in the rollout's rewardRange (default [0, 1]), or
   ``{"reward": r, "details": {...}}`` to keep details with the Result;
-- a judge that crashes ends the rollout ``model`` (evidence about the candidate), as a reward
-  that throws does today; this one scores an output without a number 0, as lastNumber does.
+- a judge that crashes ends the rollout ``model`` (evidence about the candidate), one that
+  prints no number ``caller``; this one scores an output without a number 0, as lastNumber does.
 
 Run it by hand: ``echo '{"task": {"answer": 5}, "output": {"stdout": "5\\n"}}' | python3 judge.py``
 prints ``{"reward": 1.0, "details": {"got": 5.0, "gold": 5}}``.

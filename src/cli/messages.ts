@@ -57,6 +57,7 @@ export const HELP = {
     runConfig: 'JSON object passed to the run factory',
     reward: 'reward factory as module:export, e.g. rollout-queue/rewards:lastNumber',
     rewardConfig: 'JSON object passed to the reward factory',
+    rewardFile: "with --reward rollout-queue/rewards:command: a judge's file, shipped in the reward's config.files under its base name (repeatable), e.g. --reward-file judge.py --reward-config '{\"command\": [\"python3\", \"judge.py\"]}'",
     runId: 'run id; the same id again re-attaches to that run',
     out: 'results file, JSONL',
     maxInFlight: "at most this many of the run's rollouts waiting or active at once",

@@ -117,6 +117,8 @@ export interface DoneMessage {
   readonly kind: ResultKind;
   readonly output: unknown;
   readonly reward: number | null;
+  /** What the reward kept with its score (it returned `{ reward, details }`), on `ok` only; checked JSON data. */
+  readonly rewardDetails?: unknown;
   readonly error: ErrorInfo | null;
   /**
    * The rollout ended while its code may still be running (timed out, cancelled, aborted): it

@@ -1,7 +1,8 @@
 import { resolveRefJson, type Allowlist } from '../ref/index.js';
-import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn } from '../spec/index.js';
+import type { CostReceipt, RolloutContext, RolloutLogger, RunFn, RewardFn, WorkDirHandoff } from '../spec/index.js';
 import { checkCostReceipt } from '../spec/cost-receipt-check.js';
 import { redactSecrets, redactSecretsDeep, type SecretValues } from '../spec/redact-secrets.js';
+import { findRewardDetailsIssue, rewardParts } from '../spec/reward-details.js';
 import { heapNearLimit, rolloutResidentBytes } from './child-rss.js';
 import { callMarked, describeError, mustRecycle, rolloutScope, type RolloutScope } from './child-guard.js';
 import { jsonTextOver, storedOutput, toJsonData } from './child-output.js';
@@ -155,6 +156,8 @@ async function runOne(entry: DefinitionEntry, message: RunMessage, child: ChildC
   let log: RolloutLogger | undefined;
   // Set once both Refs are resolved (taskForRun): the task the run sees, without the gold.
   let runView: RunView | undefined;
+  // Set once the reward is resolved, when it asked to see the run's work dir.
+  let workDirHandoff: WorkDirHandoff | undefined;
   const ctx: RolloutContext = {
     leaseId: message.leaseId,
     runId: message.runId,
@@ -172,6 +175,9 @@ async function runOne(entry: DefinitionEntry, message: RunMessage, child: ChildC
     sandbox: definition.sandbox,
     get goldKeys() {
       return runView?.goldKeys ?? [];
+    },
+    get workDirHandoff() {
+      return workDirHandoff;
     },
     // Made when rollout code first logs: most rollouts never do.
     get log() {
@@ -196,6 +202,7 @@ async function runOne(entry: DefinitionEntry, message: RunMessage, child: ChildC
     const reward = (await settled(abort, resolvedFn(entry, 'reward', child.allow))) as RewardFn;
     // The gold stays with the reward: the run gets the task without the keys it scores against.
     runView = taskForRun({ task, reward: definition.reward, goldKeys: definition.goldKeys, goldVisibleToRun: definition.goldVisibleToRun }, reward);
+    if ((reward as { seesWorkDir?: unknown }).seesWorkDir === true) workDirHandoff = {};
     const runTask = runView.task;
     stage = 'run';
     // Called here, not from a `.then` callback: a synchronous throw lands in the catch below all
@@ -228,7 +235,8 @@ async function runOne(entry: DefinitionEntry, message: RunMessage, child: ChildC
     }
     const leftMs = startedAt + definition.timeouts.runMs - rewardAt;
     if (definition.timeouts.rewardMs < leftMs) rewardLimit = armTimer(definition.timeouts.rewardMs, () => abort.abort(new RolloutAborted('reward-timeout')));
-    const value = await settled(abort, callMarked(seq, () => reward(task, output, ctx)));
+    const scored = rewardParts(await settled(abort, callMarked(seq, () => reward(task, output, ctx))));
+    const value = scored.reward;
     const [lo, hi] = definition.rewardRange;
     if (typeof value !== 'number' || !Number.isFinite(value) || value < lo || value > hi) {
       return done({
@@ -241,7 +249,13 @@ async function runOne(entry: DefinitionEntry, message: RunMessage, child: ChildC
         },
       });
     }
-    return done({ kind: 'ok', output, reward: value, error: null });
+    if (scored.details === undefined) return done({ kind: 'ok', output, reward: value, error: null });
+    const detailsIssue = findRewardDetailsIssue(scored.details);
+    if (detailsIssue) {
+      // The reward is the caller's code: details that cannot be stored are its broken contract.
+      return done({ kind: 'caller', output, reward: null, error: { type: 'RewardDetailsInvalid', message: `reward ${definition.reward.$ref} returned details that cannot be kept, at ${detailsIssue.path}: ${detailsIssue.message}` } });
+    }
+    return done({ kind: 'ok', output, reward: value, rewardDetails: scored.details, error: null });
   } catch (err) {
     const kept = stage === 'reward' ? output : null;
     if (abort.reason) {
@@ -258,6 +272,11 @@ async function runOne(entry: DefinitionEntry, message: RunMessage, child: ChildC
       return done({ kind: 'infrastructure', output: null, reward: null, error: { type: 'Aborted', message: `rollout aborted by the worker: ${reason}` } }, true);
     }
     const classified = classifyError(err);
+    if (stage === 'reward' && classified.kind === 'model' && classified.error.type === 'RewardTimeout') {
+      // A reward that enforces its own limit (the command reward's timeoutMs) says so as the
+      // worker's own limits do, not as "RewardThrew:RewardTimeout".
+      return done({ kind: 'model', output: kept, reward: null, error: { type: 'RewardTimeout', message: `reward ${definition.reward.$ref}: ${classified.error.message}` } });
+    }
     if (stage === 'reward' && classified.kind === 'model') {
       // Executor contract: a reward that throws on this output is evidence about the output
       // (model), not a broken caller contract; only CallerError/RefError, out-of-range

@@ -285,7 +285,7 @@ export class RolloutProcessor {
           // HTTP 5xx…): another attempt, later, may well succeed. Same budget as crashes.
           return this.redispatch(job, token, spec, startedAt, { reason: 'Transient', exitCode: null, signal: null, stderrTail: `${done.error.type}: ${done.error.message}` }, { backoff: true });
         }
-        return this.finish(job, spec, startedAt, { kind: done.kind, output: done.output, reward: done.reward, error: done.error }, runMs, outcome.costs.length > 0);
+        return this.finish(job, spec, startedAt, { kind: done.kind, output: done.output, reward: done.reward, rewardDetails: done.rewardDetails, error: done.error }, runMs, outcome.costs.length > 0);
       }
       case 'overran': {
         // A deterministic function of (artifact, task, reward): it would overrun on any worker,
@@ -457,7 +457,7 @@ export class RolloutProcessor {
     job: Job,
     spec: RolloutSpec,
     startedAt: number,
-    outcome: { kind: ResultKind; output?: unknown; reward?: number | null; error?: ErrorInfo | null },
+    outcome: { kind: ResultKind; output?: unknown; reward?: number | null; rewardDetails?: unknown; error?: ErrorInfo | null },
     runMs: number | null = null,
     costsRecorded = true,
   ): Promise<Result> {
@@ -493,6 +493,8 @@ export class RolloutProcessor {
     };
     // The caller's tag, untouched, unless a job written by another client put a secret value in it.
     if (spec.meta !== undefined) result.meta = redactSecretsDeep(spec.meta, secrets);
+    // A judge may quote what it read (a secret the run printed): redacted like the output.
+    if (outcome.kind === 'ok' && outcome.rewardDetails !== undefined) result.rewardDetails = redactSecretsDeep(outcome.rewardDetails, secrets);
     this.finishing.set(spec.leaseId, spec.runId);
     this.events.onResult(result.kind, runMs);
     // Per rollout, so debug for the expected kinds: at thousands of rollouts a second an info line

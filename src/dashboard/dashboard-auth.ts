@@ -51,6 +51,6 @@ export function requireLogin(auth: DashboardAuth): RequestHandler {
     }
     if (ok) return next();
     res.setHeader('WWW-Authenticate', 'Basic realm="rollout-queue dashboard", charset="UTF-8"');
-    res.status(401).type('text/plain').send('login required (see README "Dashboard")\n');
+    res.status(401).type('text/plain').send('login required (see docs/dashboard.md)\n');
   };
 }

@@ -69,6 +69,8 @@ export function resultView(value: unknown): unknown {
     cost: shortValue(value.cost, 1),
     // Whether the run could read the gold it was scored against (absent from older workers' Results).
     ...(typeof value.goldVisibleToRun === 'boolean' ? { goldVisibleToRun: value.goldVisibleToRun } : {}),
+    // What the reward kept with its score (a judge program's details), shortened like the output.
+    ...(value.rewardDetails !== undefined ? { rewardDetails: shortValue(value.rewardDetails, 1) } : {}),
   };
 }
 

@@ -5,6 +5,7 @@ import { checkOutputFits, commandFor, compileCodeRunnerOptions, type CodeRunnerO
 import { TAIL_BYTES, type GroupRunOutcome } from './process-group.js';
 import { runContained, type ContainedRun, type ContainmentReport } from './run-contained.js';
 import { artifactFiles, attemptName } from './work-dir.js';
+import { copyWorkDir } from './work-dir-copy.js';
 
 /** What a successful code run returns as the rollout's output (JSON data). */
 export interface CodeRunOutput {
@@ -113,6 +114,7 @@ async function runCode(
         'the rendered artifact did not arrive whole, or config.entrypoint names another file',
     );
   }
+  const handoff = ctx.workDirHandoff;
   const limits = { memoryMb: ctx.memoryMb, cpus: ctx.sandbox?.cpus, diskMb: ctx.sandbox?.diskMb, network: ctx.sandbox?.network };
   const run = await runContained({
     label: 'codeRunner',
@@ -126,6 +128,9 @@ async function runCode(
     maxOutputBytes: options.maxOutputBytes,
     signal: ctx.signal,
     limits,
+    // The reward asked to see what the program left (seeWorkDir): copied before the dir goes,
+    // when the program succeeded (else no reward runs).
+    beforeDestroy: handoff ? (dir, outcome) => void (outcome.ended === 'exited' && outcome.exitCode === 0 && (handoff.files = copyWorkDir(dir))) : undefined,
   });
   return interpret(run, options, ctx);
 }

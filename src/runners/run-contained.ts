@@ -26,7 +26,7 @@ export interface ContainedRunRequest {
   readonly label: string;
   /** Start of the sandbox's name: letters, digits, `._-` (e.g. `attemptName(ctx)`). */
   readonly name: string;
-  /** Files written to the program's work dir first: relative path → text. */
+  /** Files written to the program's work dir first: relative path → text (or bytes). */
   readonly files: ArtifactFiles;
   /** The one of `files` made executable (mode 0755), if any. */
   readonly executable?: string | undefined;
@@ -47,6 +47,12 @@ export interface ContainedRunRequest {
   /** Aborting it kills everything in the sandbox (`ended: "aborted"`). */
   readonly signal: AbortSignal;
   readonly limits: ContainedLimits;
+  /**
+   * Called with the work dir (as this process reaches it) once the program has ended and before
+   * the sandbox is destroyed, e.g. to copy what it left there. What it throws is thrown by
+   * runContained (after the sandbox is destroyed).
+   */
+  readonly beforeDestroy?: ((workDir: string, outcome: GroupRunOutcome) => void) | undefined;
 }
 
 /** The level and open boundaries an attempt ran under (JSON data, put in Results). */
@@ -117,6 +123,7 @@ export async function runContained(request: ContainedRunRequest): Promise<Contai
     if (sandbox.setupFailed && outcome.ended === 'exited') {
       throw new InfrastructureError(`${label}: the tenant sandbox (bubblewrap) could not start ${JSON.stringify(argv[0])} on this worker: ${tail(outcome, secrets) || 'no message'}`);
     }
+    request.beforeDestroy?.(sandbox.dir, outcome);
     return {
       outcome,
       usage: sandbox.usage(),

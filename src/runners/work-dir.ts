@@ -5,8 +5,8 @@ import { isPlainObject } from '../spec/json-data.js';
 import type { Rendered, RolloutContext } from '../spec/index.js';
 import { normalizeRelativePath } from './relative-path.js';
 
-/** The artifact's files: normalized relative path → content. */
-export type ArtifactFiles = ReadonlyMap<string, string>;
+/** The artifact's files: normalized relative path → content (text, or bytes for a copied work dir). */
+export type ArtifactFiles = ReadonlyMap<string, string | Uint8Array>;
 
 /**
  * Turns `rendered` into the files to write. A string becomes the entrypoint's content;
@@ -16,7 +16,7 @@ export type ArtifactFiles = ReadonlyMap<string, string>;
  *   directory, collides with another path after normalization, or is both a file and a
  *   parent directory of another file; and for a `rendered` of another shape.
  */
-export function artifactFiles(rendered: Rendered, entrypoint: string): ArtifactFiles {
+export function artifactFiles(rendered: Rendered, entrypoint: string): ReadonlyMap<string, string> {
   if (typeof rendered === 'string') return new Map([[entrypoint, rendered]]);
   const files: unknown = isPlainObject(rendered) && 'files' in rendered ? rendered.files : undefined;
   if (!isPlainObject(files)) {

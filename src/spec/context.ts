@@ -1,6 +1,7 @@
 import type { CostReceipt } from './result.js';
 import type { GoldKeysDeclaration } from './gold-keys.js';
 import type { Rendered, SandboxSpec, Task } from './rollout-spec.js';
+import type { RewardWithDetails } from './reward-details.js';
 
 /** Structured logger handed to rollout code (a pino child logger on the worker). */
 export interface RolloutLogger {
@@ -61,14 +62,28 @@ export interface RolloutContext {
    * anything is sent, for a receipt that is not a {@link CostReceipt} (as `CostReceiptSchema` checks it).
    */
   recordCost(receipt: CostReceipt): Promise<void>;
+  /**
+   * Set (an empty object) when the reward asked to see the run's work dir (a reward function with
+   * `seesWorkDir: true`, as `rollout-queue/rewards:command` with `seeWorkDir`): a run that runs a
+   * program in a work dir (codeRunner) puts a copy of the files the program left there in
+   * `files` (relative path → bytes) before the dir is removed. Undefined otherwise.
+   */
+  readonly workDirHandoff?: WorkDirHandoff | undefined;
+}
+
+/** The run's work dir handed to the reward (see {@link RolloutContext.workDirHandoff}). */
+export interface WorkDirHandoff {
+  /** The files the run's program left in its work dir; unset when the run made none (not a program, or it failed first). */
+  files?: ReadonlyMap<string, Uint8Array>;
 }
 
 /** A run function: `run(rendered, task, ctx) → output` (JSON data), sync or async. */
 export type RunFn = (rendered: Rendered, task: Task, ctx: RolloutContext) => unknown;
 
 /**
- * A reward function: `reward(task, output, ctx) → number` (finite, inside the spec's rewardRange).
- * It may declare the task keys it scores against as `goldKeys` ({@link GoldKeysDeclaration}):
- * the worker then keeps them from the run.
+ * A reward function: `reward(task, output, ctx) → number` (finite, inside the spec's rewardRange),
+ * or `{ reward, details }` ({@link RewardWithDetails}) to keep small JSON details with the score
+ * on the Result (`rewardDetails`). It may declare the task keys it scores against as `goldKeys`
+ * ({@link GoldKeysDeclaration}): the worker then keeps them from the run.
  */
-export type RewardFn = ((task: Task, output: unknown, ctx: RolloutContext) => number | Promise<number>) & GoldKeysDeclaration;
+export type RewardFn = ((task: Task, output: unknown, ctx: RolloutContext) => number | RewardWithDetails | Promise<number | RewardWithDetails>) & GoldKeysDeclaration;

@@ -8,6 +8,7 @@ export * from './rollout-spec.js';
 export * from './result.js';
 export * from './paid-call-detail.js';
 export * from './meta.js';
+export * from './reward-details.js';
 export * from './cost-summary.js';
 export * from './json-schema.js';
 export * from './context.js';

@@ -82,6 +82,10 @@ export const ResultSchema = z
       .unknown()
       .optional()
       .describe("The draft's own meta, untouched (the caller's tag of the candidate); absent when the draft had none, or for a JobMissing Result delivered by a coordinator that did not enqueue the lease."),
+    rewardDetails: z
+      .unknown()
+      .optional()
+      .describe('What the reward kept with its score (it returned { reward, details }; a command reward printed {"reward": r, "details": ...}): JSON data, at most 8192 bytes. Only on an ok Result whose reward gave details; absent otherwise.'),
   })
   .strict()
   .meta({ id: 'Result' });
@@ -112,7 +116,8 @@ function resultAsWritten(value: unknown): Result | undefined {
   const keys = Object.keys(r);
   const { cached, goldVisibleToRun } = r;
   const hasMeta = 'meta' in r;
-  if (keys.length !== 14 + (cached === undefined ? 0 : 1) + (goldVisibleToRun === undefined ? 0 : 1) + (hasMeta ? 1 : 0)) return undefined;
+  const hasDetails = 'rewardDetails' in r;
+  if (keys.length !== 14 + (cached === undefined ? 0 : 1) + (goldVisibleToRun === undefined ? 0 : 1) + (hasMeta ? 1 : 0) + (hasDetails ? 1 : 0)) return undefined;
   if ((cached !== undefined && typeof cached !== 'boolean') || (goldVisibleToRun !== undefined && typeof goldVisibleToRun !== 'boolean')) return undefined;
   const { leaseId, runId, taskId, kind, reward, error, attempts, redispatched, worker, queuedMs, runMs, finishedAt, cost } = r;
   if (typeof leaseId !== 'string' || typeof runId !== 'string' || typeof taskId !== 'string' || typeof finishedAt !== 'string') return undefined;
@@ -134,6 +139,7 @@ function resultAsWritten(value: unknown): Result | undefined {
   if (cached !== undefined) result.cached = cached as boolean;
   if (goldVisibleToRun !== undefined) result.goldVisibleToRun = goldVisibleToRun as boolean;
   if (hasMeta) result.meta = r.meta;
+  if (hasDetails) result.rewardDetails = r.rewardDetails;
   return result;
 }
 
@@ -187,6 +193,12 @@ export interface Result {
    * that held it is gone).
    */
   meta?: unknown;
+  /**
+   * What the reward kept with its score: it returned `{ reward, details }` (a command reward
+   * printed `{"reward": r, "details": ...}`). JSON data, at most `MAX_REWARD_DETAILS_BYTES`
+   * (8192) bytes. Only on an `ok` Result whose reward gave details; absent otherwise.
+   */
+  rewardDetails?: unknown;
 }
 
 // Fails to compile when Result and ResultSchema drift apart.
@@ -197,5 +209,5 @@ void resultMatchesSchema;
 /** The fields of a Result written to a results JSONL file, in order. */
 export const RESULT_LINE_FIELDS = [
   'leaseId', 'runId', 'taskId', 'kind', 'reward', 'output', 'error',
-  'attempts', 'redispatched', 'worker', 'queuedMs', 'runMs', 'finishedAt', 'cost', 'cached', 'goldVisibleToRun', 'meta',
+  'attempts', 'redispatched', 'worker', 'queuedMs', 'runMs', 'finishedAt', 'cost', 'cached', 'goldVisibleToRun', 'meta', 'rewardDetails',
 ] as const satisfies readonly (keyof Result)[];

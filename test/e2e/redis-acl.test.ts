@@ -15,23 +15,23 @@ const repo = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const ADMIN = 'admin-pass-Qw7';
 const PASSWORDS = { WORKER_PASSWORD: 'worker-pass-Lk2', COORDINATOR_PASSWORD: 'coord-pass-Zx9' };
 
-/** The ACL rules exactly as README's "Least-privilege Redis ACL" block gives them. */
-function readmeAclRules(): string[][] {
-  const readme = readFileSync(path.join(repo, 'README.md'), 'utf8');
-  const block = /<!-- readme-example: acl[^>]*-->\s*```\n([\s\S]*?)```/.exec(readme)?.[1];
-  if (!block) throw new Error('README has no ACL example block');
+/** The ACL rules exactly as docs/security.md's "Least-privilege Redis ACL" block gives them. */
+function documentedAclRules(): string[][] {
+  const page = readFileSync(path.join(repo, 'docs', 'security.md'), 'utf8');
+  const block = /<!-- doc-example: acl[^>]*-->\s*```redis\n([\s\S]*?)```/.exec(page)?.[1];
+  if (!block) throw new Error('docs/security.md has no ACL example block (<!-- doc-example: acl … --> then ```redis)');
   return block
     .trim()
     .split('\n')
     .map((line) => line.split(/\s+/).map((word) => word.replace(/WORKER_PASSWORD|COORDINATOR_PASSWORD/, (name) => PASSWORDS[name as keyof typeof PASSWORDS])));
 }
 
-describe('Redis with requirepass and the README least-privilege ACL users', () => {
+describe('Redis with requirepass and the documented least-privilege ACL users', () => {
   it('workers and coordinators run a whole run with their own users; a wrong password fails clearly without echoing it', async () => {
     const redis = await startRedis({ args: ['--requirepass', ADMIN] });
     const admin = new Redis(redis.url.replace('redis://', `redis://:${ADMIN}@`));
     try {
-      for (const rule of readmeAclRules()) expect(await admin.call(...(rule as [string, ...string[]]))).toBe('OK');
+      for (const rule of documentedAclRules()) expect(await admin.call(...(rule as [string, ...string[]]))).toBe('OK');
       const [host] = redis.url.replace('redis://', '').split('/');
       const workerUrl = `redis://rq-worker:${PASSWORDS.WORKER_PASSWORD}@${host}`;
       const coordinatorUrl = `redis://rq-coordinator:${PASSWORDS.COORDINATOR_PASSWORD}@${host}`;

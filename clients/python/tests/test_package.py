@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import rollout_queue
-from rollout_queue import Client, InfrastructureError, Result, RunStatus, ref
+from rollout_queue import Client, InfrastructureError, Result, RunStatus, command_reward, ref
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -78,6 +78,8 @@ def test_a_result_is_typed_from_its_wire_dict_and_keeps_the_dict():
     assert result.cost[0].usd == 0.002 and result.cost[0].units == {"inputTokens": 10}
     assert result.cached is False and result.error is None
     assert result.to_dict() == wire
+    assert result.reward_details is None
+    assert Result.from_dict(dict(wire, rewardDetails={"got": 5})).reward_details == {"got": 5}
     failed = Result.from_dict(dict(wire, kind="model", reward=None, error={"type": "RunThrew", "message": "boom"}, meta=None))
     assert (failed.ok, failed.error.type, failed.error.message, failed.meta) == (False, "RunThrew", "boom", None)
     with pytest.raises(InfrastructureError, match="without field 'finishedAt'"):
@@ -111,3 +113,16 @@ def test_an_unreachable_gateway_is_an_infrastructure_error_after_the_retries():
     with pytest.raises(InfrastructureError, match="cannot reach the gateway at http://127.0.0.1:9 after 2 retries") as caught:
         client.status("r")
     assert caught.value.type == "Unreachable" and caught.value.status is None
+
+
+def test_command_reward_builds_the_program_reward_ref():
+    assert command_reward(["python3", "-m", "mypkg.judge"]) == {"$ref": "rollout-queue/rewards:command", "config": {"command": ["python3", "-m", "mypkg.judge"]}}
+    assert command_reward(("python3", "judge.py"), {"judge.py": "print(1)"}, timeout_ms=5000, memory_mb=128, gold_keys="solution") == {
+        "$ref": "rollout-queue/rewards:command",
+        "config": {"command": ["python3", "judge.py"], "files": {"judge.py": "print(1)"}, "timeoutMs": 5000, "memoryMb": 128, "goldKeys": "solution"},
+    }
+    assert command_reward(["python3", "judge.py"], see_work_dir=True)["config"] == {"command": ["python3", "judge.py"], "seeWorkDir": True}
+    with pytest.raises(ValueError, match="must be a non-empty list of strings"):
+        command_reward("python3 judge.py")
+    with pytest.raises(ValueError, match=r"files\['judge.py'\] must be the file's text"):
+        command_reward(["python3", "judge.py"], {"judge.py": b"print(1)"})

@@ -12,6 +12,7 @@ import { readTasksFile } from '../tasks-file.js';
 import { DEFAULT_MEMORY_MB } from '../../spec/index.js';
 import { DEFAULT_MAX_SPEC_BYTES } from '../../producer/index.js';
 import { refuseEvictingRedis } from '../redis-preflight.js';
+import { withRewardFiles } from '../reward-files.js';
 import type { RunCommandOptions } from '../commands/run.js';
 
 /**
@@ -26,7 +27,8 @@ export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
   const artifact = await loadArtifact(options.artifact);
   const run = withDefaultEntrypoint(buildRef('--run', options.run, parseConfigOption('--run-config', options.runConfig)), artifact.entrypoint);
   checkBuiltinRun(run, artifact.rendered, options.memoryMb ?? DEFAULT_MEMORY_MB);
-  const reward = buildRef('--reward', options.reward, parseConfigOption('--reward-config', options.rewardConfig));
+  const rewardConfig = await withRewardFiles(options.reward, parseConfigOption('--reward-config', options.rewardConfig), options.rewardFile);
+  const reward = buildRef('--reward', options.reward, rewardConfig);
   checkBuiltinRewardConfig(reward);
   checkBuiltinRewardGold(options.tasks, tasks, reward, problems);
   const drafts = buildDrafts(tasks, {

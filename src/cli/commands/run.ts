@@ -21,6 +21,7 @@ export function runCommand() {
     .option('--run-config <json>', HELP.run.runConfig)
     .requiredOption('--reward <target>', HELP.run.reward)
     .option('--reward-config <json>', HELP.run.rewardConfig)
+    .option('--reward-file <path...>', HELP.run.rewardFile)
     .addOption(documentDefault(new Option('--run-id <id>', HELP.run.runId), 'generated').argParser(runIdOf('--run-id')))
     .addOption(documentDefault(new Option('--out <file>', HELP.run.out), 'results-<runId>.jsonl'))
     .addOption(queueOption())

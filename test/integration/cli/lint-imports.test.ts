@@ -68,19 +68,19 @@ describe('lint:imports (dependency-cruiser layer rules)', () => {
     expect(output).toContain('layer-consumer: src/consumer/worker.ts → src/producer/queue.ts');
   });
 
-  it('catches upward imports: spec → lease, built-ins → anything but spec (+ sandbox for runners), also via the package name', async () => {
+  it('catches upward imports: spec → lease, built-ins → anything but spec (+ sandbox for runners; + sandbox and runners for rewards), also via the package name', async () => {
     await plant({
       ...CLEAN,
       'spec/index.ts': "export type { k } from '../lease/keys.js';\nexport const v = 1;\n",
       'runners/code.ts': "import 'rollout-queue/rewards';\nexport const r = () => import('../platform/log.js');\n",
-      'rewards/gold.ts': "import { u } from '../sandbox/unit.js';\nexport const g = u;\n",
+      'rewards/gold.ts': "import { l } from '../platform/log.js';\nexport const g = l;\n",
       'platform/log.ts': "export const l = 1;\n",
     });
     const { status, output } = check();
     expect(status).not.toBe(0);
     expect(output).toContain('layer-spec: src/spec/index.ts → src/lease/keys.ts');
     expect(output).toContain('layer-runners: src/runners/code.ts → src/platform/log.ts');
-    expect(output).toContain('layer-rewards: src/rewards/gold.ts → src/sandbox/unit.ts');
+    expect(output).toContain('layer-rewards: src/rewards/gold.ts → src/platform/log.ts');
     expect(output).toContain('no-self-import: src/runners/code.ts → dist/rewards/index.js');
   });
 

@@ -5,11 +5,11 @@ import { parse } from 'yaml';
 import { freePort, startRedis, type TestRedis } from '../../helpers/redis.js';
 import { killLeftovers, REPO_ROOT, startCli, uniquePrefix, waitFor } from './cli-process.js';
 
-// README's Kubernetes probe recipe, run against the real CLI: the container's args are the
-// worker's command line, and the probe's path answers on the port they name. Tests stay on
-// loopback, so the recipe's 0.0.0.0 becomes 127.0.0.1 and its port a free one; every flag and
-// the probe path are the README's.
-const README = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
+// docs/operations.md's Kubernetes probe recipe, run against the real CLI: the container's args
+// are the worker's command line, and the probe's path answers on the port they name. Tests stay
+// on loopback, so the recipe's 0.0.0.0 becomes 127.0.0.1 and its port a free one; every flag and
+// the probe path are the page's.
+const PAGE = readFileSync(path.join(REPO_ROOT, 'docs', 'operations.md'), 'utf8');
 let redis: TestRedis;
 
 beforeAll(async () => {
@@ -25,16 +25,16 @@ afterEach(async () => {
 });
 
 function recipe(): { args: string[]; probePath: string; port: number } {
-  const at = README.indexOf('<!-- readme-example: k8s-probe');
+  const at = PAGE.indexOf('<!-- doc-example: k8s-probe');
   expect(at).toBeGreaterThanOrEqual(0);
-  const block = /```yaml\n([\s\S]*?)```/.exec(README.slice(at))?.[1] ?? '';
+  const block = /```yaml\n([\s\S]*?)```/.exec(PAGE.slice(at))?.[1] ?? '';
   const [container] = (parse(block) as { containers: Array<{ args: string[]; ports: Array<{ name: string; containerPort: number }>; livenessProbe: { httpGet: { path: string; port: string } } }> }).containers;
-  if (!container) throw new Error('README k8s-probe block has no container');
+  if (!container) throw new Error('docs/operations.md k8s-probe block has no container');
   const named = container.ports.find((port) => port.name === container.livenessProbe.httpGet.port);
   return { args: container.args, probePath: container.livenessProbe.httpGet.path, port: named?.containerPort ?? Number.NaN };
 }
 
-describe('README Kubernetes probe recipe', () => {
+describe('docs/operations.md Kubernetes probe recipe', () => {
   it('the CLI accepts the container args and /healthz answers 200 on the port they name', async () => {
     const { args, probePath, port } = recipe();
     expect(args[0]).toBe('rollout-queue');

@@ -26,11 +26,12 @@ describe('published types', () => {
     const { status, output } = typecheck('ok', [
       "import { ref } from 'rollout-queue';",
       "import type { CodeRunnerOptions } from 'rollout-queue/runners';",
-      "import type { LastNumberOptions, RegexOptions } from 'rollout-queue/rewards';",
+      "import type { CommandRewardOptions, LastNumberOptions, RegexOptions } from 'rollout-queue/rewards';",
       "const run: CodeRunnerOptions = { entrypoint: 'main.py', timeoutMs: 10_000 };",
       "const gold: LastNumberOptions = { goldKey: 'answer' };",
       "const pattern: RegexOptions = { pattern: '^4' } as RegexOptions;",
-      "export const refs = [ref('rollout-queue/runners:codeRunner', run), ref('rollout-queue/rewards:lastNumber', gold), ref('rollout-queue/rewards:regex', pattern)];",
+      "const judge: CommandRewardOptions = { command: ['python3', 'judge.py'], files: { 'judge.py': 'print(1)' }, goldKeys: ['answer'] };",
+      "export const refs = [ref('rollout-queue/runners:codeRunner', run), ref('rollout-queue/rewards:lastNumber', gold), ref('rollout-queue/rewards:regex', pattern), ref('rollout-queue/rewards:command', judge)];",
       '',
     ].join('\n'));
     expect(output).toBe('');

@@ -2,12 +2,15 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
+import ts from 'typescript';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 import { killLeftovers, REPO_ROOT, runCli, startCli, uniquePrefix, waitFor } from './cli-process.js';
 
-// README is a runnable, tested document: its quick start, its library example, and the CLI
-// reference in docs/cli.md against the real --help.
+// README is a runnable, tested document: its quick start, its library example (TypeScript:
+// test/integration/docs/doc-blocks.test.ts type-checks it under the strictest settings; here it
+// is transpiled and run against a real worker), and the CLI reference in docs/cli.md against the
+// real --help. Every other block of README and docs/ is checked in test/integration/docs/.
 const README = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
 const CLI_DOC = readFileSync(path.join(REPO_ROOT, 'docs', 'cli.md'), 'utf8');
 const COMMANDS = ['worker', 'run', 'resume', 'status', 'cancel', 'dashboard', 'gateway', 'demo'];
@@ -50,7 +53,7 @@ describe('README', () => {
     const dir = path.join(REPO_ROOT, '.rollout-queue');
     mkdirSync(dir, { recursive: true });
     const file = path.join(dir, `readme-example-${process.pid}.mjs`);
-    writeFileSync(file, blockAfter('<!-- readme-example: library', 'js'));
+    writeFileSync(file, ts.transpileModule(blockAfter('<!-- readme-example: library', 'ts'), { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText);
     try {
       const outcome = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
         const child = spawn(process.execPath, [file], { cwd: REPO_ROOT, env: { ...process.env, ...env, LOG_LEVEL: 'warn' } });

@@ -100,7 +100,7 @@ describe('usage errors exit 2 naming the option', () => {
     // Fresh-user report: "…(any package of the scope).; see …".
     ['a bare * in --allow', ['worker', '--allow', '*'], '"@scope/*" (any package of the scope); see '],
     ['a --max-spec-bytes under its bound', runArgs({ '--max-spec-bytes': '1000' }), "option '--max-spec-bytes <bytes>' argument '1000' is invalid. must be a whole number from 1024 to 536870912"],
-    ['a misspelt built-in reward export', runArgs({ '--reward': 'rollout-queue/rewards:lastNumbr' }), '--reward rollout-queue/rewards:lastNumbr: the module has no such export; it exports answerText, contains, exactMatch, lastNumber, regex'],
+    ['a misspelt built-in reward export', runArgs({ '--reward': 'rollout-queue/rewards:lastNumbr' }), '--reward rollout-queue/rewards:lastNumbr: the module has no such export; it exports answerText, command, contains, exactMatch, lastNumber, regex'],
   ])('%s', async (_label, args, named) => {
     const outcome = await runCli(args, { env: { REDIS_URL: redis.url } });
     expect(outcome.code, outcome.stderr).toBe(2);

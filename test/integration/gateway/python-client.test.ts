@@ -165,6 +165,8 @@ describe('examples/python-evolution', () => {
     const generations = lines.filter((line) => 'generation' in line);
     // Every candidate x task scored in every generation: 4 programs x 3 tasks, none lost.
     expect(generations.map((line) => [line.generation, line.rollouts, line.kinds])).toEqual([[0, 12, ['ok']], [1, 12, ['ok']], [2, 12, ['ok']]]);
+    // Scored by judge.py through the program reward: every Result carries its details.
+    expect(generations.map((line) => line.judged)).toEqual([12, 12, 12]);
     // The leases the killed worker held came back under the same lease ids: re-dispatched, not lost.
     expect(generations[1]?.redispatched).toBeGreaterThanOrEqual(1);
     // No program of generation 0 adds; "+" appears by mutation and wins.
@@ -177,7 +179,7 @@ describe('examples/python-evolution', () => {
     expect(again.stdout).toBe(first.stdout);
   }, 300_000);
 
-  it('judge.py, the reward that replaces lastNumber once programs can score (docs/python.md), scores by the last number printed', async () => {
+  it('judge.py, the example\'s program reward (docs/python.md), scores by the last number printed', async () => {
     const judge = (stdin: object): Promise<unknown> => new Promise((resolve, reject) => {
       const child = spawn(venvPython, [path.join(EXAMPLE, 'judge.py')]);
       let out = '';

@@ -57,7 +57,7 @@ describe('ResultSchema', () => {
   it('requires every line field (a Result never omits one)', () => {
     for (const field of RESULT_LINE_FIELDS) {
       if (field === 'output') continue; // z.unknown() also accepts an absent output (undefined)
-      if (field === 'cost' || field === 'cached' || field === 'goldVisibleToRun' || field === 'meta') continue; // optional/defaulted line fields since issues 9, 28 and 30
+      if (field === 'cost' || field === 'cached' || field === 'goldVisibleToRun' || field === 'meta' || field === 'rewardDetails') continue; // optional/defaulted line fields since issues 9, 28 and 30
       const result: Record<string, unknown> = { ...fullResult() };
       delete result[field];
       expect(ResultSchema.safeParse(result).success, field).toBe(false);
@@ -66,10 +66,10 @@ describe('ResultSchema', () => {
 });
 
 describe('RESULT_LINE_FIELDS', () => {
-  it('is the 17 fields of a results line, in order (cost receipts and cached since issue 9, goldVisibleToRun since issue 28, meta since issue 30)', () => {
+  it('is the 18 fields of a results line, in order (cost receipts and cached since issue 9, goldVisibleToRun since issue 28, meta and rewardDetails since issue 30)', () => {
     expect(RESULT_LINE_FIELDS).toStrictEqual([
       'leaseId', 'runId', 'taskId', 'kind', 'reward', 'output', 'error',
-      'attempts', 'redispatched', 'worker', 'queuedMs', 'runMs', 'finishedAt', 'cost', 'cached', 'goldVisibleToRun', 'meta',
+      'attempts', 'redispatched', 'worker', 'queuedMs', 'runMs', 'finishedAt', 'cost', 'cached', 'goldVisibleToRun', 'meta', 'rewardDetails',
     ]);
   });
 
@@ -94,6 +94,9 @@ describe('parseResult', () => {
       { ...written(), goldVisibleToRun: true, cached: true },
       { ...written(), goldVisibleToRun: 'no' },
       { ...written(), goldVisibleToRun: undefined },
+      { ...written(), rewardDetails: { got: 5, gold: 5 } },
+      { ...written(), goldVisibleToRun: false, meta: { candidate: 1 }, rewardDetails: 'close' },
+      { ...written(), rewardDetails: undefined },
       { ...written(), kind: 'model', reward: null, error: { type: 'RunThrew', message: 'boom' } },
       { ...written(), worker: null, queuedMs: null, runMs: null },
       { ...written(), reward: -0, queuedMs: 0 },

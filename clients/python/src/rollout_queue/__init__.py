@@ -17,7 +17,7 @@ client's own errors are typed by kind (``CallerError``, ``ModelError``,
 """
 
 from .client import ON_DELIVERED, ON_MODEL_ERROR, Client
-from .drafts import MAX_META_BYTES, Draft, Ref, ref
+from .drafts import MAX_META_BYTES, Draft, Ref, command_reward, ref
 from .errors import AuthError, CallerError, CancelledError, InfrastructureError, ModelError, RolloutQueueError, RunDeliveredError
 from .results import RESULT_KINDS, CostReceipt, Dispatched, ErrorInfo, Result, RunStatus
 
@@ -28,6 +28,7 @@ __all__ = [
     "ON_DELIVERED",
     "ON_MODEL_ERROR",
     "ref",
+    "command_reward",
     "Ref",
     "Draft",
     "MAX_META_BYTES",

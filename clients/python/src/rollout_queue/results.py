@@ -69,6 +69,8 @@ class Result:
     - ``cost``: CostReceipt list; ``cached``: True when an evaluation was answered from the cache;
     - ``meta``: the draft's ``meta``, untouched (None when it had none): match Results to your
       candidates by it;
+    - ``reward_details``: what the reward kept with its score (a program reward that printed
+      ``{"reward": r, "details": ...}``), JSON data up to 8192 bytes; None when it gave none;
     - ``gold_visible_to_run``: False when the worker removed the task's gold keys from what the run
       saw, True when the draft set ``goldVisibleToRun``; None on a Result no worker wrote.
     """
@@ -90,6 +92,7 @@ class Result:
     cached: bool = False
     meta: Any = None
     gold_visible_to_run: Optional[bool] = None
+    reward_details: Any = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -125,6 +128,7 @@ class Result:
             cached=value.get("cached") is True,
             meta=value.get("meta"),
             gold_visible_to_run=value.get("goldVisibleToRun"),
+            reward_details=value.get("rewardDetails"),
             raw=dict(value),
         )
 
