@@ -37,6 +37,7 @@ export const HELP = {
     metricsPort: 'serve Prometheus GET /metrics and a liveness GET /healthz on this port (0 picks a free one)',
     metricsHost: 'address the metrics endpoint binds; 0.0.0.0 lets a Kubernetes probe or a Prometheus server on another host reach it',
     maxOutputBytes: 'largest output a run function may return, bytes of its JSON text (1024–536870912); a larger one ends model/OutputTooLarge',
+    maxSpecBytes: 'largest job this worker runs, bytes of its JSON data (1024–536870912), whoever added it; a larger one ends caller/SpecTooLarge without running',
     lockDurationMs: 'BullMQ lockDuration: a worker that stops renewing its lock this long is presumed dead',
     stalledIntervalMs: 'BullMQ stalledInterval: how often lost leases are looked for',
     shutdownGraceMs: 'on SIGTERM, how long active rollouts may finish before they are handed back',
@@ -60,6 +61,7 @@ export const HELP = {
     runId: 'run id; the same id again re-attaches to that run',
     out: 'results file, JSONL',
     maxInFlight: "at most this many of the run's rollouts waiting or active at once",
+    weight: "the run's share of the queue's workers relative to other runs on it (0.01–100; 2 gets twice the slots of a run of weight 1 while both have rollouts waiting; see docs/fair-share.md)",
     maxSpecBytes: `largest spec (artifact, task and options as JSON) a rollout may have, bytes (1024–${MAX_PRODUCER_BYTES}); a run with a bigger one is refused before anything is enqueued`,
     env: 'names of environment variables the worker passes to the rollout (names only, never values)',
     runMs: "the rollout's own time limit for run and reward together, ms; past it: a model result, RunTimeout or RewardTimeout",
@@ -202,6 +204,7 @@ export const MSG = {
   notAnIntegerIn: (value: string, min: number, max: number) => `must be a whole number from ${min} to ${max}, got "${value}"`,
   notAPort: (flag: string, value: string, example: number) =>
     `${flag} must be a port number from 0 to 65535 (0 picks a free one), got "${value}"; e.g. ${flag} ${example}`,
+  notAWeight: (value: string, min: number, max: number) => `must be a number from ${min} to ${max} (the run's share of the queue's workers relative to other runs; 2 = twice a default run's), got "${value}"`,
   notUsd: (value: string) => `must be a positive amount of US dollars like 2.50, got "${value}"`,
   notCpus: (value: string) => `--cpus takes a number of CPUs from 0.01 to 1024, e.g. 1 or 0.5, got "${value}"`,
   notALabel: (value: string) => `must be KEY=VALUE with a non-empty KEY of at most 64 characters and a VALUE of at most 256 (e.g. region=eu-west), got "${value}"`,
@@ -526,6 +529,10 @@ export const MSG = {
   /** `queue`: the queue shown; the command names it unless it is the default (fresh-user report: followed as printed, a worker served `rollouts`). */
   statusNoWorkers: (queue: string) => `  none: start one with \`${cliCommand()} worker${queueFlag(queue)}\``,
   statusPlacements: (count: number) => `Placement queues: ${count}`,
+  /** The runs sharing the queue's workers (fair share, docs/fair-share.md). */
+  statusShares: (count: number) => `Runs sharing the workers: ${count} (weight; rollouts waiting, active; share of active / fair share)`,
+  statusShareLine: (runId: string, weight: number, waiting: number, active: number, activeShare: number, fairShare: number) =>
+    `  ${runId.padEnd(24)} weight=${weight} waiting=${waiting} active=${active} share=${Math.round(activeShare * 100)}%/${Math.round(fairShare * 100)}%`,
   /** The hint names the labels' own `--placement` flags (fresh-user report: it said `KEY=VALUE …` while the labels were known). */
   statusPlacementLine: (labels: Readonly<Record<string, string>>, queue: string, leaseClass: string, waiting: number, active: number, workers: number) =>
     `  ${Object.entries(labels).map(([key, value]) => `${key}=${value}`).join(',') || '(no labels)'}${leaseClass === 'evaluation' ? ' [evaluation]' : ''}  waiting=${waiting} active=${active} workers=${workers < 0 ? '?' : workers}` +

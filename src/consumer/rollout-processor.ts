@@ -10,6 +10,7 @@ import type { ChildPool } from './child-pool.js';
 import { AttemptAbort } from './attempt-abort.js';
 import { ChildStartError, type AttemptDefinition, type AttemptOutcome } from './rollout-child.js';
 import { splitSpec } from './rollout-definition.js';
+import { jsonTextOver } from './child-output.js';
 import type { ExitInfo, LeaseLedger } from './lease-ledger.js';
 import type { CompiledWorkerOptions } from './worker-options.js';
 import { findVersionSkew } from './version-skew.js';
@@ -134,6 +135,10 @@ export class RolloutProcessor {
   /** The BullMQ processor function: `(job, token) → Result`. */
   readonly process = async (job: Job, token?: string): Promise<Result> => {
     const startedAt = Date.now();
+    // Before the spec is checked or anything runs: a job written by another client has no
+    // producer-side limit (issue 33: a 100 MB job was executed). Counted on the data BullMQ
+    // already parsed, stopping at the limit (no copy of it is made).
+    if (jsonTextOver(job.data, this.options.maxSpecBytes)) return this.oversized(job);
     const parsed = parseRolloutSpec(job.data);
     if (!parsed.success) return this.malformed(job, parsed.error.issues);
     let spec = parsed.data;
@@ -406,10 +411,23 @@ export class RolloutProcessor {
     });
   }
 
+  /** A job over the worker's `maxSpecBytes`: a `caller` Result, nothing run or parsed further. */
+  private oversized(job: Job): Promise<Result> {
+    const limit = this.options.maxSpecBytes;
+    const message = `job ${job.id} is over this worker's maxSpecBytes = ${limit} bytes of JSON data, so it was not run; ` +
+      "keep large inputs out of the job (a producer stores a large artifact once and sends its hash; put big task data in a file or object storage and pass its address), or raise the worker's --max-spec-bytes";
+    return this.refused(job, { type: 'SpecTooLarge', message }, `job over maxSpecBytes = ${limit} reported as caller Result`);
+  }
+
   /** A job whose data is not a valid RolloutSpec (another client, another language): a caller Result. */
   private async malformed(job: Job, issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): Promise<Result> {
-    const data = (job.data ?? {}) as Record<string, unknown>;
     const detail = issues.slice(0, 5).map((issue) => `${issue.path.map(String).join('.') || '(data)'}: ${issue.message}`).join('; ');
+    return this.refused(job, { type: 'InvalidSpec', message: `job ${job.id} is not a valid RolloutSpec v1: ${detail}. Build jobs from schema/rollout-spec.json` }, 'malformed job reported as caller Result', { issues: detail });
+  }
+
+  /** The `caller` Result of a job refused before it was parsed as a spec (malformed, oversized). */
+  private async refused(job: Job, error: ErrorInfo, logText: string, logFields: Record<string, unknown> = {}): Promise<Result> {
+    const data = (job.data ?? {}) as Record<string, unknown>;
     const runId = typeof data.runId === 'string' ? data.runId : '';
     const task = data.task as Record<string, unknown> | undefined;
     const result: Result = {
@@ -419,7 +437,7 @@ export class RolloutProcessor {
       kind: 'caller',
       output: null,
       reward: null,
-      error: { type: 'InvalidSpec', message: `job ${job.id} is not a valid RolloutSpec v1: ${detail}. Build jobs from schema/rollout-spec.json` },
+      error,
       attempts: job.attemptsStarted || 1,
       redispatched: 0,
       worker: this.options.name,
@@ -432,7 +450,7 @@ export class RolloutProcessor {
     };
     // A valid tag still ties the refusal to its candidate; a bad one is among the issues named.
     if (data.meta !== undefined && !findMetaIssue(data.meta)) result.meta = data.meta;
-    this.logger.warn({ leaseId: job.id, issues: detail }, 'malformed job reported as caller Result');
+    this.logger.warn({ leaseId: job.id, ...logFields }, logText);
     this.finishing.set(String(job.id), runId);
     this.events.onResult('caller', null);
     return result;
