@@ -31,6 +31,7 @@ export function statusJson(view: StatusView, place: StatusPlace): Record<string,
     counts: view.counts,
     workers: view.workers.map((worker) => ({ name: worker.name, ...withSeconds(worker.details) })),
     placements: view.placements ?? [],
+    shares: view.shares ?? [],
     ...(view.cost ? { cost: view.cost } : {}),
     runs: place.runs,
     ...(place.unused
@@ -82,6 +83,11 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
     for (const p of placements) {
       lines.push(MSG.statusPlacementLine(p.labels, place.queue, p.class, p.waiting, p.active, p.workers));
     }
+  }
+  const shares = view.shares ?? [];
+  if (shares.length > 0) {
+    lines.push(MSG.statusShares(shares.length));
+    for (const s of shares) lines.push(MSG.statusShareLine(s.runId, s.weight, s.waiting, s.active, s.activeShare, s.fairShare));
   }
   const { run } = view;
   if (!run) {

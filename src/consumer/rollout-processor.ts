@@ -10,6 +10,7 @@ import type { ChildPool } from './child-pool.js';
 import { AttemptAbort } from './attempt-abort.js';
 import { ChildStartError, type AttemptDefinition, type AttemptOutcome } from './rollout-child.js';
 import { splitSpec } from './rollout-definition.js';
+import { jsonTextOver } from './child-output.js';
 import type { ExitInfo, LeaseLedger } from './lease-ledger.js';
 import type { CompiledWorkerOptions } from './worker-options.js';
 import { findVersionSkew } from './version-skew.js';
@@ -17,7 +18,7 @@ import { moveToDelayedOnRedisClock } from './delay-on-redis-clock.js';
 import { CancelledRuns } from './cancelled-runs.js';
 import { handBack, requeue, type HandBackDeps } from './lease-hand-back.js';
 import { isLostOwnership } from './lost-ownership.js';
-import { malformedResult } from './malformed-result.js';
+import { invalidSpecError, refusedJobResult, specTooLargeError } from './refused-job-result.js';
 import { quarantineError } from './quarantine-error.js';
 import { backoffMs, isTruncatedOutput, nearDeadline, secretsOf, tail, taskIdOf } from './rollout-facts.js';
 
@@ -65,7 +66,7 @@ export class RolloutProcessor {
   readonly finishing = new Map<string, string>();
   /** How the running attempt of each lease started. */
   private readonly starts = new Map<string, AttemptStart>();
-  /** Runs seen cancelled (pub/sub or run record), for attempts starting later. */
+  /** Runs seen cancelled (pub/sub or run record), for attempts starting later (see {@link abort}). */
   private readonly cancelledRuns = new CancelledRuns();
   /** What `handBack` and `requeue` report through. */
   private readonly handBackDeps: HandBackDeps;
@@ -99,16 +100,20 @@ export class RolloutProcessor {
     return count;
   }
 
-  /** This worker heard the cancel of the spec's run attempt (see {@link abort}). */
-  private heardCancelled(spec: RolloutSpec): boolean {
-    return this.cancelledRuns.heard(spec);
-  }
-
   /** The BullMQ processor function: `(job, token) → Result`. */
   readonly process = async (job: Job, token?: string): Promise<Result> => {
     const startedAt = Date.now();
+    // Before the spec is checked or anything runs: a job written by another client has no
+    // producer-side limit (issue 33: a 100 MB job was executed). Counted on the data BullMQ
+    // already parsed, stopping at the limit (no copy of it is made).
+    const limitBytes = this.options.maxSpecBytes;
+    if (jsonTextOver(job.data, limitBytes)) return this.refused(job, specTooLargeError(job.id, limitBytes), `job over maxSpecBytes = ${limitBytes} reported as caller Result`);
     const parsed = parseRolloutSpec(job.data);
-    if (!parsed.success) return this.malformed(job, parsed.error.issues);
+    if (!parsed.success) {
+      // Another client, another language: a caller Result naming the bad paths.
+      const { error, detail } = invalidSpecError(job.id, parsed.error.issues);
+      return this.refused(job, error, 'malformed job reported as caller Result', { issues: detail });
+    }
     let spec = parsed.data;
     if (spec.leaseId !== job.id) {
       return this.finish(job, spec, startedAt, { kind: 'caller', error: { type: 'InvalidSpec', message: `job id "${job.id}" differs from spec.leaseId "${spec.leaseId}"; add the job with jobId = leaseId` } });
@@ -127,7 +132,7 @@ export class RolloutProcessor {
   private async attempt(job: Job, token: string | undefined, spec: RolloutSpec, startedAt: number, overLimit: boolean, runStatus: string | undefined, alone: boolean): Promise<Result> {
     // The run record says so, or this worker heard the cancel (pub/sub: a bare PUBLISH is the
     // whole contract, the record may never say `cancelled`).
-    if (runStatus === 'cancelled' || this.heardCancelled(spec)) return this.cancelledBeforeStart(job, spec, startedAt);
+    if (runStatus === 'cancelled' || this.cancelledRuns.heard(spec)) return this.cancelledBeforeStart(job, spec, startedAt);
     if (overLimit) {
       const { lastExit } = await this.ledger.read(spec.leaseId);
       return this.quarantine(job, spec, startedAt, lastExit);
@@ -156,7 +161,7 @@ export class RolloutProcessor {
     // A cancel heard since the start was noted (the ledger's round trip, the artifact's fetch)
     // found no active rollout of this lease to abort: honoured here, with no await between this
     // check and the lease becoming active, so no message falls in between.
-    if (this.heardCancelled(spec)) return this.cancelledBeforeStart(job, spec, startedAt);
+    if (this.cancelledRuns.heard(spec)) return this.cancelledBeforeStart(job, spec, startedAt);
     const active = { runId: spec.runId, runAttemptId: spec.runAttemptId, abort: new AttemptAbort() };
     this.active.set(spec.leaseId, active);
     this.events.onStart();
@@ -231,7 +236,7 @@ export class RolloutProcessor {
     if (enqueuedAt !== undefined && (job.attemptsStarted ?? 0) <= 1 && (job.stalledCounter ?? 0) === 0) {
       const start = { queuedMs: Math.max(0, this.clock.nowMs() - enqueuedAt), enqueuedAt, alone: false };
       this.starts.set(spec.leaseId, start);
-      return { overLimit: false, runStatus: this.heardCancelled(spec) ? 'cancelled' : undefined, start };
+      return { overLimit: false, runStatus: this.cancelledRuns.heard(spec) ? 'cancelled' : undefined, start };
     }
     const { overLimit, runStatus, queuedMs, alone } = await this.ledger.noteStart(spec.leaseId, spec.runId, job.stalledCounter ?? 0);
     const start = { queuedMs, alone };
@@ -317,12 +322,12 @@ export class RolloutProcessor {
     return this.finish(job, spec, startedAt, { kind: 'infrastructure', error: quarantineError(spec.leaseId, this.options.maxRedispatches, last) });
   }
 
-  /** A job whose data is not a valid RolloutSpec (another client, another language): a caller Result. */
-  private async malformed(job: Job, issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): Promise<Result> {
+  /** The `caller` Result of a job refused before it was parsed as a spec (malformed, oversized). */
+  private async refused(job: Job, error: ErrorInfo, logText: string, logFields: Record<string, unknown> = {}): Promise<Result> {
     // The one clock of every Result's timings (Redis'), not this host's.
-    const { result, detail } = malformedResult(job, issues, this.options.name, this.clock.nowMs());
+    const result = refusedJobResult(job, error, this.options.name, this.clock.nowMs());
     const runId = result.runId;
-    this.logger.warn({ leaseId: job.id, issues: detail }, 'malformed job reported as caller Result');
+    this.logger.warn({ leaseId: job.id, ...logFields }, logText);
     this.finishing.set(String(job.id), runId);
     this.events.onResult('caller', null);
     return result;

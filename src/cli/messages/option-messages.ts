@@ -8,6 +8,7 @@ export const OPTION_MSG = {
   notAnIntegerIn: (value: string, min: number, max: number) => `must be a whole number from ${min} to ${max}, got "${value}"`,
   notAPort: (flag: string, value: string, example: number) =>
     `${flag} must be a port number from 0 to 65535 (0 picks a free one), got "${value}"; e.g. ${flag} ${example}`,
+  notAWeight: (value: string, min: number, max: number) => `must be a number from ${min} to ${max} (the run's share of the queue's workers relative to other runs; 2 = twice a default run's), got "${value}"`,
   notUsd: (value: string) => `must be a positive amount of US dollars like 2.50, got "${value}"`,
   notCpus: (value: string) => `--cpus takes a number of CPUs from 0.01 to 1024, e.g. 1 or 0.5, got "${value}"`,
   notALabel: (value: string) => `must be KEY=VALUE with a non-empty KEY of at most 64 characters and a VALUE of at most 256 (e.g. region=eu-west), got "${value}"`,

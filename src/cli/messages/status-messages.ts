@@ -13,6 +13,10 @@ export const STATUS_MSG = {
   /** `queue`: the queue shown; the command names it unless it is the default (fresh-user report: followed as printed, a worker served `rollouts`). */
   statusNoWorkers: (queue: string) => `  none: start one with \`${cliCommand()} worker${queueFlag(queue)}\``,
   statusPlacements: (count: number) => `Placement queues: ${count}`,
+  /** The runs sharing the queue's workers (fair share, docs/fair-share.md). */
+  statusShares: (count: number) => `Runs sharing the workers: ${count} (weight; rollouts waiting, active; share of active / fair share)`,
+  statusShareLine: (runId: string, weight: number, waiting: number, active: number, activeShare: number, fairShare: number) =>
+    `  ${runId.padEnd(24)} weight=${weight} waiting=${waiting} active=${active} share=${Math.round(activeShare * 100)}%/${Math.round(fairShare * 100)}%`,
   /** The hint names the labels' own `--placement` flags (fresh-user report: it said `KEY=VALUE …` while the labels were known). */
   statusPlacementLine: (labels: Readonly<Record<string, string>>, queue: string, leaseClass: string, waiting: number, active: number, workers: number) =>
     `  ${Object.entries(labels).map(([key, value]) => `${key}=${value}`).join(',') || '(no labels)'}${leaseClass === 'evaluation' ? ' [evaluation]' : ''}  waiting=${waiting} active=${active} workers=${workers < 0 ? '?' : workers}` +
