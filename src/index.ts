@@ -10,6 +10,7 @@ export { queueDispatch, DispatchError, dispatchRunId, type QueueDispatch, type Q
 export type { Dispatch, DispatchContext, DispatchCost, DispatchCostReceipt, DispatchTrace, DispatchArtifacts, DispatchSpan, DispatchPlacement } from './harness/worker/index.js';
 export { startGateway, type Gateway, type GatewayOptions } from './gateway/index.js';
 export { RolloutWorker, WorkerStartAborted, type WorkerOptions } from './consumer/index.js';
-export { ref, RefError, Allowlist, DEFAULT_ALLOWLIST } from './ref/index.js';
+export { RefError, Allowlist, DEFAULT_ALLOWLIST, type RefOptions } from './ref/index.js';
+export { ref, type BuiltinRefConfigs, type BuiltinRefTarget, type RefArgs, type RefConfig } from './typed-ref.js';
 export { leaseIdFor } from './lease/index.js';
 export * from './spec/index.js';

@@ -21,7 +21,7 @@ import { leaseIdFor } from '../lease/index.js';
 
 /** Where a run's results come from: new drafts (also a restart of the same run id) or an attach. */
 export type RunSource =
-  | { readonly kind: 'map'; readonly drafts: readonly RolloutDraft[]; readonly maxInFlight?: number; readonly maxSpecBytes?: number; readonly fingerprint?: string }
+  | { readonly kind: 'map'; readonly drafts: readonly RolloutDraft[]; readonly maxInFlight?: number; readonly maxSpecBytes?: number; readonly fingerprint?: string; readonly weight?: number }
   | { readonly kind: 'attach' };
 
 /** Options of {@link executeRun}. */
@@ -202,7 +202,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     // hint that names resume (status, a coordinator refused as busy): one run's Results, one file.
     const coordinatorNote = path.resolve(file.path);
     const results = source.kind === 'map'
-      ? q.mapRollouts(source.drafts, { runId, specCount: source.drafts.length, coordinatorNote, checkPreviousNote, ...(source.fingerprint !== undefined ? { sourceFingerprint: source.fingerprint } : {}) })
+      ? q.mapRollouts(source.drafts, { runId, specCount: source.drafts.length, coordinatorNote, checkPreviousNote, ...(source.fingerprint !== undefined ? { sourceFingerprint: source.fingerprint } : {}), ...(source.weight !== undefined ? { weight: source.weight } : {}) })
       : q.attach(runId, { coordinatorNote, checkPreviousNote });
     try {
       outcome = await collectResults(results, file, progress, options.interrupt);

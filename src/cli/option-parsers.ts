@@ -7,6 +7,7 @@
 import { InvalidArgumentError } from 'commander';
 import { EnvNameSchema, MAX_ID_LENGTH, RunIdSchema } from '../spec/index.js';
 import { MSG } from './messages.js';
+import { MAX_RUN_WEIGHT, MIN_RUN_WEIGHT } from '../producer/index.js';
 
 /** `value` as a whole number (digits only, spaces around allowed), else NaN. */
 function wholeNumber(value: string): number {
@@ -122,6 +123,17 @@ export function cpusOf(value: string): number {
 }
 
 /** A positive amount of US dollars (`--cost-ceiling-usd 2.50`). */
+/**
+ * `run --weight`: the run's fair share of the queue's workers, a number from MIN_RUN_WEIGHT to
+ * MAX_RUN_WEIGHT (`fair-share.ts`).
+ * @throws InvalidArgumentError naming the range and an example.
+ */
+export function runWeight(value: string): number {
+  const parsed = /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
+  if (!Number.isFinite(parsed) || parsed < MIN_RUN_WEIGHT || parsed > MAX_RUN_WEIGHT) throw new InvalidArgumentError(MSG.notAWeight(value, MIN_RUN_WEIGHT, MAX_RUN_WEIGHT));
+  return parsed;
+}
+
 export function positiveUsd(value: string): number {
   const parsed = /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
   if (!Number.isFinite(parsed) || parsed <= 0) throw new InvalidArgumentError(MSG.notUsd(value));

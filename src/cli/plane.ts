@@ -7,7 +7,7 @@ import { RolloutWorker, WorkerStartAborted } from '../consumer/index.js';
 import type { RunRecord } from '../lease/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import { serveMetrics, type MetricsEndpoint } from '../platform/metrics-endpoint.js';
-import { CoordinatorMetrics, RolloutQueue, type PlacementStatus } from '../producer/index.js';
+import { CoordinatorMetrics, RolloutQueue, type PlacementStatus, type RunShareStatus } from '../producer/index.js';
 import type { CostSummary, Result } from '../spec/index.js';
 import type { CliEnvironment } from './environment.js';
 import { CliError } from './errors.js';
@@ -148,6 +148,8 @@ export interface StatusView {
   readonly workers: readonly WorkerView[];
   /** Placement queues (one per distinct placement and class): labels, waiting, active, workers. Default none. */
   readonly placements?: readonly PlacementStatus[];
+  /** Runs with rollouts waiting or active on the queue: weight, waiting, active and share (docs/fair-share.md). Default none. */
+  readonly shares?: readonly RunShareStatus[];
   /** Cost receipts of the run so far (with a run id). */
   readonly cost?: CostSummary;
   /** With a run id: a coordinator holds the run's lease now (see `QueueStatus.delivering`). */
@@ -181,7 +183,7 @@ function workerView(client: Readonly<Record<string, string>>): WorkerView {
 export async function readStatus(queue: RolloutQueue, runId?: string): Promise<StatusView> {
   const status = await queue.status(runId);
   return {
-    counts: status.counts, run: status.run ?? undefined, workers: status.workers.map(workerView), placements: status.placements,
+    counts: status.counts, run: status.run ?? undefined, workers: status.workers.map(workerView), placements: status.placements, shares: status.shares,
     ...(status.cost ? { cost: status.cost } : {}), ...(status.delivering !== undefined ? { delivering: status.delivering } : {}),
     ...(status.coordinator ? { coordinator: status.coordinator } : {}),
   };

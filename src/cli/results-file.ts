@@ -1,9 +1,10 @@
-import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, rmdirSync, statSync, truncateSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, rmdirSync, statSync, truncateSync, unlinkSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import type { Result } from '../spec/index.js';
 import { CliError, UsageError } from './errors.js';
 import { fileErrorText } from './file-error.js';
 import { MSG } from './messages.js';
+import { writeJsonLine } from './json-line-writer.js';
 import { RunTally, toResultLine, type ResultLine } from './run-tally.js';
 
 /**
@@ -109,11 +110,14 @@ export class ResultsFile {
     this.catchUp(this.fd);
     if (this.leases.has(result.leaseId)) return false;
     const line = toResultLine(result);
-    const text = `${JSON.stringify(line)}\n`;
     try {
-      // A short write to a regular file means the disk is full: as fatal as an error.
-      const written = writeSync(this.fd, text);
-      if (written < Buffer.byteLength(text)) throw Object.assign(new Error('short write'), { code: 'short write: disk full or file size limit' });
+      // A short write to a regular file means the disk is full: as fatal as an error (writeJsonLine throws).
+      const sizeBefore = fstatSync(this.fd).size;
+      const written = writeJsonLine(this.fd, line);
+      // Our own line is not read back by the next catch-up (issue 33: a 60 MiB Result was read
+      // and parsed again, three more copies of it in memory), unless another writer's bytes are
+      // in between (then the catch-up reads them and ours, as before).
+      if (sizeBefore === this.scanned && fstatSync(this.fd).size === sizeBefore + written) this.scanned += written;
     } catch (err) {
       throw new ResultsWriteError(this.path, errorCode(err));
     }

@@ -1,36 +1,32 @@
 import { withSpan } from '../platform/telemetry.js';
 import { performance } from 'node:perf_hooks';
-import { DelayedError, ErrorCode, WaitingError, type Job } from 'bullmq';
+import { DelayedError, WaitingError, type Job } from 'bullmq';
 import { enqueuedAtOf } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import type { RedisClock } from '../platform/redis-clock.js';
-import { findMetaIssue, isStoredRendered, parseRolloutSpec, redactSecrets, redactSecretsDeep, type CostReceipt, type ErrorInfo, type Rendered, type Result, type ResultKind, type RolloutSpec, type SecretValues } from '../spec/index.js';
+import { isStoredRendered, parseRolloutSpec, redactSecrets, redactSecretsDeep, resultEnding, type CostReceipt, type ErrorInfo, type Rendered, type Result, type ResultKind, type RolloutSpec } from '../spec/index.js';
 import type { ArtifactCache } from './artifact-cache.js';
 import type { ChildPool } from './child-pool.js';
 import { AttemptAbort } from './attempt-abort.js';
 import { ChildStartError, type AttemptDefinition, type AttemptOutcome } from './rollout-child.js';
 import { splitSpec } from './rollout-definition.js';
+import { jsonTextOver } from './child-output.js';
 import type { ExitInfo, LeaseLedger } from './lease-ledger.js';
 import type { CompiledWorkerOptions } from './worker-options.js';
 import { findVersionSkew } from './version-skew.js';
 import { moveToDelayedOnRedisClock } from './delay-on-redis-clock.js';
+import { CancelledRuns } from './cancelled-runs.js';
+import { handBack, requeue, type HandBackDeps } from './lease-hand-back.js';
+import { isLostOwnership } from './lost-ownership.js';
+import { invalidSpecError, refusedJobResult, specTooLargeError } from './refused-job-result.js';
+import { quarantineError } from './quarantine-error.js';
+import { backoffMs, isTruncatedOutput, nearDeadline, secretsOf, tail, taskIdOf } from './rollout-facts.js';
+
+// Part of this module's surface since before the split (rollout-worker imports it from here).
+export { isLostOwnership, LOST_OWNERSHIP_CODES } from './lost-ownership.js';
 
 /** Abort reasons the worker gives a running rollout. */
 export type AbortReason = 'cancelled' | 'lock-lost' | 'shutdown';
-
-/** BullMQ codes meaning "this attempt no longer owns the job" (BullMQ `src/enums/error-code.ts`). */
-export const LOST_OWNERSHIP_CODES: ReadonlySet<number> = new Set([
-  ErrorCode.JobNotExist,
-  ErrorCode.JobLockNotExist,
-  ErrorCode.JobNotInState,
-  ErrorCode.JobLockMismatch,
-]);
-
-/** True when `err` is BullMQ refusing a finish because this attempt lost the job. */
-export function isLostOwnership(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' && LOST_OWNERSHIP_CODES.has(code);
-}
 
 /** Hooks the processor reports through (metrics, duplicate accounting). */
 export interface ProcessorEvents {
@@ -58,28 +54,6 @@ interface AttemptStart {
   readonly enqueuedAt?: number;
 }
 
-/** Runs remembered as cancelled, for starts that skip the ledger (oldest forgotten first). */
-const MAX_CANCELLED_RUNS = 1000;
-
-/**
- * How close to a coordinator deadline (`scheduleToStartMs`, `scheduleToCloseMs`, from enqueue) an
- * attempt must finish to ask Redis whether the coordinator already ended its lease, ms: covers
- * the error of the extrapolated Redis clock (half a round trip plus drift), with room to spare.
- */
-const VERDICT_MARGIN_MS = 2_000;
-
-const tail = (text: string, bytes = 2000): string => (text.length > bytes ? text.slice(-bytes) : text);
-
-/**
- * What happened on every attempt of a lease that ran out of re-dispatches, by the last
- * attempt's reason, where "the worker died" would be wrong (fresh-user report: a lease past
- * `timeouts.hangMs` on every attempt read "the worker died repeatedly").
- */
-const REPEATED: Readonly<Record<string, string>> = {
-  Hang: 'its rollout stopped answering on every attempt and was killed at timeouts.hangMs each time',
-  ChildCrashed: "its rollout's process crashed on every attempt",
-};
-
 /**
  * The BullMQ processor of a rollout worker. It runs in the worker's main process and never
  * runs rollout code: it parses the job, picks a child, enforces `hangMs`, and turns every
@@ -92,11 +66,10 @@ export class RolloutProcessor {
   readonly finishing = new Map<string, string>();
   /** How the running attempt of each lease started. */
   private readonly starts = new Map<string, AttemptStart>();
-  /**
-   * Runs seen cancelled (pub/sub or run record), newest last: run id → the runAttemptId its
-   * record named then, or null when it had no record (then every attempt of the id is cancelled).
-   */
-  private readonly cancelledRuns = new Map<string, string | null>();
+  /** Runs seen cancelled (pub/sub or run record), for attempts starting later (see {@link abort}). */
+  private readonly cancelledRuns = new CancelledRuns();
+  /** What `handBack` and `requeue` report through. */
+  private readonly handBackDeps: HandBackDeps;
 
   constructor(
     private readonly options: CompiledWorkerOptions,
@@ -106,7 +79,9 @@ export class RolloutProcessor {
     private readonly events: ProcessorEvents,
     private readonly artifacts: ArtifactCache,
     private readonly clock: RedisClock,
-  ) {}
+  ) {
+    this.handBackDeps = { ledger, logger, onRedispatch: (cause) => events.onRedispatch(cause) };
+  }
 
   /**
    * Aborts one rollout (lock lost), every rollout of a run (cancelled) or all (shutdown). A run's
@@ -115,7 +90,7 @@ export class RolloutProcessor {
    */
   abort(filter: { leaseId?: string; runId?: string; runAttemptId?: string | null }, reason: AbortReason): number {
     const attempt = filter.runAttemptId ?? null;
-    if (reason === 'cancelled' && filter.runId) this.rememberCancelled(filter.runId, attempt);
+    if (reason === 'cancelled' && filter.runId) this.cancelledRuns.remember(filter.runId, attempt);
     let count = 0;
     for (const [leaseId, rollout] of this.active) {
       if ((filter.leaseId && filter.leaseId !== leaseId) || (filter.runId && filter.runId !== rollout.runId)) continue;
@@ -125,17 +100,20 @@ export class RolloutProcessor {
     return count;
   }
 
-  /** This worker heard the cancel of the spec's run attempt (see {@link abort}). */
-  private heardCancelled(spec: RolloutSpec): boolean {
-    const attempt = this.cancelledRuns.get(spec.runId);
-    return attempt !== undefined && (attempt === null || attempt === spec.runAttemptId);
-  }
-
   /** The BullMQ processor function: `(job, token) → Result`. */
   readonly process = async (job: Job, token?: string): Promise<Result> => {
     const startedAt = Date.now();
+    // Before the spec is checked or anything runs: a job written by another client has no
+    // producer-side limit (issue 33: a 100 MB job was executed). Counted on the data BullMQ
+    // already parsed, stopping at the limit (no copy of it is made).
+    const limitBytes = this.options.maxSpecBytes;
+    if (jsonTextOver(job.data, limitBytes)) return this.refused(job, specTooLargeError(job.id, limitBytes), `job over maxSpecBytes = ${limitBytes} reported as caller Result`);
     const parsed = parseRolloutSpec(job.data);
-    if (!parsed.success) return this.malformed(job, parsed.error.issues);
+    if (!parsed.success) {
+      // Another client, another language: a caller Result naming the bad paths.
+      const { error, detail } = invalidSpecError(job.id, parsed.error.issues);
+      return this.refused(job, error, 'malformed job reported as caller Result', { issues: detail });
+    }
     let spec = parsed.data;
     if (spec.leaseId !== job.id) {
       return this.finish(job, spec, startedAt, { kind: 'caller', error: { type: 'InvalidSpec', message: `job id "${job.id}" differs from spec.leaseId "${spec.leaseId}"; add the job with jobId = leaseId` } });
@@ -154,7 +132,7 @@ export class RolloutProcessor {
   private async attempt(job: Job, token: string | undefined, spec: RolloutSpec, startedAt: number, overLimit: boolean, runStatus: string | undefined, alone: boolean): Promise<Result> {
     // The run record says so, or this worker heard the cancel (pub/sub: a bare PUBLISH is the
     // whole contract, the record may never say `cancelled`).
-    if (runStatus === 'cancelled' || this.heardCancelled(spec)) return this.cancelledBeforeStart(job, spec, startedAt);
+    if (runStatus === 'cancelled' || this.cancelledRuns.heard(spec)) return this.cancelledBeforeStart(job, spec, startedAt);
     if (overLimit) {
       const { lastExit } = await this.ledger.read(spec.leaseId);
       return this.quarantine(job, spec, startedAt, lastExit);
@@ -183,7 +161,7 @@ export class RolloutProcessor {
     // A cancel heard since the start was noted (the ledger's round trip, the artifact's fetch)
     // found no active rollout of this lease to abort: honoured here, with no await between this
     // check and the lease becoming active, so no message falls in between.
-    if (this.heardCancelled(spec)) return this.cancelledBeforeStart(job, spec, startedAt);
+    if (this.cancelledRuns.heard(spec)) return this.cancelledBeforeStart(job, spec, startedAt);
     const active = { runId: spec.runId, runAttemptId: spec.runAttemptId, abort: new AttemptAbort() };
     this.active.set(spec.leaseId, active);
     this.events.onStart();
@@ -258,18 +236,12 @@ export class RolloutProcessor {
     if (enqueuedAt !== undefined && (job.attemptsStarted ?? 0) <= 1 && (job.stalledCounter ?? 0) === 0) {
       const start = { queuedMs: Math.max(0, this.clock.nowMs() - enqueuedAt), enqueuedAt, alone: false };
       this.starts.set(spec.leaseId, start);
-      return { overLimit: false, runStatus: this.heardCancelled(spec) ? 'cancelled' : undefined, start };
+      return { overLimit: false, runStatus: this.cancelledRuns.heard(spec) ? 'cancelled' : undefined, start };
     }
     const { overLimit, runStatus, queuedMs, alone } = await this.ledger.noteStart(spec.leaseId, spec.runId, job.stalledCounter ?? 0);
     const start = { queuedMs, alone };
     this.starts.set(spec.leaseId, start);
     return { overLimit, runStatus, start };
-  }
-
-  private rememberCancelled(runId: string, runAttemptId: string | null): void {
-    this.cancelledRuns.delete(runId);
-    this.cancelledRuns.set(runId, runAttemptId);
-    if (this.cancelledRuns.size > MAX_CANCELLED_RUNS) this.cancelledRuns.delete(this.cancelledRuns.keys().next().value as string);
   }
 
   private async settle(job: Job, token: string | undefined, spec: RolloutSpec, startedAt: number, runMs: number, outcome: AttemptOutcome): Promise<Result> {
@@ -297,7 +269,7 @@ export class RolloutProcessor {
         }, runMs, outcome.costs.length > 0);
       }
       case 'crashed':
-        if (outcome.blame !== 'self') return this.requeue(job, token, spec, outcome);
+        if (outcome.blame !== 'self') return requeue(this.handBackDeps, job, token, spec, outcome);
         return this.redispatch(job, token, spec, startedAt, { reason: 'ChildCrashed', exitCode: outcome.exitCode, signal: outcome.signal, stderrTail: tail(outcome.stderrTail) });
       case 'hung':
         return this.redispatch(job, token, spec, startedAt, { reason: 'Hang', exitCode: null, signal: 'SIGKILL', stderrTail: `no answer within timeouts.hangMs = ${outcome.hangMs} ms; process tree killed\n${tail(outcome.stderrTail, 1500)}` });
@@ -313,54 +285,8 @@ export class RolloutProcessor {
             error: { type: 'Cancelled', message: `the run was cancelled while this rollout was running; it did not stop within killGraceMs = ${this.options.killGraceMs} ms, so its process tree was killed` },
           }, runMs, outcome.costs.length > 0);
         }
-        return this.handBack(job, token, spec, outcome.reason);
+        return handBack(this.handBackDeps, job, token, spec, outcome.reason);
     }
-  }
-
-  /** Ends an attempt the worker chose to stop: planned hand-back (shutdown) or lost lock. */
-  private async handBack(job: Job, token: string | undefined, spec: RolloutSpec, reason: string): Promise<never> {
-    try {
-      await job.moveToWait(token);
-      if (reason === 'lock-lost') {
-        // Our lock token was still in Redis, so nobody else has the lease: a real re-dispatch.
-        await this.ledger.noteRedispatch(spec.leaseId, spec.runId, { reason: 'LockLost', exitCode: null, signal: null, stderrTail: 'lock renewal failed; attempt aborted' });
-        this.events.onRedispatch('lock-lost');
-      }
-      this.logger.info({ runId: spec.runId, leaseId: spec.leaseId, reason }, 'rollout handed back to the queue');
-    } catch (err) {
-      if (!isLostOwnership(err)) throw err;
-      // Another attempt owns the lease now; this one's answer is a late duplicate.
-      await this.ledger.countDuplicate(spec.runId);
-      this.logger.warn({ runId: spec.runId, leaseId: spec.leaseId, reason }, 'late attempt dropped: the lease belongs to another attempt');
-    }
-    throw new WaitingError();
-  }
-
-  /**
-   * Hands a lease back after its shared child died of a crash it did not cause alone: no
-   * re-dispatch is counted (the lease's budget and the run's counter stay), and with blame
-   * `shared` its later attempts run alone (`LeaseLedger.noteSharedLoss`). Written before the hand-back,
-   * so the next attempt, on any worker, reads it.
-   */
-  private async requeue(job: Job, token: string | undefined, spec: RolloutSpec, outcome: AttemptOutcome & { type: 'crashed' }): Promise<never> {
-    await this.ledger.noteSharedLoss(spec.leaseId, outcome.blame === 'shared');
-    try {
-      await job.moveToWait(token);
-    } catch (err) {
-      if (!isLostOwnership(err)) throw err;
-      await this.ledger.countDuplicate(spec.runId);
-      throw new WaitingError();
-    }
-    const cause = outcome.blame === 'shared' ? 'shared-child-crash' : 'neighbour-crash';
-    this.events.onRedispatch(cause);
-    const exit = { exitCode: outcome.exitCode, signal: outcome.signal };
-    this.logger.warn(
-      { runId: spec.runId, leaseId: spec.leaseId, cause, ...exit },
-      outcome.blame === 'shared'
-        ? 'lease handed back uncounted: its shared rollout child died and no single rollout of it is to blame; it runs in a child of its own next'
-        : 'lease handed back uncounted: another rollout of its shared child crashed it',
-    );
-    throw new WaitingError();
   }
 
   /**
@@ -393,46 +319,15 @@ export class RolloutProcessor {
     const raw = exit ?? { reason: 'Unknown', exitCode: null, signal: null, stderrTail: '' };
     const last: ExitInfo = { ...raw, stderrTail: redactSecrets(raw.stderrTail, secretsOf(spec)) };
     await this.ledger.quarantine(spec.runId, spec.leaseId, last);
-    const ownText = last.reason === 'MissingSecret' || last.reason === 'VersionSkew' || last.reason === 'Transient';
-    const why = last.reason === 'MissingSecret' || last.reason === 'VersionSkew'
-      ? last.stderrTail
-      : last.reason === 'Transient'
-        ? `it failed transiently on every attempt (last: ${last.stderrTail})`
-        : `${REPEATED[last.reason] ?? 'the worker died repeatedly while running it'} (last: ${last.reason}, exit code ${last.exitCode}, signal ${last.signal})`;
-    return this.finish(job, spec, startedAt, {
-      kind: 'infrastructure',
-      // A version skew on every worker that took it is named as such: the fix is an install, not a retry.
-      error: { type: last.reason === 'VersionSkew' ? 'VersionSkew' : 'RedispatchLimit', message: `lease ${spec.leaseId} ended after ${this.options.maxRedispatches} re-dispatches: ${why}${last.stderrTail && !ownText ? `\nstderr tail:\n${tail(last.stderrTail, 1000)}` : ''}` },
-    });
+    return this.finish(job, spec, startedAt, { kind: 'infrastructure', error: quarantineError(spec.leaseId, this.options.maxRedispatches, last) });
   }
 
-  /** A job whose data is not a valid RolloutSpec (another client, another language): a caller Result. */
-  private async malformed(job: Job, issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): Promise<Result> {
-    const data = (job.data ?? {}) as Record<string, unknown>;
-    const detail = issues.slice(0, 5).map((issue) => `${issue.path.map(String).join('.') || '(data)'}: ${issue.message}`).join('; ');
-    const runId = typeof data.runId === 'string' ? data.runId : '';
-    const task = data.task as Record<string, unknown> | undefined;
-    const result: Result = {
-      leaseId: String(job.id),
-      runId,
-      taskId: typeof task?.id === 'string' || typeof task?.id === 'number' ? String(task.id) : String(job.id),
-      kind: 'caller',
-      output: null,
-      reward: null,
-      error: { type: 'InvalidSpec', message: `job ${job.id} is not a valid RolloutSpec v1: ${detail}. Build jobs from schema/rollout-spec.json` },
-      attempts: job.attemptsStarted || 1,
-      redispatched: 0,
-      worker: this.options.name,
-      // BullMQ's timestamp (the enqueuer's clock) and processedOn (ours) are two clocks: no queuedMs.
-      queuedMs: null,
-      runMs: null,
-      // The one clock of every Result's timings (Redis'), not this host's.
-      finishedAt: new Date(this.clock.nowMs()).toISOString(),
-      cost: [],
-    };
-    // A valid tag still ties the refusal to its candidate; a bad one is among the issues named.
-    if (data.meta !== undefined && !findMetaIssue(data.meta)) result.meta = data.meta;
-    this.logger.warn({ leaseId: job.id, issues: detail }, 'malformed job reported as caller Result');
+  /** The `caller` Result of a job refused before it was parsed as a spec (malformed, oversized). */
+  private async refused(job: Job, error: ErrorInfo, logText: string, logFields: Record<string, unknown> = {}): Promise<Result> {
+    // The one clock of every Result's timings (Redis'), not this host's.
+    const result = refusedJobResult(job, error, this.options.name, this.clock.nowMs());
+    const runId = result.runId;
+    this.logger.warn({ leaseId: job.id, ...logFields }, logText);
     this.finishing.set(String(job.id), runId);
     this.events.onResult('caller', null);
     return result;
@@ -462,10 +357,8 @@ export class RolloutProcessor {
       leaseId: spec.leaseId,
       runId: spec.runId,
       taskId: taskIdOf(spec),
-      kind: outcome.kind,
-      output,
-      reward: outcome.kind === 'ok' ? (outcome.reward ?? null) : null,
-      error,
+      // kind, output, reward and error as the Result union has them (a reward only on ok).
+      ...resultEnding(outcome.kind, output, outcome.reward ?? null, error),
       attempts: job.attemptsStarted || 1,
       redispatched,
       worker: this.options.name,
@@ -505,44 +398,4 @@ export class RolloutProcessor {
     // the same call) and the truncated-output counter.
     return this.ledger.noteFinish(spec.leaseId, spec.runId, truncated);
   }
-}
-
-/** True when `sinceEnqueueMs` is within {@link VERDICT_MARGIN_MS} of (or past) a coordinator deadline of the spec. */
-function nearDeadline(spec: RolloutSpec, sinceEnqueueMs: number): boolean {
-  const { scheduleToStartMs, scheduleToCloseMs } = spec.timeouts;
-  const near = (limitMs: number | undefined): boolean => limitMs !== undefined && limitMs > 0 && sinceEnqueueMs >= limitMs - VERDICT_MARGIN_MS;
-  return near(scheduleToStartMs) || near(scheduleToCloseMs);
-}
-
-/** Longest back-off before a transient re-dispatch, ms. */
-const MAX_BACKOFF_MS = 30_000;
-
-/** `baseMs × 2^n` with equal jitter (half of it random), capped at {@link MAX_BACKOFF_MS}. */
-function backoffMs(baseMs: number, redispatched: number): number {
-  const full = Math.min(MAX_BACKOFF_MS, baseMs * 2 ** redispatched);
-  return Math.round(full / 2 + Math.random() * (full / 2));
-}
-
-/** Values of the spec's `sandbox.env` names that this worker has (those it lacks cannot leak). */
-function secretsOf(spec: RolloutSpec): SecretValues {
-  const values: Record<string, string> = {};
-  for (const name of spec.sandbox.env) {
-    const value = process.env[name];
-    if (value !== undefined) values[name] = value;
-  }
-  return values;
-}
-
-/** True when a runner says it dropped part of the output (`codeRunner`'s `stdoutTruncated`/`stderrTruncated`). */
-function isTruncatedOutput(output: unknown): boolean {
-  if (output === null || typeof output !== 'object') return false;
-  const { stdoutTruncated, stderrTruncated } = output as { stdoutTruncated?: unknown; stderrTruncated?: unknown };
-  return stdoutTruncated === true || stderrTruncated === true;
-}
-
-/** `task.id` as a string, else the task key part of the lease id. */
-function taskIdOf(spec: RolloutSpec): string {
-  const id = spec.task.id;
-  if (typeof id === 'string' || typeof id === 'number') return String(id);
-  return spec.leaseId.slice(spec.runId.length + 1);
 }

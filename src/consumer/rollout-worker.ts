@@ -432,7 +432,8 @@ export class RolloutWorker {
       await this.abortCancelledRuns();
       // A failed sweep (a dir still being written) is retried by the next sample.
       await this.sweepDeadAttempts().catch(() => undefined);
-      const waiting = await this.queue.getWaitingCount();
+      // Producers add rollouts with a priority (fair share between runs): they wait in `prioritized`.
+      const waiting = await this.queue.getJobCountByTypes('waiting', 'prioritized');
       const free = this.processor.active.size < this.options.concurrency;
       if (waiting > 0 && free && this.state === 'running') {
         this.dueSince ??= Date.now();

@@ -24,6 +24,12 @@ import { unknownOptionsText } from '../spec/closest-key.js';
  * configured to keep more needs the worker's limit raised too).
  */
 export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
+/**
+ * The default worker-side `maxSpecBytes`: 64 MiB, well above the producer's default (1 MiB) and
+ * what its stored artifacts leave in a job (a large `rendered` travels by hash), below what would
+ * take a worker's heap with it.
+ */
+export const DEFAULT_WORKER_MAX_SPEC_BYTES = 64 * 1024 * 1024;
 export const WorkerOptionsSchema = z
   .object({
     /** Redis URL (`redis://[user:pass@]host:port[/db]`, `rediss://…`, `redis+sentinel://…/<primary>`, `redis+cluster://…`; Cluster needs a hash-tagged `prefix`). Default env `REDIS_URL`, else redis://127.0.0.1:6379. */
@@ -109,6 +115,13 @@ export const WorkerOptionsSchema = z
      * A Result is stored in Redis and held by the coordinator. Default 64 MiB.
      */
     maxOutputBytes: z.number().int().min(1024).max(512 * 1024 * 1024).default(DEFAULT_MAX_OUTPUT_BYTES),
+    /**
+     * Largest job this worker runs, bytes of its data's JSON text (counted as UTF-16 code units,
+     * a lower bound, without serialising it): a larger job ends `caller` / `SpecTooLarge` before
+     * anything runs, whoever wrote it (the producer has its own `maxSpecBytes`; a job added by
+     * another client has none). Default 64 MiB (1 KiB–512 MiB).
+     */
+    maxSpecBytes: z.number().int().min(1024).max(512 * 1024 * 1024).default(DEFAULT_WORKER_MAX_SPEC_BYTES),
     /** How long a new child may take to report ready, ms. Default 10 000. */
     childStartTimeoutMs: z.number().int().min(100).default(10_000),
     /** Extra node flags for children (e.g. `--enable-source-maps`). Default none. */
@@ -259,6 +272,11 @@ export interface WorkerOptions {
    * units); a larger one ends `model` / `OutputTooLarge`. Default 64 MiB (1 KiB–512 MiB).
    */
   readonly maxOutputBytes?: number;
+  /**
+   * Largest job this worker runs, bytes of its data's JSON text (a lower bound: UTF-16 code
+   * units); a larger one ends `caller` / `SpecTooLarge`, whoever wrote it. Default 64 MiB (1 KiB–512 MiB).
+   */
+  readonly maxSpecBytes?: number;
   /** How long a new child may take to report ready, ms. Default 10 000. */
   readonly childStartTimeoutMs?: number;
   /** Extra node flags for children (e.g. `--enable-source-maps`). Default none. */

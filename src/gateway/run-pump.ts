@@ -26,11 +26,12 @@ export class RunPump {
   private stopping = false;
   readonly done: Promise<void>;
 
-  constructor(rq: RolloutQueue, log: RunLog, logger: Logger, readonly runId: string, drafts: readonly RolloutDraft[]) {
+  /** @param weight the run's fair-share weight (`MapRolloutsOptions.weight`), checked by the route. */
+  constructor(rq: RolloutQueue, log: RunLog, logger: Logger, readonly runId: string, drafts: readonly RolloutDraft[], weight?: number) {
     this.done = (async () => {
       await log.setState(runId, 'running');
       try {
-        for await (const result of rq.mapRollouts(drafts, { runId })) await log.append(runId, result);
+        for await (const result of rq.mapRollouts(drafts, { runId, ...(weight !== undefined ? { weight } : {}) })) await log.append(runId, result);
         await log.setState(runId, 'completed');
       } catch (err) {
         if (this.stopping) return;

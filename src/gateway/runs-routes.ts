@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../platform/logger.js';
-import { DuplicateLeaseError, firstRefusedDraft, refuseRepeatedLeases, type RolloutDraft, type RolloutQueue } from '../producer/index.js';
+import { checkRunWeight, DuplicateLeaseError, firstRefusedDraft, refuseRepeatedLeases, type RolloutDraft, type RolloutQueue } from '../producer/index.js';
 import { canonicalJson, RunIdSchema } from '../spec/index.js';
 import { sendError, sendJson } from '../harness/http/http-io.js';
 import { ENDED_STATES, type RunLog } from './run-log.js';
@@ -46,7 +46,8 @@ export interface RunsDeps {
 }
 
 /**
- * `POST /runs` `{ runId, drafts: [RolloutDraft...] }` (drafts as in schema/rollout-spec.json
+ * `POST /runs` `{ runId, drafts: [RolloutDraft...], weight? }` (weight: the run's fair share,
+ * 0.01–100, default 1, docs/fair-share.md; drafts as in schema/rollout-spec.json
  * without `v`, `leaseId`, `runId`, `runAttemptId`) → 202 `{ runId, state }`. Starts the run, or
  * resumes it after a gateway restart (posting the same drafts again enqueues nothing twice);
  * a run already pumping here, or ended, is left as it is. 400 before anything is enqueued for a
@@ -62,6 +63,12 @@ export async function postRun(res: ServerResponse, body: unknown, deps: RunsDeps
     return sendError(res, 400, 'InvalidRunRequest', 'body field drafts: must be a non-empty array of rollout drafts (see schema/rollout-spec.json); send {"runId": "...", "drafts": [...]}');
   }
   const id = runId.data;
+  let weight: number;
+  try {
+    weight = checkRunWeight(record.weight, 'body field weight');
+  } catch (err) {
+    return sendError(res, 400, 'InvalidRunRequest', `${(err as Error).message}; omit it for an equal share`);
+  }
   try {
     refuseRepeatedLeases(id, record.drafts);
   } catch (err) {
@@ -81,7 +88,7 @@ export async function postRun(res: ServerResponse, body: unknown, deps: RunsDeps
   const head = await deps.log.head(id);
   // Checked again after the await, and the pump registered in the same tick: two posts at once start one pump.
   if (!deps.pumps.has(id) && !(head && ENDED_STATES.has(head.state ?? 'running') && head.state !== 'failed')) {
-    const pump = new RunPump(deps.rq, deps.log, deps.logger, id, record.drafts as RolloutDraft[]);
+    const pump = new RunPump(deps.rq, deps.log, deps.logger, id, record.drafts as RolloutDraft[], weight);
     deps.pumps.set(id, pump);
     void pump.done.finally(() => deps.pumps.get(id) === pump && deps.pumps.delete(id));
   }

@@ -85,6 +85,12 @@ export interface QueueKeys {
   evalCache(sha256: string): string;
   /** HASH placement queue name → canonical JSON of its labels: the placements producers routed leases to (workers poll it to discover queues). */
   placements(): string;
+  /**
+   * HASH the fair-share clock of one BullMQ queue (`queueName`: the base queue or a placement
+   * queue): `~clock` the virtual time last seen, `r:<runId>` "finishTag weight" of each run that
+   * enqueued there (see `src/producer/fair-share.ts`).
+   */
+  fairShare(queueName: string): string;
 }
 
 /**
@@ -121,6 +127,7 @@ export function queueKeys(prefix: string = DEFAULT_PREFIX, queue: string = DEFAU
     writeProbe: () => `${base}write-probe`,
     placements: () => `${base}placements`,
     evalCache: (sha256) => `${base}eval-cache:${sha256}`,
+    fairShare: (queueName) => `${base}fair:${queueName}`,
   };
 }
 

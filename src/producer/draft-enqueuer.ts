@@ -27,6 +27,8 @@ export interface EnqueuerDeps {
   readonly tracker: LeaseTracker;
   readonly logger: Logger;
   readonly maxInFlight: number;
+  /** The run's fair-share weight (`MapRolloutsOptions.weight`, checked): its jobs' BullMQ priorities come from it; undefined: no priorities (`ProducerOptions.fairShare` false). */
+  readonly weight: number | undefined;
   readonly maxSpecBytes: number;
   readonly maxTaskBytes: number;
   /** Creates (or finds) the run record on the first draft; resolves to the run's runAttemptId. */
@@ -390,7 +392,7 @@ export class DraftEnqueuer {
       data: data[i] as RolloutSpecInput,
       opts: { jobId: draft.leaseId, attempts: 1, ...enqueuedAtOption(enqueuedAt(draft.leaseId)) },
       evalHash: this.evalHashes.get(draft.leaseId),
-    })));
+    })), this.deps.weight === undefined ? undefined : { runId, weight: this.deps.weight });
     // Every lease was stamped above (by the batch's check or stampEnqueued), before its job existed.
     await this.recorded(() => store.recordLeases(runId, leases, true), drafts);
   }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../lease/index.js';
 import { canonicalRefJson } from '../ref/index.js';
-import { ResultSchema, type Ref, type Result, type RolloutSpec } from '../spec/index.js';
+import { parseResult, type Ref, type Result, type RolloutSpec } from '../spec/index.js';
 import { withMeta } from './result-meta.js';
 
 /**
@@ -46,7 +46,7 @@ export class EvaluationCache {
       const json = stored[i];
       if (!json) return;
       try {
-        const parsed = ResultSchema.safeParse(JSON.parse(json));
+        const parsed = parseResult(JSON.parse(json));
         if (!parsed.success) return;
         hits.set(leaseId, withMeta({
           ...parsed.data, leaseId, runId, taskId, cached: true, worker: null, cost: [], attempts: 0, redispatched: 0, queuedMs: 0, runMs: 0, finishedAt: nowIso,

@@ -21,3 +21,6 @@ export { STORE_ARTIFACT_MIN_BYTES } from './artifact-storer.js';
 export { CoordinatorMetrics } from './coordinator-metrics.js';
 export type { PlacementStatus } from './placement-queues.js';
 export type { PlacementFor } from './producer-options.js';
+export type { RunShareStatus } from './run-shares.js';
+export { DEFAULT_RUN_WEIGHT, MIN_RUN_WEIGHT, MAX_RUN_WEIGHT } from './fair-share.js';
+export { checkRunWeight } from './fair-share.js';

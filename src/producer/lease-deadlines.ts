@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { redisScript } from '../platform/redis-script.js';
 import type { QueueKeys } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
-import { ResultSchema, type Result } from '../spec/index.js';
+import { parseResult, type Result } from '../spec/index.js';
 import { producerResult } from './producer-result.js';
 import { metaOfJobData, withMeta } from './result-meta.js';
 import { leaseBullKey, type BullKeys } from './read-job-outcomes.js';
@@ -197,7 +197,7 @@ type Ended = Map<string, { count: number; leaseId: string; message: string }>;
 function parseVerdict(json: string | null | undefined): Result | undefined {
   if (!json) return undefined;
   try {
-    const parsed = ResultSchema.safeParse(JSON.parse(json) as unknown);
+    const parsed = parseResult(JSON.parse(json) as unknown);
     return parsed.success ? parsed.data : undefined;
   } catch {
     return undefined;

@@ -2,6 +2,7 @@ import { Queue, type JobsOptions } from 'bullmq';
 import type { ChainableCommander, Redis } from 'ioredis';
 import { redisDb } from '../platform/redis-connection.js';
 import { bullTelemetry, withSpan } from '../platform/telemetry.js';
+import { assignPriorities, type RunShare } from './fair-share.js';
 import { effectivePlacement, parsePlacementEntry, placementEntryJson, placementQueueName, type LeaseClass, type PlacedSpec, type QueueKeys } from '../lease/index.js';
 
 /** Field of `keys.lease(leaseId)` naming the BullMQ queue of a lease routed to a placement queue. */
@@ -163,15 +164,27 @@ export class PlacementQueues {
    * Adds jobs (ids = lease ids) to the queue of each one's placement and class: announces new
    * placements in `keys.placements()` and records each routed lease's queue in `keys.lease`
    * before its job exists, so a worker or another process never sees a job it cannot place.
+   * With `share` (one run's jobs), each job gets a BullMQ priority from its queue's fair-share
+   * clock, so runs sharing a queue interleave by weight (`fair-share.ts`).
    */
-  async addBulk(jobs: readonly BulkJob[]): Promise<void> {
-    if (!this.tracing) return this.addRouted(jobs);
+  async addBulk(jobs: readonly BulkJob[], share?: RunShare): Promise<void> {
+    if (!this.tracing) return this.addRouted(jobs, share);
     // One span per batch; its traceparent rides in each spec, BullMQ's add spans nest inside it.
     return withSpan('rollout-queue.enqueue', { 'rollout.queue': this.base.name, 'rollout.leases': jobs.length }, (traceparent) =>
-      this.addRouted(traceparent ? jobs.map((job) => ({ ...job, data: { ...job.data, traceparent } })) : jobs));
+      this.addRouted(traceparent ? jobs.map((job) => ({ ...job, data: { ...job.data, traceparent } })) : jobs, share));
   }
 
-  private async addRouted(jobs: readonly BulkJob[]): Promise<void> {
+  /**
+   * The jobs of one queue with their fair-share priorities (`share` given: see `fair-share.ts`),
+   * else as they are (BullMQ's plain wait list, served before every prioritized job).
+   */
+  private async prioritized(name: string, group: readonly BulkJob[], share: RunShare | undefined): Promise<readonly BulkJob[]> {
+    if (!share) return group;
+    const priorities = await assignPriorities(this.redis, this.keys.fairShare(name), this.queue(name).toKey('prioritized'), share, group.length);
+    return group.map((job, i) => ({ ...job, opts: { ...job.opts, priority: priorities[i] ?? 1 } }));
+  }
+
+  private async addRouted(jobs: readonly BulkJob[], share: RunShare | undefined): Promise<void> {
     const groups = new Map<string, BulkJob[]>();
     // Made only when there is something to write: an ioredis pipeline copies every script
     // command defined on the connection onto itself (most batches route to the base queue).
@@ -205,8 +218,9 @@ export class PlacementQueues {
     }
     // One job goes by `add`: a single EVALSHA, where `addBulk` builds an ioredis pipeline, which
     // copies every script command defined on the connection (BullMQ's and ours) onto itself.
-    await Promise.all([...groups].map(([name, group]) => {
+    await Promise.all([...groups].map(async ([name, unranked]) => {
       const queue = this.queue(name);
+      const group = await this.prioritized(name, unranked, share);
       const [only] = group;
       if (group.length === 1 && only) return queue.add(only.name, only.data as Record<string, unknown>, only.opts);
       return queue.addBulk(group.map((job) => ({ ...job, data: job.data as Record<string, unknown> })));

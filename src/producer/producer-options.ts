@@ -55,6 +55,12 @@ export const ProducerOptionsSchema = z
      */
     maxHeldResults: z.number().int().min(1).max(10_000_000).default(1000),
     /**
+     * Share the queue's workers between runs by weight (`MapRolloutsOptions.weight`): each job
+     * gets a BullMQ priority from the queue's fair-share clock (docs/fair-share.md). False: jobs
+     * go to BullMQ's plain wait list, first in first out across runs (before issue 33). Default true.
+     */
+    fairShare: z.boolean().default(true),
+    /**
      * Most Results yielded to the consumer and not yet acknowledged in Redis (marked delivered,
      * counted). They are acknowledged together, in one fenced script call, once this many are
      * outstanding, and whenever the consumer asks for the next Result and none is ready, and when
@@ -169,6 +175,11 @@ export interface ProducerOptions {
    */
   readonly maxHeldResults?: number;
   /**
+   * Share the queue's workers between runs by weight (`MapRolloutsOptions.weight`, docs/fair-share.md);
+   * false: first in first out across runs, as before. Default true.
+   */
+  readonly fairShare?: boolean;
+  /**
    * Most Results yielded to the consumer and not yet acknowledged in Redis (marked delivered,
    * counted). They are acknowledged together, in one fenced script call, once this many are
    * outstanding, and whenever the consumer asks for the next Result and none is ready, and when
@@ -259,6 +270,7 @@ export interface CompiledProducerOptions {
   readonly prefix: string;
   readonly maxInFlight: number;
   readonly maxHeldResults: number;
+  readonly fairShare: boolean;
   readonly maxUnacknowledged: number;
   readonly reconcileMs: number;
   readonly stopOnCaller: boolean;
@@ -301,6 +313,7 @@ export function compileProducerOptions(input: ProducerOptions = {}, env: NodeJS.
     prefix,
     maxInFlight: value.maxInFlight,
     maxHeldResults: value.maxHeldResults,
+    fairShare: value.fairShare,
     maxUnacknowledged: value.maxUnacknowledged,
     reconcileMs: value.reconcileMs,
     stopOnCaller: value.stopOnCaller,

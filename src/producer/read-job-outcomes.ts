@@ -40,11 +40,22 @@ export function leaseBullKey(bull: BullKeys, leaseId: string, type: string = lea
   return bull.leaseKey ? bull.leaseKey(leaseId, type) : bull.toKey(type);
 }
 
+/**
+ * A completed job's `returnvalue` longer than this (bytes) is read only when the caller says so
+ * (`readLarge`): its QueueEvents `completed` event carries the same text and is usually on its
+ * way, and reading it twice at once took a coordinator from ~470 to ~640 MiB RSS for one 60 MiB
+ * output (issue 33).
+ */
+export const LARGE_RETURN_BYTES = 1024 * 1024;
+
 /** Leases read per MULTI; big enough to amortise the round trip, small enough not to block Redis. */
 export const OUTCOME_BATCH = 500;
 
 // Job hash fields as BullMQ stores them (src/classes/job.ts asJSON, and the moveToFinished script).
-const JOB_FIELDS = ['timestamp', 'returnvalue', 'failedReason', 'ats', 'stc', 'processedOn', 'finishedOn', 'pb'] as const;
+// `returnvalue` is read apart (its length first): see LARGE_RETURN_BYTES.
+const JOB_FIELDS = ['timestamp', 'failedReason', 'ats', 'stc', 'processedOn', 'finishedOn', 'pb'] as const;
+/** Commands per lease in the MULTI: the fields, the returnvalue's length, `completed` and `failed` membership. */
+const ROWS = 4;
 
 const num = (value: string | null | undefined): number | null => {
   if (value === null || value === undefined || value === '') return null;
@@ -75,13 +86,16 @@ type Row = [Error | null, unknown][];
  * atomically so a job finishing mid-read is never seen half done), all batches pipelined
  * together. Failed jobs need a second, small round trip (their spec's task id and meta, and the
  * worker's re-dispatch count). The Result of a completed job is its `returnvalue`; BullMQ keeps it in
- * the job hash because we never set removeOnComplete.
+ * the job hash because we never set removeOnComplete. It is read in a second round trip, after its
+ * length: one over LARGE_RETURN_BYTES only where `readLarge(leaseId)` says so, else that lease
+ * comes back `unfinished` (the caller reads it later if no event delivered it meanwhile).
  */
 export async function readJobOutcomes(
   redis: Redis,
   bull: BullKeys,
   keys: QueueKeys,
   leaseIds: readonly string[],
+  readLarge: (leaseId: string, bytes: number) => boolean = () => true,
 ): Promise<Map<string, JobOutcome>> {
   await bull.resolve?.(leaseIds);
   const batches: string[][] = [];
@@ -91,6 +105,7 @@ export async function readJobOutcomes(
       const tx = redis.multi();
       for (const leaseId of batch) {
         tx.hmget(leaseBullKey(bull, leaseId), ...JOB_FIELDS)
+          .hstrlen(leaseBullKey(bull, leaseId), 'returnvalue')
           .zscore(leaseBullKey(bull, leaseId, 'completed'), leaseId)
           .zscore(leaseBullKey(bull, leaseId, 'failed'), leaseId);
       }
@@ -100,17 +115,31 @@ export async function readJobOutcomes(
 
   const outcomes = new Map<string, JobOutcome>();
   const failed: { leaseId: string; fields: (string | null)[] }[] = [];
+  const completed: string[] = [];
   for (const { batch, rows } of replies) {
     batch.forEach((leaseId, i) => {
-      const [fieldsErr, fieldsReply] = rows[i * 3] ?? [null, null];
+      const [fieldsErr, fieldsReply] = rows[i * ROWS] ?? [null, null];
       if (fieldsErr) throw fieldsErr;
       const fields = (fieldsReply as (string | null)[] | null) ?? [];
-      const inCompleted = rows[i * 3 + 1]?.[1] !== null && rows[i * 3 + 1]?.[1] !== undefined;
-      const inFailed = rows[i * 3 + 2]?.[1] !== null && rows[i * 3 + 2]?.[1] !== undefined;
-      if (fields.every((value) => value === null)) outcomes.set(leaseId, { state: 'missing' });
-      else if (inCompleted) outcomes.set(leaseId, { state: 'completed', returnvalue: parseJson(fields[1]) });
+      const returnBytes = Number(rows[i * ROWS + 1]?.[1] ?? 0);
+      const inCompleted = rows[i * ROWS + 2]?.[1] !== null && rows[i * ROWS + 2]?.[1] !== undefined;
+      const inFailed = rows[i * ROWS + 3]?.[1] !== null && rows[i * ROWS + 3]?.[1] !== undefined;
+      if (fields.every((value) => value === null) && returnBytes === 0) outcomes.set(leaseId, { state: 'missing' });
+      else if (inCompleted && (returnBytes <= LARGE_RETURN_BYTES || readLarge(leaseId, returnBytes))) completed.push(leaseId);
+      else if (inCompleted) outcomes.set(leaseId, { state: 'unfinished' });
       else if (inFailed) failed.push({ leaseId, fields });
       else outcomes.set(leaseId, { state: 'unfinished' });
+    });
+  }
+  if (completed.length > 0) {
+    // The job stays once completed (no removeOnComplete; retention starts only after delivery).
+    const pipe = redis.pipeline();
+    for (const leaseId of completed) pipe.hget(leaseBullKey(bull, leaseId), 'returnvalue');
+    const values = ((await pipe.exec()) ?? []) as Row;
+    completed.forEach((leaseId, i) => {
+      const [err, text] = values[i] ?? [null, null];
+      if (err) throw err;
+      outcomes.set(leaseId, text === null ? { state: 'missing' } : { state: 'completed', returnvalue: parseJson(text as string) });
     });
   }
   if (failed.length === 0) return outcomes;
@@ -119,7 +148,7 @@ export async function readJobOutcomes(
   for (const { leaseId } of failed) pipe.hget(leaseBullKey(bull, leaseId), 'data').hget(keys.lease(leaseId), 'redispatched');
   const extra = ((await pipe.exec()) ?? []) as Row;
   failed.forEach(({ leaseId, fields }, i) => {
-    const [, , failedReason, ats, stc, processedOn, finishedOn, pb] = fields;
+    const [, failedReason, ats, stc, processedOn, finishedOn, pb] = fields;
     const meta = metaOfJobData(extra[i * 2]?.[1] as string | null);
     outcomes.set(leaseId, {
       ...(meta !== undefined ? { meta } : {}),

@@ -21,8 +21,8 @@ const MAX_ROUNDS = 5;
  * and returns their lease ids.
  *
  * The run's jobs are found by their id prefix `<runId>.` in BullMQ's `wait` list (6.x keeps
- * paused queues' jobs there too; we never use delays or priorities, so no other list holds a
- * waiting rollout). Each one goes through BullMQ's own `Queue.remove` script, which refuses a
+ * paused queues' jobs there too; a job handed back or stalled goes there) and its `prioritized`
+ * ZSET (where fair share puts every new job, `fair-share.ts`). Each one goes through BullMQ's own `Queue.remove` script, which refuses a
  * job that holds a lock: a job a worker picked up in between stays and finishes normally.
  * (A job that is picked up AND finishes between the LRANGE and its remove would be removed
  * with its result; a rollout takes far longer than that window.)
@@ -39,7 +39,10 @@ async function removeWaitingIn(redis: Redis, queue: { toKey(type: string): strin
   // A wait list longer than one page shifts while it is paged (workers pop, other runs push),
   // so scan again while the previous scan found something; a short list is read atomically.
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const { ids, paged } = await findWaiting(redis, queue.toKey('wait'), `${runId}.`);
+    const listed = await findWaiting(redis, queue.toKey('wait'), `${runId}.`);
+    const ranked = await findWaiting(redis, queue.toKey('prioritized'), `${runId}.`, true);
+    const ids = [...listed.ids, ...ranked.ids];
+    const paged = listed.paged || ranked.paged;
     for (let i = 0; i < ids.length; i += PARALLEL) {
       const chunk = ids.slice(i, i + PARALLEL);
       const codes = await Promise.all(chunk.map((id) => queue.remove(id)));
@@ -52,10 +55,11 @@ async function removeWaitingIn(redis: Redis, queue: { toKey(type: string): strin
   return removed;
 }
 
-async function findWaiting(redis: Redis, waitKey: string, prefix: string): Promise<{ ids: string[]; paged: boolean }> {
+/** Ids starting with `prefix` in a LIST (`wait`), or a ZSET (`prioritized`, `zset` true), paged. */
+async function findWaiting(redis: Redis, waitKey: string, prefix: string, zset = false): Promise<{ ids: string[]; paged: boolean }> {
   const ids: string[] = [];
   for (let start = 0; ; start += PAGE) {
-    const page = await redis.lrange(waitKey, start, start + PAGE - 1);
+    const page = zset ? await redis.zrange(waitKey, start, start + PAGE - 1) : await redis.lrange(waitKey, start, start + PAGE - 1);
     for (const id of page) if (id.startsWith(prefix)) ids.push(id);
     if (page.length < PAGE) return { ids, paged: start > 0 };
   }

@@ -17,6 +17,8 @@ import { purgeOlderThan, purgeRun, RunActiveError, type PurgeOlderOutcome, type 
 import { COORDINATOR_LEASE_MS, leaseHolder } from './coordinator-lease.js';
 import { PRUNE_EVERY_RUNS, pruneRunList } from './run-list-pruner.js';
 import { RunSession, type SessionPlan } from './run-session.js';
+import { checkRunWeight, DEFAULT_RUN_WEIGHT } from './fair-share.js';
+import { readRunShares, type RunShareStatus } from './run-shares.js';
 import type { RunReuse } from './run-reuse.js';
 import { ResultDeliveredError } from './run-stopped-error.js';
 import { PlacementQueues, type PlacementStatus } from './placement-queues.js';
@@ -54,10 +56,19 @@ export interface MapRolloutsOptions {
    * be enqueued already: the run stays resumable). See {@link RunReuse} for the ways out.
    */
   readonly onDeliveredBefore?: (reuse: RunReuse) => void;
+  /**
+   * The run's share of the queue's workers, relative to the other runs with jobs waiting on the
+   * same queue: a run of weight 2 gets two slots for each one of a weight-1 run; alone, a run
+   * gets every slot. Each job's BullMQ priority comes from a per-queue virtual clock, so a run
+   * started after a large one begins within a few Results of it, not after its whole
+   * `maxInFlight` window (docs/fair-share.md). 0.01–100, default 1 (equal shares). Jobs that
+   * other clients add without a priority are served before every run's.
+   */
+  readonly weight?: number;
 }
 
 /** The names of {@link MapRolloutsOptions}, {@link CoordinatorOptions} and `rollout`'s options, checked at run time. */
-const MAP_ROLLOUTS_OPTIONS = ['runId', 'signal', 'runAttemptId', 'specCount', 'sourceFingerprint', 'coordinatorNote', 'checkPreviousNote', 'onDeliveredBefore'] as const satisfies readonly (keyof MapRolloutsOptions)[];
+const MAP_ROLLOUTS_OPTIONS = ['runId', 'signal', 'runAttemptId', 'specCount', 'sourceFingerprint', 'coordinatorNote', 'checkPreviousNote', 'onDeliveredBefore', 'weight'] as const satisfies readonly (keyof MapRolloutsOptions)[];
 const COORDINATOR_OPTIONS = ['signal', 'coordinatorNote', 'checkPreviousNote'] as const satisfies readonly (keyof CoordinatorOptions)[];
 const ROLLOUT_OPTIONS = ['runId', 'signal'] as const;
 
@@ -108,6 +119,8 @@ export interface QueueStatus {
    * within `COORDINATOR_LEASE_MS` (6 s).
    */
   readonly coordinator?: { readonly pid: number | null; readonly host: string | null };
+  /** Every run with jobs waiting or active on the queue: weight, jobs waiting and active, its share (docs/fair-share.md). */
+  readonly shares: readonly RunShareStatus[];
 }
 
 const runIdOf = (leaseId: string): string => leaseId.slice(0, leaseId.indexOf('.'));
@@ -243,7 +256,8 @@ export class RolloutQueue {
     }
     const onDeliveredBefore = options.onDeliveredBefore as unknown;
     if (onDeliveredBefore !== undefined && typeof onDeliveredBefore !== 'function') throw new TypeError('mapRollouts option onDeliveredBefore must be a function (reuse) => void; omit it to be told by the warning only');
-    return this.session({ runId, drafts, signal: options.signal, runAttemptId: options.runAttemptId ?? randomUUID(), specCount, ...(fingerprint !== undefined ? { sourceFingerprint: fingerprint } : {}), ...noteOf(options), stopOnCaller: this.options.stopOnCaller, onDeliveredBefore: options.onDeliveredBefore });
+    const weight = checkRunWeight(options.weight, 'mapRollouts option weight');
+    return this.session({ runId, drafts, signal: options.signal, runAttemptId: options.runAttemptId ?? randomUUID(), specCount, ...(fingerprint !== undefined ? { sourceFingerprint: fingerprint } : {}), ...noteOf(options), stopOnCaller: this.options.stopOnCaller, onDeliveredBefore: options.onDeliveredBefore, weight });
   }
 
   /**
@@ -257,7 +271,7 @@ export class RolloutQueue {
   attach(runId: string, options: CoordinatorOptions = {}): AsyncGenerator<Result, void, undefined> {
     this.assertOpen();
     checkCallOptions('attach', options, COORDINATOR_OPTIONS);
-    return this.session({ runId: this.checkRunId(runId), drafts: undefined, signal: options.signal, runAttemptId: randomUUID(), specCount: undefined, ...noteOf(options), stopOnCaller: this.options.stopOnCaller });
+    return this.session({ runId: this.checkRunId(runId), drafts: undefined, signal: options.signal, runAttemptId: randomUUID(), specCount: undefined, ...noteOf(options), stopOnCaller: this.options.stopOnCaller, weight: DEFAULT_RUN_WEIGHT });
   }
 
   /**
@@ -276,7 +290,7 @@ export class RolloutQueue {
     this.assertOpen();
     checkCallOptions('rollout', options, ROLLOUT_OPTIONS);
     const runId = this.checkRunId(options.runId ?? `single-${randomUUID()}`);
-    const results = this.session({ runId, drafts: [draft], signal: options.signal, runAttemptId: randomUUID(), specCount: 1, stopOnCaller: false });
+    const results = this.session({ runId, drafts: [draft], signal: options.signal, runAttemptId: randomUUID(), specCount: 1, stopOnCaller: false, weight: DEFAULT_RUN_WEIGHT });
     for await (const result of results) return result;
     throw new ResultDeliveredError(runId);
   }
@@ -353,15 +367,16 @@ export class RolloutQueue {
     this.assertOpen();
     // Read after what this process did: a run rollout() returned is completed and retained.
     await this.settled();
-    const [counts, run, workers, placements] = await Promise.all([
+    const [counts, run, workers, placements, shares] = await Promise.all([
       this.queue.getJobCounts(),
       runId === undefined ? Promise.resolve(undefined) : readRunRecord(this.redis, this.keys, this.checkRunId(runId)).then((r) => r ?? null),
       this.placements.getWorkers(),
       this.placements.describe(),
+      readRunShares(this.redis, this.placements, this.keys),
     ]);
     const [cost, holder] = run ? await Promise.all([readRunCost(this.redis, this.keys, run.runId), this.redis.get(this.keys.runCoordinator(run.runId))]) : [undefined, null];
     return {
-      queue: this.options.queue, prefix: this.options.prefix, counts, run, workers, placements, ...(cost ? { cost } : {}),
+      queue: this.options.queue, prefix: this.options.prefix, counts, run, workers, placements, shares, ...(cost ? { cost } : {}),
       ...(run ? { delivering: holder !== null } : {}), ...(holder !== null ? { coordinator: leaseHolder(holder) } : {}),
     };
   }
@@ -426,7 +441,7 @@ export class RolloutQueue {
   private session(plan: ConstructorParameters<typeof RunSession>[1]): AsyncGenerator<Result, void, undefined> {
     const session = new RunSession({
       redis: this.redis, queue: this.placements, keys: this.keys, store: this.store, logger: this.options.logger, placementFor: this.options.placementFor, costCeilingUsd: this.options.costCeilingUsd,
-      maxInFlight: this.options.maxInFlight, maxHeldResults: this.options.maxHeldResults, maxUnacknowledged: this.options.maxUnacknowledged, maxSpecBytes: this.options.maxSpecBytes, maxTaskBytes: this.options.maxTaskBytes, reconcileMs: this.options.reconcileMs,
+      maxInFlight: this.options.maxInFlight, maxHeldResults: this.options.maxHeldResults, fairShare: this.options.fairShare, maxUnacknowledged: this.options.maxUnacknowledged, maxSpecBytes: this.options.maxSpecBytes, maxTaskBytes: this.options.maxTaskBytes, reconcileMs: this.options.reconcileMs,
       retainMs: this.options.retainMs,
       afterDelivery: (runId, work) => this.track(runId, work),
       wrappedUp: (runId) => this.wrapUps.get(runId) ?? Promise.resolve(),

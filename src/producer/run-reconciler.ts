@@ -65,6 +65,11 @@ export class RunReconciler {
   /** Finishes scored at or after this (worker clock, ms) are read by the next incremental pass. */
   private cursorMs = 0;
   private again = false;
+  /**
+   * Completed leases whose large `returnvalue` a pass saw and left to the QueueEvents event
+   * carrying the same text (`LARGE_RETURN_BYTES`): a later pass that still finds one awaited reads it.
+   */
+  private readonly largeSeen = new Set<string>();
 
   constructor(private readonly deps: ReconcilerDeps) {}
 
@@ -164,7 +169,9 @@ export class RunReconciler {
           } else {
             this.cursorMs = Math.max(this.cursorMs, cursor);
           }
-          await this.settle(await readJobOutcomes(this.deps.redis, this.deps.bull, this.deps.keys, rest), head);
+          for (const leaseId of this.largeSeen) if (!tracker.awaits(leaseId)) this.largeSeen.delete(leaseId);
+          const readLarge = (leaseId: string): boolean => this.largeSeen.has(leaseId) || (this.largeSeen.add(leaseId), false);
+          await this.settle(await readJobOutcomes(this.deps.redis, this.deps.bull, this.deps.keys, rest, readLarge), head);
         }
       } catch (err) {
         if (!this.stopped) logger.warn({ runId, err: (err as Error).message }, 'reconciliation pass failed; retrying on the next tick');

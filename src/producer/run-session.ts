@@ -44,6 +44,8 @@ export interface SessionDeps {
   readonly maxInFlight: number;
   /** Most Results held in memory for the consumer (`ProducerOptions.maxHeldResults`); default unbounded. */
   readonly maxHeldResults?: number;
+  /** `ProducerOptions.fairShare`: jobs get fair-share priorities (default true). */
+  readonly fairShare?: boolean;
   /** Most Results yielded and not yet acknowledged (`ProducerOptions.maxUnacknowledged`); default 1. */
   readonly maxUnacknowledged?: number;
   readonly maxSpecBytes: number;
@@ -79,6 +81,8 @@ export interface SessionPlan {
   /** `MapRolloutsOptions.onDeliveredBefore`: told of drafts whose leases the run delivered before. */
   readonly onDeliveredBefore?: ((reuse: RunReuse) => void) | undefined;
   readonly stopOnCaller: boolean;
+  /** `MapRolloutsOptions.weight`, checked: the run's share of the queue's workers (`fair-share.ts`). */
+  readonly weight: number;
 }
 
 /**
@@ -360,7 +364,7 @@ export class RunSession {
     const { store, logger } = this.deps;
     return new DraftEnqueuer({
       runId: this.runId, drafts, queue: this.deps.queue, store, tracker: this.tracker, logger, placementFor: this.deps.placementFor,
-      maxInFlight: this.deps.maxInFlight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
+      maxInFlight: this.deps.maxInFlight, weight: this.deps.fairShare === false ? undefined : this.plan.weight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
       prepareRun,
       restoreRecord: () => this.restoreRecord(),
       artifacts: (this.artifactStorer = new ArtifactStorer(this.deps.redis, this.deps.keys)),

@@ -15,6 +15,8 @@ export interface RefOptions {
  * checks it now rather than on the worker: the target form, the module rules every
  * worker applies whatever its allowlist, and the config (plain JSON data and nested Refs).
  * Whether the module is allowed and exists is still decided by the worker.
+ * The package entry exports this function typed per built-in target (src/typed-ref.ts:
+ * a built-in factory's config is checked against its options type at compile time).
  *
  * @param target `"module:export"`, e.g. `"rollout-queue/rewards:lastNumber"`; `module` a
  *   bare package specifier (no builtins, paths or URLs).

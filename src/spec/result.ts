@@ -88,7 +88,28 @@ export const ResultSchema = z
       .describe('What the reward kept with its score (it returned { reward, details }; a command reward printed {"reward": r, "details": ...}): JSON data, at most 8192 bytes. Only on an ok Result whose reward gave details; absent otherwise.'),
   })
   .strict()
+  // What each kind carries (docs/design.md "Result kinds"), so the Result type can be a union on
+  // `kind`. A refinement, not a union schema: the published JSON Schema stays as it was.
+  .superRefine((result, ctx) => {
+    const issue = kindIssue(result.kind, result.reward, result.error);
+    if (issue) ctx.addIssue({ code: 'custom', path: [issue.path], message: issue.message });
+  })
   .meta({ id: 'Result' });
+
+/**
+ * What is wrong with a Result's `reward` and `error` for its `kind`, or undefined: an `ok`
+ * Result has a number reward and no error; the other kinds a null reward and an error.
+ */
+function kindIssue(kind: ResultKind, reward: number | null, error: ErrorInfo | null): { path: 'reward' | 'error'; message: string } | undefined {
+  if (kind === 'ok') {
+    if (reward === null) return { path: 'reward', message: 'an ok Result has a number reward, not null' };
+    if (error !== null) return { path: 'error', message: 'an ok Result has no error (null)' };
+    return undefined;
+  }
+  if (reward !== null) return { path: 'reward', message: `a ${kind} Result has a null reward` };
+  if (error === null) return { path: 'error', message: `a ${kind} Result names its error ({ type, message }), not null` };
+  return undefined;
+}
 
 const RESULT_KINDS: ReadonlySet<unknown> = new Set(ResultKindSchema.options);
 
@@ -106,7 +127,8 @@ const isSpan = (value: unknown): boolean => value === null || (typeof value === 
  */
 export function parseResult(value: unknown): z.ZodSafeParseResult<Result> {
   const plain = resultAsWritten(value);
-  return plain ? ({ success: true, data: plain } as z.ZodSafeParseResult<Result>) : ResultSchema.safeParse(value);
+  // The schema's refinement checks what each kind carries, so its output is a Result of the union.
+  return plain ? ({ success: true, data: plain } as z.ZodSafeParseResult<Result>) : (ResultSchema.safeParse(value) as z.ZodSafeParseResult<Result>);
 }
 
 /** zod's output for a Result of the common shape (see {@link parseResult}), else undefined. */
@@ -131,8 +153,14 @@ function resultAsWritten(value: unknown): Result | undefined {
     if (typeof type !== 'string' || type.length < 1 || type.length > 128 || typeof message !== 'string' || message.length > 8192) return undefined;
     errorInfo = { type, message };
   }
+  // Not what its kind carries: zod names the issue.
+  if (kindIssue(kind as ResultKind, reward as number | null, errorInfo)) return undefined;
+  // Key order as zod's output (the shape's order): the fast path gives the same object.
+  const ending = kind === 'ok'
+    ? { kind: 'ok' as const, output: r.output, reward: reward as number, error: null }
+    : { kind: kind as FailedKind, output: r.output, reward: null, error: errorInfo as ErrorInfo };
   const result: Result = {
-    leaseId, runId, taskId, kind: kind as ResultKind, output: r.output, reward: reward as number | null, error: errorInfo,
+    leaseId, runId, taskId, ...ending,
     attempts: attempts as number, redispatched: redispatched as number, worker: worker as string | null,
     queuedMs: queuedMs as number | null, runMs: runMs as number | null, finishedAt, cost: [],
   };
@@ -144,25 +172,19 @@ function resultAsWritten(value: unknown): Result | undefined {
 }
 
 /**
- * The one outcome of one lease, delivered exactly once to the coordinator (the output type of
- * {@link ResultSchema}, written out so its docs reach editors through the published `.d.ts`;
- * a compile-time check below keeps the two identical).
+ * The fields every Result has, whatever its kind (the output type of {@link ResultSchema}
+ * less `kind`, `reward` and `error`, written out so their docs reach editors through the
+ * published `.d.ts`; a compile-time check below keeps them and the schema identical).
  */
-export interface Result {
+export interface ResultFields {
   /** Lease id = BullMQ job id, `<runId>.<taskKey>`. */
   leaseId: string;
   /** Run the lease belongs to. */
   runId: string;
   /** `task.id` of the spec (else the lease's task key). */
   taskId: string;
-  /** How the rollout ended: `ok`, `model`, `infrastructure` or `caller` ({@link ResultKind}). */
-  kind: ResultKind;
-  /** What `run()` returned (JSON data), or null. */
+  /** What `run()` returned (JSON data), or null. A `model` Result may carry the output it failed on. */
   output: unknown;
-  /** Finite reward when `kind` is `ok`, inside the spec's `rewardRange` (default [0, 1]); else null. */
-  reward: number | null;
-  /** `{ type, message }` of what went wrong, or null for `ok`. `type` is a stable string. */
-  error: ErrorInfo | null;
   /** Times a worker started this lease (1 when nothing went wrong). */
   attempts: number;
   /** Times this lease was re-dispatched (stall, child crash, hang); at most 2 by default. */
@@ -201,10 +223,74 @@ export interface Result {
   rewardDetails?: unknown;
 }
 
-// Fails to compile when Result and ResultSchema drift apart.
+/** The kinds of a Result that did not end `ok`: each carries an error and no reward. */
+export type FailedKind = Exclude<ResultKind, 'ok'>;
+
+/** A rollout that ended `ok`: run returned and the reward is a finite number. */
+export interface OkResult extends ResultFields {
+  /** `ok`: use the reward. */
+  kind: 'ok';
+  /** Finite reward inside the spec's `rewardRange` (default [0, 1]). */
+  reward: number;
+  /** Always null on an `ok` Result. */
+  error: null;
+}
+
+/**
+ * A rollout that did not end `ok` (`K`: `model`, `infrastructure` or `caller`; see
+ * {@link ResultKind} for what each means and what a coordinator should do).
+ */
+export interface FailedResult<K extends FailedKind = FailedKind> extends ResultFields {
+  /** How the rollout failed: the thing under test (`model`), the plane (`infrastructure`), or the caller's contract (`caller`). */
+  kind: K;
+  /** Always null: only an `ok` Result has a reward. */
+  reward: null;
+  /** `{ type, message }` of what went wrong; `type` is a stable string (e.g. `RunTimeout`, `NonZeroExit`, `RedispatchLimit`). */
+  error: ErrorInfo;
+}
+
+/** The thing under test failed: run threw, exited non-zero, its own limits, bad output, or the reward threw or overran on it. */
+export type ModelResult = FailedResult<'model'>;
+/** A transient of the plane or a dependency, after its re-dispatches: keep going. */
+export type InfrastructureResult = FailedResult<'infrastructure'>;
+/** A broken caller contract (bad Ref, config or spec, reward out of range): stop the run by default. */
+export type CallerResult = FailedResult<'caller'>;
+
+/**
+ * The one outcome of one lease, delivered exactly once to the coordinator: a union on `kind`,
+ * so `if (result.kind === 'ok') result.reward` is a `number` and elsewhere `result.error` is an
+ * {@link ErrorInfo}. On the wire it is {@link ResultSchema} (whose refinement checks what each
+ * kind carries), unchanged.
+ */
+export type Result = OkResult | ModelResult | InfrastructureResult | CallerResult;
+
+// Fails to compile when Result and ResultSchema drift apart: the union, its kinds merged, is the
+// schema's output field by field.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const resultMatchesSchema: Same<Result, z.infer<typeof ResultSchema>> = true;
+type MergedResult = ResultFields & { kind: ResultKind; reward: number | null; error: ErrorInfo | null };
+const resultMatchesSchema: Same<MergedResult, z.infer<typeof ResultSchema>> = true;
+const everyKindIsWire: Same<Result extends z.infer<typeof ResultSchema> ? true : false, true> = true;
+const everyKindCovered: Same<Result['kind'], ResultKind> = true;
 void resultMatchesSchema;
+void everyKindIsWire;
+void everyKindCovered;
+
+/** The part of a Result that depends on its kind, in the wire's key order: `kind`, `output`, `reward`, `error`. */
+export type ResultEnding = Pick<OkResult, 'kind' | 'output' | 'reward' | 'error'> | Pick<FailedResult, 'kind' | 'output' | 'reward' | 'error'>;
+
+/**
+ * The kind-dependent part of a Result from loosely typed parts (a child's message, a test
+ * double), so `{ ...fields, ...resultEnding(…) }` is a {@link Result}. What each kind carries
+ * is kept: a failed kind's reward becomes null and a missing error `Unknown`; an `ok` without a
+ * finite reward (a worker bug, never to pass as a score) becomes `infrastructure` `BadResult`.
+ */
+export function resultEnding(kind: ResultKind, output: unknown, reward: number | null, error: ErrorInfo | null): ResultEnding {
+  if (kind === 'ok') {
+    if (typeof reward === 'number' && Number.isFinite(reward)) return { kind, output, reward, error: null };
+    return { kind: 'infrastructure', output, reward: null, error: { type: 'BadResult', message: `the rollout ended ok without a finite reward (got ${String(reward)}); this is a bug of the worker that wrote it` } };
+  }
+  return { kind, output, reward: null, error: error ?? { type: 'Unknown', message: `the rollout ended ${kind} without naming an error` } };
+}
 
 /** The fields of a Result written to a results JSONL file, in order. */
 export const RESULT_LINE_FIELDS = [

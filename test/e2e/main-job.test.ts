@@ -101,7 +101,7 @@ describe('the main job, end to end', () => {
     const enqueuedAtStop = status.run?.enqueued ?? 0;
     await new Promise((r) => setTimeout(r, 500));
     expect((await rq.status('stopme')).run?.enqueued).toBe(enqueuedAtStop);
-    expect(await raw.queue.getWaitingCount()).toBe(0);
+    expect(await raw.queue.getJobCountByTypes('waiting', 'prioritized')).toBe(0);
   });
 
   it('rollout(spec) returns exactly the one Result of that spec; an empty list returns at once', async () => {

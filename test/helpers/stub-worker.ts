@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker, type Job, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { queueKeys, ROLLOUT_JOB_NAME } from '../../src/lease/index.js';
-import type { Result, ResultKind, RolloutSpec } from '../../src/spec/index.js';
+import { resultEnding, type Result, type ResultKind, type RolloutSpec } from '../../src/spec/index.js';
 
 /**
  * A stand-in for the real worker (src/consumer), for producer tests: a raw BullMQ `Worker` on
@@ -44,10 +44,12 @@ function resultOf(job: Job<RolloutSpec>, kind: ResultKind, startedAt: number, er
     leaseId: String(job.id),
     runId: job.data.runId,
     taskId: String(task.id ?? job.id),
-    kind,
-    output: { echo: task.id ?? null },
-    reward: kind === 'ok' ? int(task.reward, 1) : null,
-    error: kind === 'ok' ? null : { type: errorType ?? (typeof task.errorType === 'string' ? task.errorType : 'StubError'), message: `stub ${kind} result` },
+    ...resultEnding(
+      kind,
+      { echo: task.id ?? null },
+      kind === 'ok' ? int(task.reward, 1) : null,
+      kind === 'ok' ? null : { type: errorType ?? (typeof task.errorType === 'string' ? task.errorType : 'StubError'), message: `stub ${kind} result` },
+    ),
     attempts: job.attemptsStarted,
     redispatched: 0,
     worker: 'stub',

@@ -72,6 +72,7 @@ export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
       fingerprint,
       ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}),
       ...(options.maxSpecBytes !== undefined ? { maxSpecBytes: options.maxSpecBytes } : {}),
+      ...(options.weight !== undefined ? { weight: options.weight } : {}),
     },
   });
 }

@@ -52,6 +52,7 @@ export async function workerAction(options: WorkerCommandOptions): Promise<void>
       ...(options.metricsHost !== undefined ? { metricsHost: options.metricsHost } : {}),
       ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
       ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: options.maxOutputBytes } : {}),
+      ...(options.maxSpecBytes !== undefined ? { maxSpecBytes: options.maxSpecBytes } : {}),
       ...(options.stalledIntervalMs !== undefined ? { stalledIntervalMs: options.stalledIntervalMs } : {}),
       ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),
       ...(options.containment !== undefined ? { containment: options.containment } : {}),

@@ -3,8 +3,8 @@ import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
 import { documentDefault } from '../option-help.js';
 import { DEFAULT_HANG_MS, DEFAULT_MEMORY_MB, DEFAULT_REWARD_MS, DEFAULT_RUN_MS, MIN_MEMORY_MB } from '../../spec/index.js';
-import { cpusOf, durationMs, envNameList, goldKeyList, hostOf, integerAtLeast, integerBetween, labelPair, portOf, positiveInteger, positiveUsd, runIdOf } from '../option-parsers.js';
-import { DEFAULT_MAX_SPEC_BYTES, MAX_PRODUCER_BYTES } from '../../producer/index.js';
+import { cpusOf, durationMs, envNameList, goldKeyList, hostOf, integerAtLeast, integerBetween, labelPair, portOf, positiveInteger, positiveUsd, runIdOf, runWeight } from '../option-parsers.js';
+import { DEFAULT_MAX_SPEC_BYTES, DEFAULT_RUN_WEIGHT, MAX_PRODUCER_BYTES } from '../../producer/index.js';
 
 /**
  * `rollout-queue run`: one rollout per task line, results to `--out`, a summary. Running it
@@ -26,6 +26,7 @@ export function runCommand() {
     .addOption(documentDefault(new Option('--out <file>', HELP.run.out), 'results-<runId>.jsonl'))
     .addOption(queueOption())
     .addOption(documentDefault(new Option('--max-in-flight <n>', HELP.run.maxInFlight), 500).argParser(positiveInteger))
+    .addOption(documentDefault(new Option('--weight <n>', HELP.run.weight), DEFAULT_RUN_WEIGHT).argParser(runWeight))
     .addOption(documentDefault(new Option('--max-spec-bytes <bytes>', HELP.run.maxSpecBytes), DEFAULT_MAX_SPEC_BYTES).argParser(integerBetween(1024, MAX_PRODUCER_BYTES)))
     .addOption(new Option('--env <name...>', HELP.run.env).argParser(envNameList))
     .addOption(documentDefault(new Option('--run-ms <ms>', HELP.run.runMs), DEFAULT_RUN_MS).argParser(positiveInteger))

@@ -29,6 +29,7 @@ export function workerCommand() {
     .addOption(documentDefault(new Option('--fingerprint <value>', HELP.worker.fingerprint), 'computed from the rollout-queue, node and python versions and env ROLLOUT_QUEUE_IMAGE_ID'))
     .addOption(documentDefault(new Option('--eval-concurrency <n>', HELP.worker.evalConcurrency), 1).argParser(positiveInteger))
     .addOption(documentDefault(new Option('--max-output-bytes <bytes>', HELP.worker.maxOutputBytes), 64 * 1024 * 1024).argParser(integerBetween(1024, 512 * 1024 * 1024)))
+    .addOption(documentDefault(new Option('--max-spec-bytes <bytes>', HELP.worker.maxSpecBytes), 64 * 1024 * 1024).argParser(integerBetween(1024, 512 * 1024 * 1024)))
     .option('--allow-eviction', HELP.allowEviction);
 }
 

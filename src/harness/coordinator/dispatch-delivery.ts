@@ -116,7 +116,8 @@ export async function deliverDispatch(result: Result, ctx: DispatchContext, opti
   wireSinkOf(ctx)?.receipts.push(...result.cost);
   await replayReceipts(options.replayScope, result.cost, ctx.cost, options.logger);
   if (result.kind !== 'ok') {
-    throw new DispatchError(result.kind, result.error ?? { type: 'Unknown', message: `the dispatch ended as ${result.kind} without an error` }, result, options.final);
+    // A failed Result always names its error (the Result union; parseResult refuses one without).
+    throw new DispatchError(result.kind, result.error, result, options.final);
   }
   const output = DispatchOutputSchema.safeParse(result.output);
   if (!output.success) {

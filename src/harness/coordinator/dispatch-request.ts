@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../../lease/index.js';
-import { canonicalJson, CostReceiptSchema, DispatchRequestSchema, ResultSchema, type CostReceipt, type DispatchRequest, type Result } from '../../spec/index.js';
+import { canonicalJson, CostReceiptSchema, DispatchRequestSchema, parseResult, type CostReceipt, type DispatchRequest, type Result } from '../../spec/index.js';
 import type { DispatchContext, DispatchPlacement } from '../worker/index.js';
 import { DispatchError } from './dispatch-errors.js';
 
@@ -74,7 +74,7 @@ export async function readAnswer(redis: Redis, key: string): Promise<KeptAnswer 
   if (json === null) return undefined;
   const raw = JSON.parse(json) as { fingerprint?: unknown; result?: unknown; keptUntilMs?: unknown };
   const current = 'result' in raw;
-  const parsed = ResultSchema.safeParse(current ? raw.result : raw);
+  const parsed = parseResult(current ? raw.result : raw);
   if (!parsed.success) return undefined;
   return {
     result: parsed.data,

@@ -4,7 +4,7 @@ import type { StatusView } from '../../../src/cli/plane.js';
 import { formatStatus, statusJson } from '../../../src/cli/status-format.js';
 import { formatSummary } from '../../../src/cli/summary.js';
 import { percentile, RunTally, toResultLine } from '../../../src/cli/run-tally.js';
-import { RESULT_LINE_FIELDS, type Result } from '../../../src/spec/index.js';
+import { RESULT_LINE_FIELDS, resultEnding, type Result } from '../../../src/spec/index.js';
 
 // What `status` and the run summary print, from fixed inputs (no Redis needed).
 const run: RunRecord = {
@@ -25,6 +25,10 @@ describe('status output', () => {
     const text = formatStatus(view, place);
     expect(text).toMatch(/waiting\s+2/);
     expect(text).toContain('Workers connected: 1');
+    // Fair share parks new jobs in BullMQ's prioritized set: the text counts them as waiting.
+    const fair = formatStatus({ ...view, counts: { waiting: 0, prioritized: 20, active: 1 } }, place);
+    expect(fair).toMatch(/waiting\s+20  \(20 in fair-share order\)/);
+    expect(fair).not.toMatch(/prioritized/);
     expect(text).toContain('w1  addr=127.0.0.1:5000 age=12 idle=0');
     expect(text).toMatch(/delivered\s+7\n  of the delivered Results, by kind:\n\s+ok\s+5\n/);
     expect(text).toMatch(/infrastructure\s+1/);
@@ -87,7 +91,7 @@ describe('status output', () => {
 
 describe('results file lines and the summary', () => {
   const result = (n: number, kind: Result['kind'], reward: number | null, worker: string): Result => ({
-    leaseId: `r1.t${n}`, runId: 'r1', taskId: `t${n}`, kind, output: { n }, reward, error: kind === 'ok' ? null : { type: 'NonZeroExit', message: 'exit 1' },
+    leaseId: `r1.t${n}`, runId: 'r1', taskId: `t${n}`, ...resultEnding(kind, { n }, reward, kind === 'ok' ? null : { type: 'NonZeroExit', message: 'exit 1' }),
     attempts: 1, redispatched: n === 3 ? 1 : 0, worker, queuedMs: 5, runMs: n * 100, finishedAt: '2026-11-29T12:00:00.000Z', cost: [{ id: 'c', usd: 0.1 }],
   });
 

@@ -38,10 +38,18 @@ describe('published types', () => {
     expect(status).toBe(0);
   });
 
-  it('ref() still refuses a config that is no object', () => {
-    const { status, output } = typecheck('bad', "import { ref } from 'rollout-queue';\nexport const r = ref('rollout-queue/rewards:lastNumber', 42);\n");
+  it('ref() refuses a config that is no object, and a built-in config with a misspelt key (issue 31)', () => {
+    const { status, output } = typecheck('bad', [
+      "import { ref } from 'rollout-queue';",
+      "export const r = ref('@acme/rollouts/rewards:judge', 42);",
+      "export const s = ref('rollout-queue/rewards:lastNumber', 42);",
+      "export const t = ref('rollout-queue/runners:codeRunner', { entrypiont: 'main.py' });",
+      '',
+    ].join('\n'));
     expect(status).not.toBe(0);
-    expect(output).toContain('TS2345');
+    expect(output).toMatch(/bad\.mts\(2,\d+\): error TS2345/);
+    expect(output).toMatch(/bad\.mts\(3,\d+\): error TS2559: Type '42' has no properties in common with type 'LastNumberOptions'/);
+    expect(output).toMatch(/bad\.mts\(4,\d+\): error TS2561: .*'entrypiont' does not exist in type 'CodeRunnerOptions'/);
   });
 
   it('docstrings of options and Result fields reach a user\'s editor through dist/*.d.ts', () => {

@@ -47,7 +47,7 @@ describe('Redis refusing writes (maxmemory, noeviction)', () => {
       expect(refusals()[0]?.msg).toMatch(/^Redis at redis:\/\/127\.0\.0\.1:\d+ refuses writes \(OOM command not allowed when used memory > 'maxmemory'\); job intake paused, retrying in 1 s$/);
       expect(worker.output()).not.toContain('worker error');
       expect(worker.output()).not.toMatch(/\n\s+at /);
-      expect(await q.queue.getWaitingCount()).toBe(10);
+      expect(await q.queue.getJobCountByTypes('waiting', 'prioritized')).toBe(10);
 
       await q.redis.config('SET', 'maxmemory', '0');
       const { results } = await q.waitForAll(specs.map((s) => s.leaseId));

@@ -265,6 +265,7 @@ describe('code blocks of README, docs/ and the examples', () => {
       'const xs = [1, 2];',
       'const n: number = xs[0];',
       "ref('rollout-queue/rewards:lastNumber', 42);",
+      "ref('rollout-queue/runners:codeRunner', { entrypiont: 'main.py' });",
       '```',
       '```python',
       'def f(:',
@@ -283,7 +284,10 @@ describe('code blocks of README, docs/ and the examples', () => {
     expect(problems).toMatch(/a no-run block says why/);
     const typeProblems = typeErrors(broken.filter((block) => block.language === 'ts' && block.noRun === undefined), { dir: path.join(SCRATCH, 'broken-ts') }).join('\n');
     expect(typeProblems).toMatch(/TS2322/); // xs[0] is number | undefined under noUncheckedIndexedAccess
-    expect(typeProblems).toMatch(/TS2345/); // a config that is no object
+    // ref() types a built-in's config by its target (src/typed-ref.ts): a config that is no
+    // object has no properties in common with LastNumberOptions; a misspelt key is refused.
+    expect(typeProblems).toMatch(/TS2559 Type '42' has no properties in common with type 'LastNumberOptions'/);
+    expect(typeProblems).toMatch(/TS2561 .*'entrypiont' does not exist in type 'CodeRunnerOptions'/);
     expect(pythonProblems(broken.filter((block) => block.language === 'python'), path.join(SCRATCH, 'broken-py'))).toHaveLength(1);
     expect(jsProblems(broken.filter((block) => block.language === 'js'), path.join(SCRATCH, 'broken-js'))).toHaveLength(1);
   });

@@ -32,7 +32,7 @@ describe('evaluations', () => {
     expect(evals.map((r) => [r.taskId, r.kind, r.worker]).sort()).toEqual([['e1', 'ok', 'mixed'], ['e2', 'ok', 'mixed'], ['e3', 'ok', 'mixed'], ['e4', 'ok', 'mixed']]);
     // The rollouts still hold their one slot and the second waits: evaluations never queued behind them.
     expect(await raw.queue.getActiveCount()).toBe(1);
-    expect(await raw.queue.getWaitingCount()).toBe(1);
+    expect(await raw.queue.getJobCountByTypes('waiting', 'prioritized')).toBe(1);
     // Evaluations ran in their own queue, two at a time: their runs overlapped.
     const spans = evals.map((r) => [Date.parse(r.finishedAt) - (r.runMs ?? 0), Date.parse(r.finishedAt)] as const).sort((a, b) => a[0] - b[0]);
     expect(spans.some(([start], i) => i > 0 && start < (spans[i - 1]?.[1] ?? 0))).toBe(true);

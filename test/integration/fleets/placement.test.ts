@@ -85,11 +85,11 @@ describe('placement routing', () => {
     const queueName = placementQueueName(raw.name, { gpu: 'none-here' });
     const placed = new RawQueue(fx.redis.url, queueName);
     closers.push(() => placed.close());
-    await waitFor(async () => (await placed.queue.getWaitingCount()) === 2, 'both leases waiting in their placement queue', 20_000);
+    await waitFor(async () => (await placed.queue.getJobCountByTypes('waiting', 'prioritized')) === 2, 'both leases waiting in their placement queue', 20_000);
     const other = await open(raw);
     const outcome = await other.cancel('cancelme');
     expect([...outcome.removed].sort()).toEqual(['cancelme.w1', 'cancelme.w2']);
-    expect(await placed.queue.getWaitingCount()).toBe(0);
+    expect(await placed.queue.getJobCountByTypes('waiting', 'prioritized')).toBe(0);
     await expect(first).rejects.toThrow(/cancelled/);
   });
 

@@ -64,7 +64,7 @@ describe('batched enqueuing', () => {
     const before = await commandCalls();
     // No worker: every job stays waiting, so only enqueuing talks to Redis.
     const pending = rq.mapRollouts(drafts(count), { runId }).next().catch(() => undefined);
-    await waitFor(async () => (await inspect.getJobCounts('waiting')).waiting === count, `${count} waiting jobs`);
+    await waitFor(async () => (await inspect.getJobCountByTypes('waiting', 'prioritized')) === count, `${count} waiting jobs`);
     await waitFor(async () => (await fx.redis.zcard(keys.runLeases(runId))) === count, `${count} recorded leases`);
     const after = await commandCalls();
 
@@ -145,7 +145,7 @@ describe('batched enqueuing', () => {
     const recorded = await fx.redis.zrange(keys.runLeases(runId), 0, -1);
     expect(recorded).toEqual(list.slice(0, 20).map((d) => `${runId}.${String(d.task.id)}`));
     for (const id of ['t21', 't35', 't49']) expect(await inspect.getJob(`${runId}.${id}`)).toBeUndefined();
-    expect((await inspect.getJobCounts('waiting')).waiting).toBe(0); // the stop removed t0…t19
+    expect((await inspect.getJobCountByTypes('waiting', 'prioritized'))).toBe(0); // the stop removed t0…t19
     expect((await rq.status(runId)).run).toMatchObject({ status: 'stopped', enqueued: 20, kinds: { caller: 1 } });
   });
 
@@ -177,8 +177,8 @@ describe('batched enqueuing', () => {
     expect(failed.items).toEqual([]);
     await first.close();
     expect(record).toHaveBeenCalledTimes(1);
-    const counts = await inspect.getJobCounts('waiting', 'active', 'completed');
-    expect((counts.waiting ?? 0) + (counts.active ?? 0) + (counts.completed ?? 0)).toBe(10); // added, not recorded
+    const counts = await inspect.getJobCounts('waiting', 'prioritized', 'active', 'completed');
+    expect((counts.waiting ?? 0) + (counts.prioritized ?? 0) + (counts.active ?? 0) + (counts.completed ?? 0)).toBe(10); // added, not recorded
     record.mockRestore();
 
     const second = await fx.open(queue, { maxInFlight: 10 });

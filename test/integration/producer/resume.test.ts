@@ -148,7 +148,7 @@ describe('resume after the coordinator went away', () => {
     const first = await fx.open(queue);
     // Handle the rejection at once: close() rejects it before any later await could.
     const pending = first.mapRollouts(drafts(6), { runId }).next().catch((err: unknown) => err);
-    await waitFor(async () => (await inspect.getJobCounts('waiting')).waiting === 6, '6 waiting jobs');
+    await waitFor(async () => (await inspect.getJobCountByTypes('waiting', 'prioritized')) === 6, '6 waiting jobs');
     await first.close();
     expect(String(await pending)).toMatch(/RolloutQueue is closed \(state: clos(ing|ed)\); create a new one/);
 
@@ -173,7 +173,7 @@ describe('resume after the coordinator went away', () => {
     }
     const first = await fx.open(queue, { maxInFlight: 2 });
     const pending = first.mapRollouts(stream(), { runId, specCount: 10 }).next().catch(() => undefined);
-    await waitFor(async () => (await inspect.getJobCounts('waiting')).waiting === 2, '2 waiting jobs');
+    await waitFor(async () => (await inspect.getJobCountByTypes('waiting', 'prioritized')) === 2, '2 waiting jobs');
     await first.close();
     await pending;
 
@@ -196,7 +196,7 @@ describe('resume after the coordinator went away', () => {
     const inspect = fx.inspect(queue);
     const first = await fx.open(queue);
     const pending = first.mapRollouts([draft({ id: 'f', fail: true })], { runId }).next().catch(() => undefined);
-    await waitFor(async () => (await inspect.getJobCounts('waiting')).waiting === 1, 'the job');
+    await waitFor(async () => (await inspect.getJobCountByTypes('waiting', 'prioritized')) === 1, 'the job');
     await first.close();
     await pending;
     await fx.worker(queue);

@@ -113,8 +113,8 @@ describe('stop on a caller Result', () => {
     expect((error as RunStoppedError).leaseId).toBe(`${runId}.t0`);
     expect((error as RunStoppedError).result?.error?.type).toBe('RefNotAllowed');
     expect(items.at(-1)?.leaseId).toBe(`${runId}.t0`);
-    const counts = await inspect.getJobCounts('waiting', 'active', 'completed');
-    expect(counts.waiting).toBe(0);
+    const counts = await inspect.getJobCounts('waiting', 'prioritized', 'active', 'completed');
+    expect((counts.waiting ?? 0) + (counts.prioritized ?? 0)).toBe(0);
     expect((counts.active ?? 0) + (counts.completed ?? 0)).toBeLessThanOrEqual(3);
     expect(await inspect.getJob(`${runId}.t9`)).toBeUndefined();
     expect((await rq.status(runId)).run?.status).toBe('stopped');
@@ -147,7 +147,7 @@ describe('secrets', () => {
       const everything = JSON.stringify(items) + fx.logs.join('') + JSON.stringify(await rq.status(runId));
       expect(everything).not.toContain(secret);
       expect(everything).not.toContain('hunter22');
-      expect((await inspect.getJobCounts()).waiting).toBe(0);
+      expect((await inspect.getJobCountByTypes('waiting', 'prioritized'))).toBe(0);
     } finally {
       delete process.env.TEST_API_KEY;
       delete process.env.TEST_SERVICE_URL;
@@ -179,7 +179,7 @@ describe('cancellation', () => {
       expect((error as Error).name).toBe('AbortError');
       expect((error as Error).message).toContain('operator pressed ^C');
       expect(await heard).toBe(runId);
-      expect((await inspect.getJobCounts('waiting')).waiting).toBe(0);
+      expect((await inspect.getJobCountByTypes('waiting', 'prioritized'))).toBe(0);
       expect((await rq.status(runId)).run?.status).toBe('cancelled');
 
       // The two active rollouts end with caller "Cancelled" Results, still deliverable to attach.
@@ -203,14 +203,14 @@ describe('cancellation', () => {
     const inspect = fx.inspect(queue);
     const run = collect(rq.mapRollouts(drafts(4, { delayMs: 30_000 }), { runId }));
     await started.reached;
-    await waitFor(async () => (await inspect.getJobCounts('waiting')).waiting === 3);
+    await waitFor(async () => (await inspect.getJobCountByTypes('waiting', 'prioritized')) === 3);
     const outcome = await cli.cancel(runId, 'cancelled from the CLI');
     expect(outcome.removed).toHaveLength(3);
     expect(outcome.workersNotified).toBeGreaterThanOrEqual(1);
     const { error } = await run;
     expect(error).toBeInstanceOf(AbortError);
     expect((error as Error).message).toContain('cancelled from the CLI');
-    expect((await inspect.getJobCounts('waiting')).waiting).toBe(0);
+    expect((await inspect.getJobCountByTypes('waiting', 'prioritized'))).toBe(0);
     await expect(cli.cancel('no-such-run')).rejects.toThrow(/no run "no-such-run"/);
     await expect(cli.cancel('no-such-run')).rejects.toBeInstanceOf(RunNotFoundError);
   });

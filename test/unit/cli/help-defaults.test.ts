@@ -17,7 +17,7 @@ import { compileGatewayOptions } from '../../../src/gateway/index.js';
 import { compileQueueDispatchOptions } from '../../../src/harness/coordinator/dispatch-options.js';
 import { TimeoutsSchema } from '../../../src/spec/index.js';
 import { redisOptionsFromUrl } from '../../../src/platform/redis-connection.js';
-import { compileProducerOptions } from '../../../src/producer/index.js';
+import { compileProducerOptions, DEFAULT_RUN_WEIGHT } from '../../../src/producer/index.js';
 import { DEFAULT_CPUS, DEFAULT_DISK_MB } from '../../../src/spec/index.js';
 
 // Issue 31: help text that matches behaviour. Each default a --help documents is compared with
@@ -55,6 +55,7 @@ const BEHAVIOUR: Record<string, Record<string, () => string>> = {
     '--fingerprint': () => (worker().fingerprint === environmentFingerprint(fingerprintInputs()) ? 'computed from the rollout-queue, node and python versions and env ROLLOUT_QUEUE_IMAGE_ID' : worker().fingerprint),
     '--eval-concurrency': () => String(worker().evalConcurrency),
     '--max-output-bytes': () => String(worker().maxOutputBytes),
+    '--max-spec-bytes': () => String(worker().maxSpecBytes),
     // Issue 32: left out, the worker sizes its shared children from its slots and the machine.
     '--children': () =>
       worker().children === defaultChildren(worker().concurrency + worker().evalConcurrency)
@@ -68,6 +69,7 @@ const BEHAVIOUR: Record<string, Record<string, () => string>> = {
     '--out': () => defaultOutFile('<runId>'),
     '--queue': () => producer().queue,
     '--max-in-flight': () => String(producer().maxInFlight),
+    '--weight': () => String(DEFAULT_RUN_WEIGHT),
     '--max-spec-bytes': () => String(producer().maxSpecBytes),
     '--run-ms': () => String(DRAFT_SPEC?.timeouts.runMs),
     '--reward-ms': () => String(DRAFT_SPEC?.timeouts.rewardMs),

@@ -109,6 +109,7 @@ class Client:
         ack_interval_s: float = 0.2,
         on_delivered: str = "raise",
         gold_keys: Optional[Iterable[str]] = None,
+        weight: Optional[float] = None,
     ) -> Iterator[Result]:
         """Runs every draft as one rollout; yields each Result once, in completion order.
 
@@ -134,6 +135,9 @@ class Client:
         draft's own ``"goldKeys"``; a draft with ``"goldVisibleToRun": True`` hands its run the
         whole task. Each Result says which: ``result.gold_visible_to_run``.
 
+        ``weight``: the run's share of the queue's workers relative to the other runs on it
+        (0.01–100, default 1: equal shares; see docs/fair-share.md).
+
         Raises ValueError/TypeError for bad arguments (at the call), CallerError for drafts the
         gateway refuses (400 naming ``drafts[i]``, nothing enqueued), for other drafts under a
         ``run_id`` posted before (409 ``RunConflict``), or when a caller Result stopped the run;
@@ -141,6 +145,8 @@ class Client:
         unreachable after the retries.
         """
         _choice("on_delivered", on_delivered, ON_DELIVERED)
+        if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.01 <= weight <= 100):
+            raise ValueError("weight=%r must be a number from 0.01 to 100 (the run's share of the workers; default 1)" % (weight,))
         if not isinstance(run_id, str) or not run_id:
             raise ValueError("run_id=%r must be a non-empty string of letters, digits, '_' and '-'" % (run_id,))
         listed = list(drafts)
@@ -150,9 +156,9 @@ class Client:
         if gold_keys:
             extra = list(gold_keys)
             listed = [dict(draft, goldKeys=list(draft.get("goldKeys") or []) + [key for key in extra if key not in (draft.get("goldKeys") or [])]) for draft in listed]
-        return self._stream(listed, run_id, ack_interval_s, on_delivered)
+        return self._stream(listed, run_id, ack_interval_s, on_delivered, weight)
 
-    def _stream(self, drafts: List[Mapping[str, Any]], run_id: str, ack_interval_s: float, on_delivered: str) -> Iterator[Result]:
+    def _stream(self, drafts: List[Mapping[str, Any]], run_id: str, ack_interval_s: float, on_delivered: str, weight: Optional[float] = None) -> Iterator[Result]:
         quoted = urllib.parse.quote(run_id, safe="")
         cursor = None  # type: Optional[int]
         acked_at = time.monotonic()
@@ -160,7 +166,10 @@ class Client:
         first_post = True
         while True:
             try:
-                posted = self._http.call("POST", "/runs", {"runId": run_id, "drafts": drafts})
+                body = {"runId": run_id, "drafts": drafts}  # type: Dict[str, Any]
+                if weight is not None:
+                    body["weight"] = weight
+                posted = self._http.call("POST", "/runs", body)
                 if first_post:
                     first_post = False
                     before = self.status(run_id) if posted.get("state") == "completed" else None
