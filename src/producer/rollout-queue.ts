@@ -57,6 +57,14 @@ export interface MapRolloutsOptions {
    */
   readonly onDeliveredBefore?: (reuse: RunReuse) => void;
   /**
+   * This call re-attaches to its own run: the same drafts under the same run id after its
+   * coordinator stopped (the CLI's `run --run-id`, which refuses other inputs). Drafts delivered
+   * before are then the expected path, logged at info as progress (`runReattachText`) instead of
+   * the warning pointing at a new run id; `onDeliveredBefore` is called all the same. Default
+   * false: a library caller reusing a run id by mistake is warned.
+   */
+  readonly reattach?: boolean;
+  /**
    * The run's share of the queue's workers, relative to the other runs with jobs waiting on the
    * same queue: a run of weight 2 gets two slots for each one of a weight-1 run; alone, a run
    * gets every slot. Each job's BullMQ priority comes from a per-queue virtual clock, so a run
@@ -68,7 +76,7 @@ export interface MapRolloutsOptions {
 }
 
 /** The names of {@link MapRolloutsOptions}, {@link CoordinatorOptions} and `rollout`'s options, checked at run time. */
-const MAP_ROLLOUTS_OPTIONS = ['runId', 'signal', 'runAttemptId', 'specCount', 'sourceFingerprint', 'coordinatorNote', 'checkPreviousNote', 'onDeliveredBefore', 'weight'] as const satisfies readonly (keyof MapRolloutsOptions)[];
+const MAP_ROLLOUTS_OPTIONS = ['runId', 'signal', 'runAttemptId', 'specCount', 'sourceFingerprint', 'coordinatorNote', 'checkPreviousNote', 'onDeliveredBefore', 'reattach', 'weight'] as const satisfies readonly (keyof MapRolloutsOptions)[];
 const COORDINATOR_OPTIONS = ['signal', 'coordinatorNote', 'checkPreviousNote'] as const satisfies readonly (keyof CoordinatorOptions)[];
 const ROLLOUT_OPTIONS = ['runId', 'signal'] as const;
 
@@ -256,8 +264,10 @@ export class RolloutQueue {
     }
     const onDeliveredBefore = options.onDeliveredBefore as unknown;
     if (onDeliveredBefore !== undefined && typeof onDeliveredBefore !== 'function') throw new TypeError('mapRollouts option onDeliveredBefore must be a function (reuse) => void; omit it to be told by the warning only');
+    const reattach = options.reattach as unknown;
+    if (reattach !== undefined && typeof reattach !== 'boolean') throw new TypeError('mapRollouts option reattach must be true or false; omit it for false (a run id used again is warned about)');
     const weight = checkRunWeight(options.weight, 'mapRollouts option weight');
-    return this.session({ runId, drafts, signal: options.signal, runAttemptId: options.runAttemptId ?? randomUUID(), specCount, ...(fingerprint !== undefined ? { sourceFingerprint: fingerprint } : {}), ...noteOf(options), stopOnCaller: this.options.stopOnCaller, onDeliveredBefore: options.onDeliveredBefore, weight });
+    return this.session({ reattach: reattach === true, runId, drafts, signal: options.signal, runAttemptId: options.runAttemptId ?? randomUUID(), specCount, ...(fingerprint !== undefined ? { sourceFingerprint: fingerprint } : {}), ...noteOf(options), stopOnCaller: this.options.stopOnCaller, onDeliveredBefore: options.onDeliveredBefore, weight });
   }
 
   /**
