@@ -21,6 +21,7 @@ import { isLostOwnership } from './lost-ownership.js';
 import { invalidSpecError, refusedJobResult, specTooLargeError } from './refused-job-result.js';
 import { quarantineError } from './quarantine-error.js';
 import { backoffMs, isTruncatedOutput, nearDeadline, secretsOf, tail, taskIdOf } from './rollout-facts.js';
+import { warnShortSecrets } from './short-secret-warning.js';
 
 // Part of this module's surface since before the split (rollout-worker imports it from here).
 export { isLostOwnership, LOST_OWNERSHIP_CODES } from './lost-ownership.js';
@@ -158,6 +159,7 @@ export class RolloutProcessor {
       }, { backoff: true });
     }
     const secrets = Object.fromEntries(spec.sandbox.env.map((name) => [name, process.env[name] as string]));
+    warnShortSecrets(secrets, this.logger, { runId: spec.runId, leaseId: spec.leaseId });
     // A cancel heard since the start was noted (the ledger's round trip, the artifact's fetch)
     // found no active rollout of this lease to abort: honoured here, with no await between this
     // check and the lease becoming active, so no message falls in between.
