@@ -22,7 +22,7 @@ export function warnShortSecrets(secrets: SecretValues, logger: Logger, where: {
     if (value.length === 0 || value.length >= MIN_REDACTABLE_SECRET_CHARS || warned.has(name)) continue;
     warned.add(name);
     logger.warn(
-      { ...where, secret: name, minChars: MIN_REDACTABLE_SECRET_CHARS },
+      { ...where, secretName: name, minChars: MIN_REDACTABLE_SECRET_CHARS },
       `secret ${name} (named in sandbox.env) has a value shorter than ${MIN_REDACTABLE_SECRET_CHARS} characters: it is still replaced by [secret ${name}] ` +
         'in every stored output, error and log line, also where those characters appear by chance (the reward scores the raw output); ' +
         `give ${name} a longer value, or pass a value that is not secret in the task instead`,
