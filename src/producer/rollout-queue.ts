@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { queueKeys, readRunCost, readRunRecord, type QueueKeys, type RunRecord } from '../lease/index.js';
-import { redactRedisUrl, redisTopology } from '../platform/redis-connection.js';
+import { duplicateForBullMQ, redactRedisUrl, redisTopology } from '../platform/redis-connection.js';
 import { bullTelemetry } from '../platform/telemetry.js';
 import { isRunId, MAX_ID_LENGTH, RunIdSchema, type CostSummary, type Result } from '../spec/index.js';
 import { checkCallOptions, checkDraftSource } from './call-options.js';
@@ -161,6 +161,8 @@ export class RolloutQueue {
   /** The base queue and its placement queues (one BullMQ queue per distinct placement and class). */
   private readonly placements: PlacementQueues;
   private events: QueueEvents | undefined;
+  /** The never-connected client QueueEvents duplicates (see {@link RolloutQueue.listen}). */
+  private eventsTemplate: Redis | undefined;
 
   private constructor(
     readonly options: CompiledProducerOptions,
@@ -392,6 +394,7 @@ export class RolloutQueue {
       for (const session of this.sessions.values()) session.abandon(() => this.closedError());
       await this.awaitWrapUps();
       await this.events?.close().catch(() => undefined);
+      this.eventsTemplate?.disconnect();
       await this.placements.close();
       await this.queue.close().catch(() => undefined);
       if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis.disconnect());
@@ -470,12 +473,15 @@ export class RolloutQueue {
   /**
    * Starts QueueEvents at the stream's current last id rather than `$`, so nothing emitted
    * between now and its first blocking XREAD is missed (bullmq#2874). It duplicates our
-   * connection (a blocking XREAD must not stall commands) and closes the duplicate itself.
+   * connection (a blocking XREAD must not stall commands) and closes the duplicate itself. What
+   * it duplicates is a never-connected template with BullMQ's longer command timeout
+   * (`duplicateForBullMQ`): ours would cut its `XREAD BLOCK` of up to 10 s short.
    */
   private async listen(): Promise<void> {
     const last = await this.redis.xrevrange(this.queue.toKey('events'), '+', '-', 'COUNT', 1);
     const lastEventId = last[0]?.[0] ?? '0-0';
-    const events = new QueueEvents(this.options.queue, { prefix: this.options.prefix, connection: this.redis, lastEventId });
+    this.eventsTemplate = duplicateForBullMQ(this.redis);
+    const events = new QueueEvents(this.options.queue, { prefix: this.options.prefix, connection: this.eventsTemplate, lastEventId });
     this.events = events;
     events.on('error', (err: Error) => this.options.logger.warn({ err: err.message }, 'BullMQ QueueEvents error'));
     events.on('completed', ({ jobId, returnvalue }) => this.sessions.get(runIdOf(jobId))?.onCompleted(jobId, returnvalue));

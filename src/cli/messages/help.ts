@@ -1,5 +1,6 @@
 import { MAX_PRODUCER_BYTES } from '../../producer/index.js';
 import { MIN_MEMORY_MB } from '../../spec/index.js';
+import { DEFAULT_REDIS_TIMEOUT_MS } from '../../platform/redis-timeout.js';
 
 /** Help texts of commands and options. */
 export const HELP = {
@@ -9,6 +10,7 @@ export const HELP = {
     'Environment:',
     '  REDIS_URL             redis://[user:password@]host:port[/db] or rediss://… (default: redis://127.0.0.1:6379); --redis-url wins over it',
     '  ROLLOUT_QUEUE_PREFIX  key prefix of every queue (default: rq); --prefix wins over it',
+    `  ROLLOUT_QUEUE_REDIS_TIMEOUT_MS  longest wait for one Redis command, ms (default: ${DEFAULT_REDIS_TIMEOUT_MS}); --redis-timeout-ms wins over it`,
     '  LOG_LEVEL             pino log level (default: info for worker and gateway, warn for the others)',
     '  LOG_FORMAT            pretty, json or text (default: pretty on a terminal, else json for worker and gateway, text for the others)',
     '',
@@ -17,6 +19,7 @@ export const HELP = {
   queue: 'queue name',
   redisUrl: 'Redis to use, redis://[user:password@]host:port[/db] or rediss://… (a password here shows in `ps`: prefer REDIS_URL for one)',
   prefix: 'key prefix of every queue; coordinators and workers must agree',
+  redisTimeoutMs: 'longest wait for one Redis command or connection, ms; past it the command fails naming Redis and the worker\'s /healthz turns 503 (500–600000)',
   allowEviction: 'start even though Redis maxmemory-policy may evict keys (anything but noeviction); results can be lost',
   worker: {
     description: 'Run a worker: take rollouts from a queue and run each in a child process.',
