@@ -1,5 +1,7 @@
 import type { RolloutSpec, SecretValues } from '../spec/index.js';
 
+export { warnShortSecrets } from './short-secret-warning.js';
+
 /**
  * Small facts the rollout processor reads off a spec or an output: the secrets to redact, the
  * task id, a truncated output, a coordinator deadline near, the back-off before a re-dispatch.

@@ -20,7 +20,7 @@ import { handBack, requeue, type HandBackDeps } from './lease-hand-back.js';
 import { isLostOwnership } from './lost-ownership.js';
 import { invalidSpecError, refusedJobResult, specTooLargeError } from './refused-job-result.js';
 import { quarantineError } from './quarantine-error.js';
-import { backoffMs, isTruncatedOutput, nearDeadline, secretsOf, tail, taskIdOf } from './rollout-facts.js';
+import { backoffMs, isTruncatedOutput, nearDeadline, secretsOf, tail, taskIdOf, warnShortSecrets } from './rollout-facts.js';
 
 // Part of this module's surface since before the split (rollout-worker imports it from here).
 export { isLostOwnership, LOST_OWNERSHIP_CODES } from './lost-ownership.js';
@@ -157,7 +157,7 @@ export class RolloutProcessor {
         stderrTail: `worker "${this.options.name}" has no environment variable ${missing.join(', ')} (named in sandbox.env); set it on the worker, or send these leases only to workers that have it with a placement label (worker --placement KEY=VALUE, and the same placement on the drafts)`,
       }, { backoff: true });
     }
-    const secrets = Object.fromEntries(spec.sandbox.env.map((name) => [name, process.env[name] as string]));
+    const secrets = warnShortSecrets(Object.fromEntries(spec.sandbox.env.map((name) => [name, process.env[name] as string])), this.logger, spec);
     // A cancel heard since the start was noted (the ledger's round trip, the artifact's fetch)
     // found no active rollout of this lease to abort: honoured here, with no await between this
     // check and the lease becoming active, so no message falls in between.

@@ -14,7 +14,7 @@ import { subscribeWhenReady } from '../platform/subscribe-when-ready.js';
 import { bullTelemetry } from '../platform/telemetry.js';
 import { SandboxSpecSchema } from '../spec/index.js';
 import { ArtifactCache } from './artifact-cache.js';
-import { detectContainment, gapNames, launcherName, sweepDeadSandboxes, useContainment, type Containment } from '../sandbox/index.js';
+import { detectContainment, gapNames, gapsText, launcherName, sweepDeadSandboxes, useContainment, type Containment } from '../sandbox/index.js';
 import { ChildPool } from './child-pool.js';
 import { LeaseLedger } from './lease-ledger.js';
 import { isLostOwnership, RolloutProcessor } from './rollout-processor.js';
@@ -294,7 +294,8 @@ export class RolloutWorker {
     const address = redactRedisUrl(options.redisUrl);
     const widened = options.allow.length > 0;
     const { containment } = this;
-    (widened ? logger.warn.bind(logger) : logger.info.bind(logger))(
+    // At warn when a boundary is open (fresh-user report: 8 of 9 open, network included, at info).
+    (widened || containment.gaps.length > 0 ? logger.warn.bind(logger) : logger.info.bind(logger))(
       {
         redis: address,
         allowlist: options.allowlist,
@@ -312,7 +313,7 @@ export class RolloutWorker {
         evalConcurrency: options.evalConcurrency,
       },
       `${widened ? `worker starting; Ref allowlist WIDENED beyond built-ins: ${options.allow.join(', ')}` : 'worker starting'}; containment ${containment.level} (launcher ${launcherName(containment)})` +
-        (containment.gaps.length > 0 ? `; containmentGaps: ${containment.gaps.map((gap) => `${gap.boundary} (${gap.reason})`).join('; ')}` : '; containmentGaps: none') +
+        `; ${gapsText(containment.gaps)}` +
         (containment.allowNetwork ? '; the host network is granted to specs that ask for it (--allow-network)' : ''),
     );
     if (process.pid === 1) {

@@ -3,6 +3,7 @@ import type { Logger } from '../platform/logger.js';
 import { withoutDefaults, type Result, type RolloutSpecInput } from '../spec/index.js';
 import type { ArtifactStorer } from './artifact-storer.js';
 import { callerResult } from './caller-result.js';
+import { producerResult } from './producer-result.js';
 import { withMeta } from './result-meta.js';
 import { DraftSource } from './draft-source.js';
 import { evaluationHash, type EvaluationCache } from './evaluation-cache.js';
@@ -35,7 +36,7 @@ export interface EnqueuerDeps {
   readonly prepareRun: () => Promise<string>;
   /** Makes the run's record again after a write found it gone (see `NO_RECORD`); the session's `restoreRecord`. */
   readonly restoreRecord: () => Promise<void>;
-  /** Receives the caller Result of a refused draft (the session decides whether to stop). */
+  /** Receives the Result of a refused draft: `caller`, or `model` for a bad file inside `rendered.files` (the session decides whether to stop). */
   readonly onRefused: (result: Result) => void;
   /** Turns a spec into job data (a large artifact stored once, referenced by hash). */
   readonly artifacts: ArtifactStorer;
@@ -78,6 +79,7 @@ function repeatRefusal(runId: string, repeat: PreparedDraft, index: number): Pre
   return {
     ...(meta !== undefined ? { meta } : {}),
     ok: false,
+    kind: 'caller',
     leaseId: leaseIdFor(runId, `${key}#${index}`),
     taskId: repeat.taskId,
     error: {
@@ -297,7 +299,10 @@ export class DraftEnqueuer {
         fresh = [];
         if (this.stopped) break;
         logger.warn({ runId, leaseId, type: draft.error.type }, `draft refused, not enqueued: ${draft.error.message}`);
-        this.deps.onRefused(withMeta({ ...callerResult(leaseId, runId, draft.taskId, draft.error.type, draft.error.message), finishedAt: store.nowIso() }, draft.meta));
+        const refusal = draft.kind === 'model'
+          ? producerResult('model', leaseId, runId, draft.taskId, draft.error.type, draft.error.message)
+          : callerResult(leaseId, runId, draft.taskId, draft.error.type, draft.error.message);
+        this.deps.onRefused(withMeta({ ...refusal, finishedAt: store.nowIso() }, draft.meta));
       } else if (flags.get(leaseId)?.enqueued) {
         already++;
         logger.debug({ runId, leaseId }, 'lease already enqueued (resumed run): not added again');

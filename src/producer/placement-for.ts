@@ -26,5 +26,5 @@ export function withPlacementFor(draft: PreparedDraft, placementFor: PlacementFo
 }
 
 function refuse(draft: Extract<PreparedDraft, { ok: true }>, message: string): PreparedDraft {
-  return { ok: false, leaseId: draft.leaseId, taskId: draft.taskId, error: { type: 'InvalidSpec', message } };
+  return { ok: false, kind: 'caller', leaseId: draft.leaseId, taskId: draft.taskId, error: { type: 'InvalidSpec', message } };
 }

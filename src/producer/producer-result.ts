@@ -5,14 +5,14 @@ const MAX_MESSAGE_CHARS = 8192;
 
 /**
  * A Result the producer writes itself because no worker returned one: a draft it refused to
- * enqueue (`caller`, see `callerResult`) or a lease the plane gave up on (`infrastructure`,
+ * enqueue (`caller`, see `callerResult`; `model` for a bad file inside `rendered.files`) or a lease the plane gave up on (`infrastructure`,
  * see `result-from-job.ts`). No output, no reward, `error` = `{ type, message }` with the
  * message cut to 8192 characters; `attempts`, `redispatched`, `worker` and timings are empty
  * and `finishedAt` is now, for the caller to overwrite with what it knows.
  * `message` must name fields and variables only, never values (it is stored and logged).
  */
 export function producerResult(
-  kind: Extract<ResultKind, 'caller' | 'infrastructure'>,
+  kind: Exclude<ResultKind, 'ok'>,
   leaseId: string,
   runId: string,
   taskId: string,

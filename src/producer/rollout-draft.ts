@@ -2,6 +2,7 @@ import { findMetaIssue, isPlainObject, parseRolloutSpec, type ErrorInfo, type Ro
 import { leaseIdFor } from '../lease/index.js';
 import { specIssueText } from './spec-issue-text.js';
 import { SecretScan } from './find-leaked-secret.js';
+import { renderedFilesIssue } from './rendered-files-issue.js';
 
 /**
  * What a caller hands to `mapRollouts`: a rollout spec without the fields the producer fills
@@ -30,12 +31,14 @@ export interface DraftContext {
 }
 
 /**
- * A draft turned into a valid spec, or refused with a caller error (never enqueued); a refusal
- * keeps the draft's `meta` when that is valid, for its `caller` Result.
+ * A draft turned into a valid spec, or refused (never enqueued): `kind` `caller` for the caller's
+ * part of the spec, `model` (`BadRenderedFile`) for a bad file inside `rendered.files`, which the
+ * model wrote and which must not stop the run. A refusal keeps the draft's `meta` when that is
+ * valid, for its Result.
  */
 export type PreparedDraft =
   | { readonly ok: true; readonly leaseId: string; readonly taskId: string; readonly spec: RolloutSpec; readonly bytes: number }
-  | { readonly ok: false; readonly leaseId: string; readonly taskId: string; readonly error: ErrorInfo; readonly meta?: unknown };
+  | { readonly ok: false; readonly kind: 'caller' | 'model'; readonly leaseId: string; readonly taskId: string; readonly error: ErrorInfo; readonly meta?: unknown };
 
 function pathText(path: readonly PropertyKey[]): string {
   let text = '';
@@ -43,8 +46,8 @@ function pathText(path: readonly PropertyKey[]): string {
   return text || '(spec)';
 }
 
-function refuse(leaseId: string, taskId: string, type: string, message: string): PreparedDraft {
-  return { ok: false, leaseId, taskId, error: { type, message } };
+function refuse(leaseId: string, taskId: string, type: string, message: string, kind: 'caller' | 'model' = 'caller'): PreparedDraft {
+  return { ok: false, kind, leaseId, taskId, error: { type, message } };
 }
 
 /** Where the key naming a draft's lease came from. */
@@ -151,6 +154,10 @@ function prepareValid(draft: unknown, ctx: DraftContext): PreparedDraft {
   input.leaseId = leaseId;
   input.runId = ctx.runId;
   input.runAttemptId = ctx.runAttemptId;
+  // A bad file the model wrote: the rest of the spec is still checked (a caller fault wins), with
+  // the files left out; the draft then ends `model` without running.
+  const badFile = renderedFilesIssue(input.rendered);
+  if (badFile !== undefined) input.rendered = { files: {} };
   const parsed = parseRolloutSpec(input);
   if (!parsed.success) {
     const issues = parsed.error.issues.slice(0, 3).map((issue) => `spec field "${pathText(issue.path)}": ${specIssueText(issue)}`);
@@ -173,6 +180,7 @@ function prepareValid(draft: unknown, ctx: DraftContext): PreparedDraft {
       : `list "${leaked}" in sandbox.env and let the worker read it from its own environment`;
     return refuse(leaseId, taskId, 'SecretInSpec', `lease ${leaseId}: the spec contains the value of the coordinator's environment variable ${leaked}; a spec must never carry a secret value: ${fix}`);
   }
+  if (badFile !== undefined) return refuse(leaseId, taskId, 'BadRenderedFile', `lease ${leaseId}: ${badFile}; the rollout was not run (a model fault: the run goes on)`, 'model');
   return { ok: true, leaseId, taskId, spec, bytes };
 }
 
@@ -183,8 +191,8 @@ function sizeProblem(leaseId: string, what: string, bytes: number, limit: number
 }
 
 /**
- * The first draft of a list that {@link prepareDraft} refuses (bad field, oversized spec or
- * task, a secret value), checked before anything is enqueued, as the producer would check it:
+ * The first draft of a list that {@link prepareDraft} refuses as `caller` (bad field, oversized
+ * spec or task, a secret value; not a `model` refusal such as `BadRenderedFile`), checked before anything is enqueued, as the producer would check it:
  * for a caller that must answer at once rather than through a `caller` Result per lease (the
  * gateway's `POST /runs`). The run attempt id is a stand-in of the producer's (a UUID's length).
  * @param limits bytes: the producer's `maxSpecBytes` and `maxTaskBytes`.
@@ -195,7 +203,8 @@ export function firstRefusedDraft(runId: string, drafts: readonly unknown[], lim
   const runAttemptId = '00000000-0000-4000-8000-000000000000';
   for (let index = 0; index < drafts.length; index++) {
     const prepared = prepareDraft(drafts[index], { runId, runAttemptId, index, ...limits, secrets });
-    if (!prepared.ok) return { index, error: prepared.error };
+    // A bad file inside rendered is the model's: that draft ends `model`, the others run.
+    if (!prepared.ok && prepared.kind === 'caller') return { index, error: prepared.error };
   }
   return undefined;
 }

@@ -376,7 +376,8 @@ export class RunSession {
       onCached: (result) => this.tracker.pushReady(result),
       onRefused: (result) => {
         this.tracker.pushReady(result);
-        if (this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
+        // A `model` refusal (a bad file the model wrote in rendered.files) never stops the run.
+        if (result.kind === 'caller' && this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
       },
     });
   }

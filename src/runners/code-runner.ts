@@ -4,15 +4,18 @@ import { redactSecrets } from './child-env.js';
 import { checkOutputFits, commandFor, compileCodeRunnerOptions, type CodeRunnerOptions, type CompiledCodeRunnerOptions } from './code-runner-options.js';
 import { TAIL_BYTES, type GroupRunOutcome } from './process-group.js';
 import { runContained, type ContainedRun, type ContainmentReport } from './run-contained.js';
-import { artifactFiles, attemptName } from './work-dir.js';
+import { artifactFiles, attemptName, BAD_RENDERED_FILE } from './work-dir.js';
 import { copyWorkDir } from './work-dir-copy.js';
 
 /** What a successful code run returns as the rollout's output (JSON data). */
 export interface CodeRunOutput {
   /**
-   * Stdout as UTF-8, secret values replaced by `[secret NAME]`. When it went past
+   * Stdout as UTF-8, as the program wrote it: secret values are left in, so the reward (run by
+   * the worker, trusted) scores the real output (fresh-user report: `SHORT=4` and a printed 42
+   * were scored as "[secret SHORT]2", reward 0). The worker replaces them by `[secret NAME]` in
+   * everything it stores or logs (the Result's output, errors, rewardDetails). When it went past
    * `maxOutputBytes`: its first half of that budget, a `truncationMarker` line
-   * (`[... N bytes dropped (maxOutputBytes) ...]`) and its last half.
+   * (`[... N bytes dropped (maxOutputBytes) ...]`) and its last half, never cut inside a secret value.
    */
   readonly stdout: string;
   /** Stderr, kept the same way as stdout. */
@@ -76,15 +79,16 @@ export type CodeRunFn = (rendered: Rendered, task: Task, ctx: RolloutContext) =>
  * `ModelError('NonZeroExit')`; own time limit → `ModelError('RunTimeout')`; a `#!` line or
  * file format the OS cannot run → `ModelError('SpawnFailed')`; all three quote the last
  * 2 KiB of stderr. `ctx.signal` abort → an error named `AbortError` whose message holds
- * `String(ctx.signal.reason)` (and `cause` is the reason). Entrypoint not among the
- * artifact's files, interpreter missing on this worker, the machine out of processes,
+ * `String(ctx.signal.reason)` (and `cause` is the reason). Interpreter missing on this worker, the machine out of processes,
  * memory or file descriptors, the attempt's launch server lost mid-run (`ELAUNCHER`), or
  * bubblewrap unable to set up the tenant view → `InfrastructureError`. `sandbox.network: "host"`
- * on a worker started without `--allow-network` → `CallerError` (`NetworkNotAllowed`). A bad `rendered` (not a string or
- * `{ files }`, a path that is absolute or escapes with `..`), or a `maxOutputBytes` the rollout
+ * on a worker started without `--allow-network` → `CallerError` (`NetworkNotAllowed`). A bad file
+ * inside `rendered.files` (a path that is empty, absolute or escapes with `..`, two paths for one
+ * file, a content not text, the entrypoint missing: the model wrote it) → `ModelError('BadRenderedFile')`,
+ * nothing run. A `rendered` that is not a string or `{ files }`, or a `maxOutputBytes` the rollout
  * child cannot report within `sandbox.memoryMb` (see `memoryMbForOutput`) → `CallerError`. Secret values
- * are replaced by `[secret NAME]` in every message and in the returned stdout/stderr (a value
- * split across two writes included).
+ * are replaced by `[secret NAME]` in every message; the returned stdout/stderr keep them (the
+ * reward scores the real output) and the worker redacts them in the Result it stores.
  *
  * @param options See {@link CodeRunnerOptions}.
  * @throws CallerError at factory time for a bad option, naming the field and the fix.
@@ -109,9 +113,11 @@ async function runCode(
   const files = artifactFiles(rendered, options.entrypoint);
   if (!files.has(options.entrypoint)) {
     const listed = [...files.keys()].slice(0, 10).map((file) => JSON.stringify(file)).join(', ');
-    throw new InfrastructureError(
-      `codeRunner: the artifact has no entrypoint ${JSON.stringify(options.entrypoint)} (its files: ${listed || 'none'}); ` +
-        'the rendered artifact did not arrive whole, or config.entrypoint names another file',
+    // rendered.files is the model's (a string rendered always holds the entrypoint): its fault, not the run's.
+    throw new ModelError(
+      BAD_RENDERED_FILE,
+      `codeRunner: rendered.files has no entrypoint ${JSON.stringify(options.entrypoint)} (its files: ${listed || 'none'}); ` +
+        'the artifact was not run: the rendered files must hold it, or config.entrypoint names another file',
     );
   }
   const handoff = ctx.workDirHandoff;
@@ -166,8 +172,9 @@ function interpret(run: ContainedRun, options: CompiledCodeRunnerOptions, ctx: R
     const how = outcome.exitCode === null ? `was killed by signal ${outcome.exitSignal ?? 'unknown'}` : `exited with code ${outcome.exitCode}`;
     throw new ModelError('NonZeroExit', `artifact ${name} ${how} after ${outcome.durationMs} ms. ${stderrTail(outcome, ctx)}`);
   }
-  const stdout = outcome.stdout.keptText(ctx.secrets);
-  const stderr = outcome.stderr.keptText(ctx.secrets);
+  // Raw for the reward: the worker redacts the Result it stores (rollout-processor), not the reward's input.
+  const stdout = outcome.stdout.keptText(ctx.secrets, { redact: false });
+  const stderr = outcome.stderr.keptText(ctx.secrets, { redact: false });
   return {
     stdout: stdout.text,
     stderr: stderr.text,

@@ -11,7 +11,7 @@ export const SECRET_MARGIN_BYTES = 4096;
 export interface KeptText {
   /**
    * The whole stream when it fit, else its head, a {@link truncationMarker} line and its
-   * tail. Secret values are replaced by `[secret NAME]`.
+   * tail. Secret values are replaced by `[secret NAME]` unless `redact: false` was asked.
    */
   readonly text: string;
   /** True when bytes between the head and the tail were dropped. */
@@ -78,12 +78,16 @@ export class OutputCapture {
   /**
    * The kept text, redacted: the whole stream, or head + marker + tail. A secret split across
    * two chunks is joined before redaction; one straddling a cut is dropped whole, never cut.
-   * @param secrets values to replace by `[secret NAME]`.
+   * @param secrets values to replace by `[secret NAME]`, and to keep whole at a cut.
+   * @param options.redact false: cut as above but leave the values in, for a consumer that
+   *   redacts later itself (codeRunner: the reward scores the raw output, the worker redacts what
+   *   it stores). The cuts still never split a value, so that later redaction replaces it whole.
    */
-  keptText(secrets: SecretValues = {}): KeptText {
+  keptText(secrets: SecretValues = {}, options: { readonly redact?: boolean } = {}): KeptText {
+    const redact = options.redact === false ? (text: string) => text : (text: string) => redactSecrets(text, secrets);
     if (!this.truncated) {
       const whole = this.totalBytes <= this.headLength ? Buffer.concat(this.headChunks) : this.wholeFromHeadAndTail();
-      return { text: redactSecrets(whole.toString('utf8'), secrets), truncated: false, droppedBytes: 0 };
+      return { text: redact(whole.toString('utf8')), truncated: false, droppedBytes: 0 };
     }
     const needles = secretBytes(secrets);
     const headWindow = Buffer.concat(this.headChunks);
@@ -92,8 +96,8 @@ export class OutputCapture {
     let tailCut = moveCutOutOfSecrets(tailWindow, tailWindow.length - this.tailKeepBytes, needles, 'after');
     tailCut = skipContinuationBytes(tailWindow, tailCut);
     const droppedBytes = this.totalBytes - headCut - (tailWindow.length - tailCut);
-    const head = redactSecrets(headWindow.subarray(0, headCut).toString('utf8'), secrets);
-    const tail = redactSecrets(tailWindow.subarray(tailCut).toString('utf8'), secrets);
+    const head = redact(headWindow.subarray(0, headCut).toString('utf8'));
+    const tail = redact(tailWindow.subarray(tailCut).toString('utf8'));
     return { text: `${head}${truncationMarker(droppedBytes)}${tail}`, truncated: true, droppedBytes };
   }
 

@@ -1,6 +1,6 @@
 import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { CallerError } from '../spec/errors.js';
+import { CallerError, ModelError } from '../spec/errors.js';
 import { isPlainObject } from '../spec/json-data.js';
 import type { Rendered, RolloutContext } from '../spec/index.js';
 import { normalizeRelativePath } from './relative-path.js';
@@ -8,13 +8,20 @@ import { normalizeRelativePath } from './relative-path.js';
 /** The artifact's files: normalized relative path → content (text, or bytes for a copied work dir). */
 export type ArtifactFiles = ReadonlyMap<string, string | Uint8Array>;
 
+/** The error type of a bad file inside `rendered.files` (a `model` Result). */
+export const BAD_RENDERED_FILE = 'BadRenderedFile';
+
 /**
  * Turns `rendered` into the files to write. A string becomes the entrypoint's content;
  * `{ files }` is checked path by path.
  *
- * @throws CallerError for a path that is empty, absolute, escapes with `..`, names a
- *   directory, collides with another path after normalization, or is both a file and a
- *   parent directory of another file; and for a `rendered` of another shape.
+ * In RL and evolution `rendered` is written by the model, so what is wrong inside
+ * `rendered.files` is the model's failure and must not stop the run (fresh-user report: a
+ * `"../evil.py"` ended `caller` and stopped it).
+ * @throws ModelError `BadRenderedFile` for a path that is empty, absolute, escapes with `..`,
+ *   names a directory, collides with another path after normalization, or is both a file and a
+ *   parent directory of another file, and for a content that is not text.
+ * @throws CallerError for a `rendered` of another shape (the caller's envelope, not the model's files).
  */
 export function artifactFiles(rendered: Rendered, entrypoint: string): ReadonlyMap<string, string> {
   if (typeof rendered === 'string') return new Map([[entrypoint, rendered]]);
@@ -25,23 +32,23 @@ export function artifactFiles(rendered: Rendered, entrypoint: string): ReadonlyM
   const result = new Map<string, string>();
   for (const [raw, content] of Object.entries(files)) {
     const checked = normalizeRelativePath(raw);
-    if ('problem' in checked) throw new CallerError(`codeRunner: rendered.files path ${JSON.stringify(raw)} ${checked.problem}`);
-    if (typeof content !== 'string') {
-      throw new CallerError(`codeRunner: rendered.files[${JSON.stringify(raw)}] must be the file's text, got ${typeof content}`);
-    }
-    if (result.has(checked.path)) {
-      throw new CallerError(`codeRunner: rendered.files has two paths for ${JSON.stringify(checked.path)}; keep one`);
-    }
+    if ('problem' in checked) throw badFile(`rendered.files path ${JSON.stringify(raw)} ${checked.problem}`);
+    if (typeof content !== 'string') throw badFile(`rendered.files[${JSON.stringify(raw)}] must be the file's text, got ${typeof content}`);
+    if (result.has(checked.path)) throw badFile(`rendered.files has two paths for ${JSON.stringify(checked.path)}; keep one`);
     result.set(checked.path, content);
   }
   for (const file of result.keys()) {
     for (let dir = path.dirname(file); dir !== '.'; dir = path.dirname(dir)) {
       if (result.has(dir)) {
-        throw new CallerError(`codeRunner: rendered.files has ${JSON.stringify(dir)} both as a file and as the directory of ${JSON.stringify(file)}`);
+        throw badFile(`rendered.files has ${JSON.stringify(dir)} both as a file and as the directory of ${JSON.stringify(file)}`);
       }
     }
   }
   return result;
+}
+
+function badFile(problem: string): ModelError {
+  return new ModelError(BAD_RENDERED_FILE, `codeRunner: ${problem}; the artifact was not run`);
 }
 
 /** Replaces characters unsafe in a file name and bounds the length. */

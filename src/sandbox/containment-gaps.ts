@@ -40,3 +40,14 @@ export const GAP_FIXES: Readonly<Record<Boundary, string>> = {
 export function gapNames(gaps: readonly ContainmentGap[]): Boundary[] {
   return BOUNDARIES.filter((boundary) => gaps.some((gap) => gap.boundary === boundary));
 }
+
+/**
+ * The start line's account of `gaps`: `containmentGaps: none`, or how many of the
+ * {@link BOUNDARIES} are open, then each gap's boundary, reason and fix ({@link GAP_FIXES}), so
+ * an operator reading the line (logged at warn when any is open) knows what to change.
+ */
+export function gapsText(gaps: readonly ContainmentGap[]): string {
+  if (gaps.length === 0) return 'containmentGaps: none';
+  const each = gaps.map((gap) => `${gap.boundary} (${gap.reason}; fix: ${GAP_FIXES[gap.boundary]})`);
+  return `containmentGaps: ${gaps.length} of ${BOUNDARIES.length} boundaries open: ${each.join('; ')}`;
+}

@@ -16,13 +16,16 @@ import { detectTenantView, type TenantView } from './tenant-view.js';
  *   it, setsid or not, and it dies with the worker) and a cgroup per attempt (memory limit
  *   over the artifact's whole tree, pids limit, peak memory, OOM kills counted), with the
  *   gaps listed (at least one: without them the level is `sealed`);
- * - `namespace`: the PID namespace, memory bounded by `RLIMIT_DATA` per process;
+ * - `namespace`: the tenant view (network, proc, filesystem, disk closed) and the PID namespace,
+ *   no cgroup: memory bounded by `RLIMIT_DATA` per process (an unprivileged worker, uid 65534);
+ * - `pid-namespace`: the PID namespace only, no tenant view and no cgroup (network, proc,
+ *   filesystem, identity, disk, memory, processes, cpu open: e.g. no writable TMPDIR);
  * - `cgroup`: the cgroup (kill by membership, memory limit, peak), no namespace;
  * - `process-group`: a process group, `RLIMIT_DATA` per process, death with the parent for
  *   the leader only, and a walk of the attempt's own subtree. A process that leaves the
  *   group (setsid) and is re-parented away (double fork) escapes it.
  */
-export type ContainmentLevel = 'sealed' | 'namespace+cgroup' | 'namespace' | 'cgroup' | 'process-group';
+export type ContainmentLevel = 'sealed' | 'namespace+cgroup' | 'namespace' | 'pid-namespace' | 'cgroup' | 'process-group';
 
 /**
  * What the worker asks for, by every level name of {@link ContainmentLevel} (docs/security.md
@@ -128,9 +131,11 @@ function findPidNamespace(launcher: string | null): readonly string[] | null {
   return null;
 }
 
-function levelOf(pidNamespace: unknown, cgroup: unknown): ContainmentLevel {
+function levelOf(pidNamespace: unknown, cgroup: unknown, tenant: unknown): ContainmentLevel {
   if (pidNamespace && cgroup) return 'namespace+cgroup';
-  if (pidNamespace) return 'namespace';
+  // `namespace` promises the tenant view's namespaces (network, mount, user) too; with only the
+  // PID namespace the name says so (fresh-user report: `namespace` with the network open).
+  if (pidNamespace) return tenant ? 'namespace' : 'pid-namespace';
   if (cgroup) return 'cgroup';
   return 'process-group';
 }
@@ -221,7 +226,7 @@ export function detectContainment(mode: ContainmentMode = 'auto', options: Conta
     const each = gaps.map((gap) => `${gap.boundary} (${gap.reason}; fix: ${GAP_FIXES[gap.boundary]})`);
     throw new ContainmentError(`containment ${mode}: this host leaves ${gaps.length} boundar${gaps.length === 1 ? 'y' : 'ies'} open: ${each.join('; ')}. Fix the host, or start the worker with --containment auto to run with these gaps listed`);
   }
-  const level = gaps.length === 0 ? 'sealed' : levelOf(pidNamespace, cgroup);
+  const level = gaps.length === 0 ? 'sealed' : levelOf(pidNamespace, cgroup, tenant);
   return Object.freeze({
     level,
     launcher,

@@ -4,7 +4,7 @@
  * consumer build on it.
  */
 export { CGROUP_PARENT, DEFAULT_PIDS_MAX, type CgroupRoots } from './cgroup.js';
-export { BOUNDARIES, gapNames, GAP_FIXES, type Boundary, type ContainmentGap } from './containment-gaps.js';
+export { BOUNDARIES, gapNames, gapsText, GAP_FIXES, type Boundary, type ContainmentGap } from './containment-gaps.js';
 export { TENANT_TMP_DIR, TENANT_UID, TENANT_WORK_DIR, type TenantView } from './tenant-view.js';
 export { LAUNCHER_CHOICES, NATIVE_LAUNCHER_PATH, type LauncherChoice } from './native-launcher.js';
 export {

@@ -25,8 +25,9 @@ const MAX_READ_ONLY = 64;
 /**
  * How an attempt of model-written code sees the machine (JSON data, sent to rollout children):
  * bubblewrap gives it new user, mount, PID, network, IPC, UTS and cgroup namespaces, a private
- * /proc and /dev, the paths of {@link readOnly} read-only, and writable only its work dir, /tmp
- * and /dev/shm (one tmpfs per attempt, mounted by the launch server). See docs/security.md.
+ * /proc and /dev, the paths of {@link readOnly} read-only, a read-only root (`/big`, `/home` cannot
+ * be made), and writable only its work dir, /tmp and /dev/shm (one tmpfs per attempt, mounted by
+ * the launch server). See docs/security.md.
  */
 export interface TenantView {
   /** Absolute path of bubblewrap (`bwrap`). */
@@ -82,6 +83,10 @@ export function bwrapArgs(view: TenantView, where: TenantMount | { readonly stag
   } else {
     args.push('--tmpfs', TENANT_WORK_DIR, '--tmpfs', TENANT_TMP_DIR);
   }
+  // bubblewrap's root is a tmpfs outside sandbox.diskMb: left writable, a program filled it (800 MiB
+  // at /big with diskMb 512) and made /home, /var (fresh-user report). Read-only after every mount
+  // (the remount is not recursive), only the work dir, /tmp and /dev/shm stay writable.
+  args.push('--remount-ro', '/');
   args.push('--chdir', TENANT_WORK_DIR);
   return args;
 }

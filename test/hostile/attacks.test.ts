@@ -167,6 +167,20 @@ for (const { mode, level } of LEVELS) {
       expect(readdirSync('/dev/shm').filter((name) => name === 'fill')).toEqual([]);
     });
 
+    it('writes to its root: a file /big, directories /home/x and /var/x (disk, filesystem)', async () => {
+      if (open('disk') || open('filesystem')) {
+        // Not run where it is open: it would write to the host's own root. The gap is listed instead.
+        expect(containment().gaps.find((gap) => gap.boundary === 'disk')?.reason).toMatch(/uncapped/);
+        return;
+      }
+      // Fresh-user report: bubblewrap's root is a tmpfs outside sandbox.diskMb; it took 800 MiB at /big.
+      const report = reportOf(await attack(containment(), 'write_root', { files: ['/big', '/work/kept', '/tmp/kept', '/dev/shm/kept'], dirs: ['/home/x', '/var/x', '/opt', '/work/sub/dir'] }));
+      expect(report).toEqual({
+        '/big': 'EROFS', '/home/x': 'EROFS', '/var/x': 'EROFS', '/opt': 'EROFS',
+        '/work/kept': 'ok', '/tmp/kept': 'ok', '/dev/shm/kept': 'ok', '/work/sub/dir': 'ok',
+      });
+    });
+
     it('fork-bombs (processes)', async () => {
       if (open('processes')) {
         // Not run where it is open: it would exhaust the host's processes. The gap is listed instead.

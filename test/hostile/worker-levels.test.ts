@@ -150,6 +150,30 @@ describe('a non-root worker (uid 65534, started through setpriv)', () => {
     expect((results.get('who')?.output as { containment?: unknown }).containment).toEqual({ level: 'namespace', gaps: ['identity', 'cpu', 'memory', 'processes'] });
   });
 
+  // Fresh-user report: with no writable TMPDIR the tenant view cannot be made, yet the level read
+  // `namespace` (whose docs row has the network closed), 8 of 9 boundaries open, at info.
+  it('with no writable TMPDIR: level pid-namespace, the start line at warn naming each gap, why and the fix', async () => {
+    const unwritable = mkdtempSync(path.join(os.tmpdir(), 'rq-root-only-'));
+    const q = new RawQueue(redis.url);
+    try {
+      const worker = await startWorkerProcess(q.workerOptions({ concurrency: 1 }), { TMPDIR: unwritable, HOME: nobodyHome }, NOBODY);
+      const line = startLine(worker);
+      worker.signal('SIGTERM');
+      await worker.exited();
+      expect(line).toMatchObject({ level: 40, containment: 'pid-namespace' });
+      const gaps = line.containmentGaps as Array<{ boundary: string; reason: string }>;
+      expect(gaps.map((gap) => gap.boundary)).toEqual(['network', 'proc', 'filesystem', 'identity', 'disk', 'memory', 'processes', 'cpu']);
+      expect(gaps[0]?.reason).toContain('give the worker a TMPDIR it may write');
+      expect(line.msg).toContain('containment pid-namespace');
+      expect(line.msg).toContain('containmentGaps: 8 of 9 boundaries open: network (');
+      expect(line.msg).toContain('fix: install bubblewrap');
+    } finally {
+      await q.queue.close();
+      q.redis.disconnect();
+      rmSync(unwritable, { recursive: true, force: true });
+    }
+  });
+
   it('refuses to start with --containment strict: exit 1, naming each gap and its fix', async () => {
     const outcome = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
       const child = spawn(NOBODY[0] as string, [...NOBODY.slice(1), process.execPath, BIN, 'worker', '--queue', 'strict-refused', '--containment', 'strict'], {

@@ -2,7 +2,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CallerError, InfrastructureError, ModelError, brandedKind } from '../../../src/spec/index.js';
+import { CallerError, InfrastructureError, ModelError, brandedKind, redactSecretsDeep } from '../../../src/spec/index.js';
 import { codeRunner } from '../../../src/runners/index.js';
 import { currentContainment } from '../../../src/sandbox/index.js';
 import { fakeContext } from './fake-context.js';
@@ -54,9 +54,10 @@ describe('codeRunner environment', () => {
     const seen = JSON.parse(output.stdout) as { env: Record<string, string>; cwd: string };
     const pwd = currentContainment().tenant ? ['PWD'] : [];
     expect(Object.keys(seen.env).sort()).toEqual(['HOME', 'LANG', 'PATH', ...pwd, 'ROLLOUT_TEST_TOKEN', 'TMPDIR']);
-    // The child got the value; what it printed is redacted before it leaves the runner (issue 11).
-    expect(seen.env.ROLLOUT_TEST_TOKEN).toBe('[secret ROLLOUT_TEST_TOKEN]');
-    expect(output.stdout).not.toContain('tok-from-ctx-123');
+    // The child got the value; the runner hands the reward what it printed, and the worker
+    // redacts the Result it stores (redactSecretsDeep, as rollout-processor does).
+    expect(seen.env.ROLLOUT_TEST_TOKEN).toBe('tok-from-ctx-123');
+    expect(JSON.stringify(redactSecretsDeep(output, secrets))).not.toContain('tok-from-ctx-123');
     expect(seen.env.HOME).toBe(seen.cwd);
     expect(output.stdout).not.toContain('worker-only-value');
   });
@@ -91,11 +92,11 @@ describe('codeRunner environment', () => {
   });
 });
 
-describe('codeRunner output redaction (issue 11: secrets never leave the worker, also on ok)', () => {
+describe('codeRunner output: raw for the reward, whole values for the worker to redact (issue 11)', () => {
   const secret = 'sk-test-SPLIT-0123456789abcdef';
   const secrets = { MY_API_KEY: secret };
 
-  it('a secret split across two writes with a pause between is redacted in stdout and stderr of an ok run', async () => {
+  it('a secret split across two writes with a pause between comes back whole, and is redacted whole in what the worker stores', async () => {
     const run = codeRunner({ entrypoint: 'main.js', timeoutMs: 10_000 });
     // Two writes 50 ms apart reach the runner as two chunks, the value cut in the middle.
     const artifact = `
@@ -104,9 +105,11 @@ describe('codeRunner output redaction (issue 11: secrets never leave the worker,
       process.stderr.write('auth ' + v.slice(0, 12));
       setTimeout(() => { process.stdout.write(v.slice(9) + '\\n'); process.stderr.write(v.slice(12) + '\\n'); }, 50);`;
     const output = await run(artifact, task, fakeContext({ secrets }));
-    expect(output.stdout).toBe('key=[secret MY_API_KEY]\n');
-    expect(output.stderr).toBe('auth [secret MY_API_KEY]\n');
-    expect(JSON.stringify(output)).not.toContain(secret.slice(9));
+    expect(output.stdout).toBe(`key=${secret}\n`);
+    const stored = redactSecretsDeep(output, secrets) as typeof output;
+    expect(stored.stdout).toBe('key=[secret MY_API_KEY]\n');
+    expect(stored.stderr).toBe('auth [secret MY_API_KEY]\n');
+    expect(JSON.stringify(stored)).not.toContain(secret.slice(9));
   });
 
   it('a secret straddling the head cut or the tail cut of a truncated stream leaves no piece behind', async () => {
@@ -134,12 +137,16 @@ describe('codeRunner artifact files', () => {
     ['a "." path', { 'main.js': '', '.': 'x' }, /leaves the artifact directory/],
     ['two spellings of one file', { 'main.js': '', './main.js': 'x' }, /two paths for "main\.js"/],
     ['a file that is also a directory', { 'main.js': '', lib: 'x', 'lib/a.js': 'y' }, /"lib" both as a file and as the directory/],
+    ['a content that is not text', { 'main.js': '', 'data.bin': 7 as unknown as string }, /rendered\.files\["data\.bin"\] must be the file's text, got number/],
   ];
-  it.each(refused)('refuses %s with a CallerError before writing anything', async (_label, files, message) => {
+  // Fresh-user report: rendered.files is the model's in RL/evolution; a bad file there ended
+  // `caller` (CallerError) and stopped the run. It is the model's failure: `model`, BadRenderedFile.
+  it.each(refused)('refuses %s as the model\'s BadRenderedFile before writing anything', async (_label, files, message) => {
     const ctx = fakeContext();
     const err = await rejection(run({ files }, task, ctx));
-    expect(err).toBeInstanceOf(CallerError);
-    expect(brandedKind(err)).toBe('caller');
+    expect(err).toBeInstanceOf(ModelError);
+    expect(brandedKind(err)).toBe('model');
+    expect((err as ModelError).type).toBe('BadRenderedFile');
     expect(err.message).toMatch(message);
     expect(existsSync(path.join(os.tmpdir(), 'evil.js'))).toBe(false);
     const made = existsSync(workRoot) ? readdirSync(workRoot).filter((name) => name.startsWith(`${ctx.leaseId}.`)) : [];
@@ -151,10 +158,11 @@ describe('codeRunner artifact files', () => {
     expect(await rejection(run(bad, task, fakeContext()))).toBeInstanceOf(CallerError);
   });
 
-  it('an entrypoint missing from the files → InfrastructureError naming it', async () => {
+  it('an entrypoint missing from rendered.files → the model\'s BadRenderedFile naming it and the files', async () => {
     const err = await rejection(run({ files: { 'solve.js': 'console.log(1)' } }, task, fakeContext()));
-    expect(err).toBeInstanceOf(InfrastructureError);
-    expect(brandedKind(err)).toBe('infrastructure');
+    expect(err).toBeInstanceOf(ModelError);
+    expect(brandedKind(err)).toBe('model');
+    expect((err as ModelError).type).toBe('BadRenderedFile');
     expect(err.message).toContain('"main.js"');
     expect(err.message).toContain('"solve.js"');
   });
