@@ -22,12 +22,10 @@ import { RunNotFoundError } from './run-not-found-error.js';
 import { RunStoppedError } from './run-stopped-error.js';
 import { runReuseText, type RunReuse } from './run-reuse.js';
 import type { OpenedRun, RunCreation, RunHead, RunStore } from './run-store.js';
+import { AcknowledgedLeases } from './acknowledged-leases.js';
+import { restoredRunOf, type SessionPlan } from './session-plan.js';
 
-/**
- * Most leases a session remembers acknowledging, so that retention of a run it made and
- * delivered whole need not read them back (`applyRetention`'s `known`): one script call's worth.
- */
-const KNOWN_LEASES_MAX = 500;
+export type { SessionPlan } from './session-plan.js';
 
 /** Connections and settings a session shares with its `RolloutQueue`. */
 export interface SessionDeps {
@@ -65,26 +63,6 @@ export interface SessionDeps {
   readonly unregister: (session: RunSession) => void;
 }
 
-/** One call of `mapRollouts` (with drafts) or `attach` (without). */
-export interface SessionPlan {
-  readonly runId: string;
-  readonly drafts: Iterable<unknown> | AsyncIterable<unknown> | undefined;
-  readonly signal: AbortSignal | undefined;
-  readonly runAttemptId: string;
-  readonly specCount: number | undefined;
-  /** `MapRolloutsOptions.sourceFingerprint`, stored with a new run's record. */
-  readonly sourceFingerprint?: string;
-  /** `CoordinatorOptions.coordinatorNote`, stored once this session holds the run. */
-  readonly coordinatorNote?: string;
-  /** `CoordinatorOptions.checkPreviousNote`: may refuse the run (throwing) before anything is stored or delivered. */
-  readonly checkPreviousNote?: ((previous: string | null) => void | Promise<void>) | undefined;
-  /** `MapRolloutsOptions.onDeliveredBefore`: told of drafts whose leases the run delivered before. */
-  readonly onDeliveredBefore?: ((reuse: RunReuse) => void) | undefined;
-  readonly stopOnCaller: boolean;
-  /** `MapRolloutsOptions.weight`, checked: the run's share of the queue's workers (`fair-share.ts`). */
-  readonly weight: number;
-}
-
 /**
  * The engine behind one `mapRollouts` / `attach` iteration: enqueues drafts (back-pressured),
  * collects Results from QueueEvents and reconciliation, yields them in completion order, and
@@ -120,8 +98,8 @@ export class RunSession {
   private readonly onAbort = (): void => this.ending.abortBy(this.plan.signal?.reason);
   /** The run did not exist when this session took its coordinator lease. */
   private madeRun = false;
-  /** Leases this session acknowledged, while at most {@link KNOWN_LEASES_MAX}; undefined past that. */
-  private acknowledgedIds: string[] | undefined = [];
+  /** Leases this session acknowledged, while few enough to hand to retention. */
+  private readonly acknowledgedIds = new AcknowledgedLeases();
   private artifactStorer: ArtifactStorer | undefined;
   /** The run's stored runAttemptId once known (made or found by this session). */
   private runAttemptId: string | undefined;
@@ -391,16 +369,8 @@ export class RunSession {
       logger.warn({ runId: this.runId },
         "the run's record is gone from Redis (restarted without persistence, or flushed): making it again, and adding again the lost jobs whose drafts this coordinator holds; the run's counts in status start again now");
       this.artifactStorer?.forget();
-      const { sourceFingerprint, coordinatorNote } = this.plan;
       this.recordRestored = true;
-      await store.restoreRun(this.runId, {
-        runAttemptId: this.runAttemptId ?? this.plan.runAttemptId,
-        specCount: this.finalSpecCount ?? this.plan.specCount,
-        status: this.earlier?.status ?? 'running',
-        ...(this.earlier?.stopReason ? { stopReason: this.earlier.stopReason } : {}),
-        ...(sourceFingerprint !== undefined ? { sourceFingerprint } : {}),
-        ...(coordinatorNote !== undefined ? { coordinatorNote } : {}),
-      });
+      await store.restoreRun(this.runId, restoredRunOf(this.plan, { runAttemptId: this.runAttemptId, specCount: this.finalSpecCount, earlier: this.earlier }));
     })().finally(() => {
       this.restoring = undefined;
       // Not awaited here: adding jobs again writes the record (recorded), which may restore it again.
@@ -540,10 +510,7 @@ export class RunSession {
     this.rollback.acknowledged(results, delivered);
     this.deliveredAny = true;
     // An abandoned session gave up without acknowledging: it is never retained by this process.
-    if (this.acknowledgedIds && !this.abandoned) {
-      if (this.acknowledgedIds.length + results.length > KNOWN_LEASES_MAX) this.acknowledgedIds = undefined;
-      else for (const result of results) this.acknowledgedIds.push(result.leaseId);
-    }
+    if (!this.abandoned) this.acknowledgedIds.add(results);
     return completed;
   }
 
@@ -624,8 +591,9 @@ export class RunSession {
    * leases are all delivered). Else undefined: retention reads them from the run's sets.
    */
   private knownLeases(): { leaseIds: readonly string[]; artifacts: readonly string[] } | undefined {
-    if (!this.madeRun || !this.acknowledgedIds || this.earlier || this.coordinatorLease?.epoch !== 0 || this.tracker.unfinishedCount > 0) return undefined;
-    return { leaseIds: this.acknowledgedIds, artifacts: this.artifactStorer?.storedArtifacts() ?? [] };
+    const leaseIds = this.acknowledgedIds.all;
+    if (!this.madeRun || !leaseIds || this.earlier || this.coordinatorLease?.epoch !== 0 || this.tracker.unfinishedCount > 0) return undefined;
+    return { leaseIds, artifacts: this.artifactStorer?.storedArtifacts() ?? [] };
   }
 
   private async teardown(): Promise<void> {
