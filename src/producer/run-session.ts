@@ -12,12 +12,12 @@ import type { PlacementFor } from './producer-options.js';
 import { LeaseDeadlines } from './lease-deadlines.js';
 import { LeaseTracker } from './lease-tracker.js';
 import type { JobOutcome } from './read-job-outcomes.js';
-import { removeWaitingJobs } from './remove-waiting-jobs.js';
 import { resultForMissingJob, resultFromFailedJob, resultFromReturnValue } from './result-from-job.js';
 import { RunEnding, type Ending } from './run-ending.js';
 import { RunReconciler } from './run-reconciler.js';
 import { RollbackWatch } from './rollback-watch.js';
-import { applyRetention, persistRun, redisNowMs } from './run-retention.js';
+import { applyRetention, redisNowMs } from './run-retention.js';
+import { resumeRun } from './resume-run.js';
 import { RunNotFoundError } from './run-not-found-error.js';
 import { RunStoppedError } from './run-stopped-error.js';
 import { runReuseText, type RunReuse } from './run-reuse.js';
@@ -286,21 +286,7 @@ export class RunSession {
       if (this.completedAtOpen) this.noteOnFirstDelivery = this.plan.coordinatorNote;
       else await store.noteCoordinator(this.runId, this.plan.coordinatorNote);
     }
-    if (head) {
-      for (const leaseId of await store.undeliveredLeases(this.runId)) this.tracker.track(leaseId, 'outstanding');
-      if (head.status === 'stopped' || head.status === 'cancelled') {
-        this.earlier = head;
-        // Finish what a coordinator killed mid-stop left: no waiting job of a stopped run may start.
-        for (const leaseId of await removeWaitingJobs(this.deps.redis, this.deps.queue, this.runId)) this.tracker.forget(leaseId);
-      } else if (head.status === 'completed' && drafts) {
-        // Drafts of leases it delivered are counted and told once every draft is read (tellReuse).
-        logger.info({ runId: this.runId }, 'this run id completed earlier: only drafts of new leases run (a new runId runs them all)');
-        // Running again inside its retention window: its records must not expire mid-run.
-        const reopened = opened.created ? opened.created.reopened : await store.setStatus(this.runId, 'running', ['completed']);
-        if (reopened) await persistRun(this.deps.redis, this.deps.keys, this.runId);
-      }
-      logger.info({ runId: this.runId, status: head.status, undelivered: this.tracker.unfinishedCount }, 'resuming run');
-    }
+    if (head) this.earlier = await resumeRun(this.deps, this.tracker, this.runId, head, opened, drafts !== undefined);
     // A new run has nothing to reconcile before its first job is added: its first pass waits.
     this.reconciler.start(!head);
     if (!enqueuer || this.earlier) {

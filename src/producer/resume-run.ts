@@ -1,0 +1,43 @@
+import type { Redis } from 'ioredis';
+import type { QueueKeys } from '../lease/index.js';
+import type { Logger } from '../platform/logger.js';
+import type { LeaseTracker } from './lease-tracker.js';
+import type { PlacementQueues } from './placement-queues.js';
+import { removeWaitingJobs } from './remove-waiting-jobs.js';
+import { persistRun } from './run-retention.js';
+import type { OpenedRun, RunHead, RunStore } from './run-store.js';
+
+/** What {@link resumeRun} reads and writes: a `RunSession`'s connections. */
+export interface ResumeDeps {
+  readonly redis: Redis;
+  readonly queue: PlacementQueues;
+  readonly keys: QueueKeys;
+  readonly store: RunStore;
+  readonly logger: Logger;
+}
+
+/**
+ * What a `RunSession` does on taking a run that exists (`head`, read when its coordinator lease
+ * was taken, `opened`): every undelivered lease is awaited again; a run stopped or cancelled
+ * earlier has its waiting jobs removed (finishing what a coordinator killed mid-stop left: no
+ * waiting job of a stopped run may start); a completed run given drafts runs again, its records
+ * kept from expiring mid-run (`persistRun`).
+ * @returns the head of a run stopped or cancelled before this session began, else undefined.
+ */
+export async function resumeRun(deps: ResumeDeps, tracker: LeaseTracker, runId: string, head: RunHead, opened: OpenedRun, hasDrafts: boolean): Promise<RunHead | undefined> {
+  const { store, logger } = deps;
+  let earlier: RunHead | undefined;
+  for (const leaseId of await store.undeliveredLeases(runId)) tracker.track(leaseId, 'outstanding');
+  if (head.status === 'stopped' || head.status === 'cancelled') {
+    earlier = head;
+    for (const leaseId of await removeWaitingJobs(deps.redis, deps.queue, runId)) tracker.forget(leaseId);
+  } else if (head.status === 'completed' && hasDrafts) {
+    // Drafts of leases it delivered are counted and told once every draft is read (tellReuse).
+    logger.info({ runId }, 'this run id completed earlier: only drafts of new leases run (a new runId runs them all)');
+    // Running again inside its retention window: its records must not expire mid-run.
+    const reopened = opened.created ? opened.created.reopened : await store.setStatus(runId, 'running', ['completed']);
+    if (reopened) await persistRun(deps.redis, deps.keys, runId);
+  }
+  logger.info({ runId, status: head.status, undelivered: tracker.unfinishedCount }, 'resuming run');
+  return earlier;
+}
