@@ -17,10 +17,9 @@ import { RunEnding, type Ending } from './run-ending.js';
 import { RunReconciler } from './run-reconciler.js';
 import { RollbackWatch } from './rollback-watch.js';
 import { applyRetention, redisNowMs } from './run-retention.js';
-import { resumeRun } from './resume-run.js';
+import { resumeRun, tellReuse } from './resume-run.js';
 import { RunNotFoundError } from './run-not-found-error.js';
 import { RunStoppedError } from './run-stopped-error.js';
-import { runReuseText, type RunReuse } from './run-reuse.js';
 import type { OpenedRun, RunCreation, RunHead, RunStore } from './run-store.js';
 import { AcknowledgedLeases } from './acknowledged-leases.js';
 import { restoredRunOf, type SessionPlan } from './session-plan.js';
@@ -299,28 +298,16 @@ export class RunSession {
       const stored = created?.specCount;
       if (exhausted && enqueuer.prepared) this.finalSpecCount = enqueuer.distinctLeases;
       if (exhausted && enqueuer.prepared && !this.abandoned && stored !== enqueuer.distinctLeases) await store.setSpecCount(this.runId, enqueuer.distinctLeases);
-      if (exhausted && enqueuer.deliveredBefore > 0 && !this.abandoned) this.tellReuse(enqueuer);
+      if (exhausted && enqueuer.deliveredBefore > 0 && !this.abandoned) {
+        const error = tellReuse(this.runId, enqueuer, this.deps.logger, this.plan.onDeliveredBefore);
+        if (error) this.failure ??= error;
+      }
       this.enqueueDone ||= exhausted;
       this.tracker.notify();
     }).catch((err: Error) => {
       if (!this.abandoned) this.failure ??= new Error(`run "${this.runId}": enqueuing failed: ${err.message}; the run is resumable: call mapRollouts again with the same runId`, { cause: err });
       this.tracker.notify();
     });
-  }
-
-  /**
-   * Drafts of this call named leases the run delivered before (a run id used again): a warning
-   * and the plan's `onDeliveredBefore` say how many (no silent empties). An error that callback
-   * throws ends the iteration with that error.
-   */
-  private tellReuse(enqueuer: DraftEnqueuer): void {
-    const reuse: RunReuse = { runId: this.runId, deliveredBefore: enqueuer.deliveredBefore, leases: enqueuer.distinctLeases, nothingNew: enqueuer.deliveredBefore >= enqueuer.distinctLeases };
-    this.deps.logger.warn({ runId: this.runId, deliveredBefore: reuse.deliveredBefore, leases: reuse.leases }, runReuseText(reuse));
-    try {
-      this.plan.onDeliveredBefore?.(reuse);
-    } catch (err) {
-      this.failure ??= err instanceof Error ? err : new Error(String(err));
-    }
   }
 
   /** The enqueuer of this session's drafts; `prepareRun` makes (or finds) the run record. */
