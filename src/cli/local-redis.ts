@@ -1,3 +1,4 @@
+import { redisTimeoutOptions } from '../platform/redis-timeout.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -96,7 +97,8 @@ async function waitUntilAnswers(url: string, child: ChildProcess, timeoutMs: num
   child.once('error', (err) => void (exited = err.message));
   for (;;) {
     if (exited) throw new Error(`redis-server ${exited}`);
-    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
+    // A short connect (the loop retries); the command bounded like every client's (redis-timeout.ts).
+    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...redisTimeoutOptions('command'), connectTimeout: 1000 });
     client.on('error', () => {});
     let answeringPid: number | undefined;
     try {

@@ -10,6 +10,8 @@ import { createContext } from './command-context.js';
 import { startOtlpTracing } from '../platform/otlp-tracing.js';
 import { packageVersion } from '../platform/process-metrics.js';
 import { redisUrlPassword } from '../platform/redis-connection.js';
+import { DEFAULT_REDIS_TIMEOUT_MS, isRedisTimeout, redisNoAnswerText, redisTimeoutMs } from '../platform/redis-timeout.js';
+import { cliEnvironment } from './environment.js';
 import { CliError, EXIT, type ExitCode } from './errors.js';
 import { refusalLine } from './refusal-line.js';
 import { applyHelpConventions } from './option-help.js';
@@ -38,6 +40,20 @@ function configure(command: CommandUnknownOpts, isProgram = true): CommandUnknow
   }
   for (const sub of command.commands) configure(sub, false);
   return command;
+}
+
+/** One line naming the address and the wait when `err` is ioredis giving up on a command (`commandTimeout`), else undefined. */
+function noAnswerLine(err: unknown): string | undefined {
+  if (!isRedisTimeout(err)) return undefined;
+  let address = '(REDIS_URL)';
+  let timeoutMs: number | undefined;
+  try {
+    address = cliEnvironment().address;
+    timeoutMs = redisTimeoutMs();
+  } catch {
+    // a bad REDIS_URL or timeout has its own message elsewhere
+  }
+  return redisNoAnswerText(address, timeoutMs ?? DEFAULT_REDIS_TIMEOUT_MS);
 }
 
 /** `text` with the password of `REDIS_URL` (raw or percent-encoded) replaced by `***`. */
@@ -70,6 +86,12 @@ export async function runCli(argv: readonly string[]): Promise<ExitCode> {
     if (err instanceof CliError) {
       process.stderr.write(`error: ${err.message}\n`);
       return err.exitCode;
+    }
+    // A Redis that stopped answering mid-command (the preflight passed): one line, not a stack.
+    const silent = noAnswerLine(err);
+    if (silent) {
+      process.stderr.write(`error: ${silent}\n`);
+      return EXIT.failure;
     }
     const refusal = refusalLine(err);
     if (refusal) {

@@ -1,6 +1,7 @@
-import { Option, type CommandUnknownOpts } from '@commander-js/extra-typings';
+import { InvalidArgumentError, Option, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { DEFAULT_PREFIX } from '../lease/index.js';
 import { DEFAULT_REDIS_URL } from '../platform/redis-connection.js';
+import { DEFAULT_REDIS_TIMEOUT_MS, REDIS_TIMEOUT_ENV, redisTimeoutProblem } from '../platform/redis-timeout.js';
 import { EXAMPLES, HELP } from './messages.js';
 
 /**
@@ -11,7 +12,8 @@ import { EXAMPLES, HELP } from './messages.js';
  *   below the CLI (a worker option the worker compiles, a spec field the schema fills), from
  *   {@link documentDefault}'s text, which names the same constant the code uses;
  * - required options marked `required` and named in the usage line;
- * - `--redis-url` and `--prefix` on every command, winning over `REDIS_URL` and `ROLLOUT_QUEUE_PREFIX`;
+ * - `--redis-url`, `--prefix` and `--redis-timeout-ms` on every command, winning over `REDIS_URL`,
+ *   `ROLLOUT_QUEUE_PREFIX` and `ROLLOUT_QUEUE_REDIS_TIMEOUT_MS`;
  * - an `Examples:` section after each command's options ({@link EXAMPLES}).
  */
 
@@ -51,17 +53,26 @@ export function optionDescription(option: Option): string {
   return extras.length > 0 ? `${option.description} (${extras.join('; ')})` : option.description;
 }
 
-/** `--redis-url` and `--prefix` of every command: set, they win over the environment. */
+/** `--redis-url`, `--prefix` and `--redis-timeout-ms` of every command: set, they win over the environment. */
 function connectionOptions(): Option[] {
   return [
     documentDefault(new Option('--redis-url <url>', HELP.redisUrl), `env REDIS_URL, else ${DEFAULT_REDIS_URL}`),
     documentDefault(new Option('--prefix <prefix>', HELP.prefix), `env ROLLOUT_QUEUE_PREFIX, else ${DEFAULT_PREFIX}`),
+    documentDefault(new Option('--redis-timeout-ms <ms>', HELP.redisTimeoutMs).argParser(redisTimeoutArg), `env ${REDIS_TIMEOUT_ENV}, else ${DEFAULT_REDIS_TIMEOUT_MS}`),
   ];
 }
 
+/** Commander parser of `--redis-timeout-ms`: the text as given (it goes into the environment), or a usage error naming the option. */
+function redisTimeoutArg(text: string): string {
+  const problem = redisTimeoutProblem(text.trim());
+  if (problem) throw new InvalidArgumentError(`${problem}`);
+  return text.trim();
+}
+
 /**
- * Applies the conventions above to a subcommand. `--redis-url` and `--prefix` are written into
- * `REDIS_URL` and `ROLLOUT_QUEUE_PREFIX` before the action runs: every path that reads the
+ * Applies the conventions above to a subcommand. `--redis-url`, `--prefix` and `--redis-timeout-ms`
+ * are written into `REDIS_URL`, `ROLLOUT_QUEUE_PREFIX` and `ROLLOUT_QUEUE_REDIS_TIMEOUT_MS` before
+ * the action runs (the timeout also reaches every client the command makes, and a worker's): every path that reads the
  * connection (cliEnvironment, the hints a user pastes, password masking of errors, the demo's
  * worker processes) reads the environment, so a flag reaches all of them and cannot be
  * half-applied.
@@ -72,8 +83,10 @@ export function applyHelpConventions(command: CommandUnknownOpts): void {
   command.hook('preAction', (_command, action) => {
     const url = action.getOptionValue('redisUrl') as string | undefined;
     const prefix = action.getOptionValue('prefix') as string | undefined;
+    const timeoutMs = action.getOptionValue('redisTimeoutMs') as string | undefined;
     if (url !== undefined) process.env.REDIS_URL = url;
     if (prefix !== undefined) process.env.ROLLOUT_QUEUE_PREFIX = prefix;
+    if (timeoutMs !== undefined) process.env[REDIS_TIMEOUT_ENV] = timeoutMs;
   });
   const required = command.options.filter(isRequired);
   if (required.length > 0) {

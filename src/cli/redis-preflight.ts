@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { checkEvictionPolicy, EvictionPolicyError } from '../platform/check-eviction-policy.js';
 import { createLogger } from '../platform/logger.js';
 import { missingDatabase, redisOptionsFromUrl } from '../platform/redis-connection.js';
+import { redisNoAnswerText, redisTimeoutMs } from '../platform/redis-timeout.js';
 import { CliError, UsageError } from './errors.js';
 import type { CliEnvironment } from './environment.js';
 import { MSG } from './messages.js';
@@ -14,8 +15,6 @@ import { MSG } from './messages.js';
  */
 export type RedisProblem = { readonly kind: 'unreachable' | 'auth' | 'url' | 'other'; readonly message: string };
 
-/** How long one connection attempt may take, ms. */
-const CONNECT_TIMEOUT_MS = 3000;
 
 /**
  * Connects once (no retries), sends PING and disconnects.
@@ -27,7 +26,9 @@ export async function probeRedis(env: CliEnvironment): Promise<RedisProblem | un
   const client = new Redis({
     ...options,
     lazyConnect: true,
-    connectTimeout: CONNECT_TIMEOUT_MS,
+    // No CLIENT SETINFO before the ready check: against a Redis that does not answer, each would
+    // wait the whole timeout first, doubling the time to the one-line answer.
+    disableClientInfo: true,
     maxRetriesPerRequest: 0,
     enableOfflineQueue: false,
     retryStrategy: () => null,
@@ -47,8 +48,10 @@ export async function probeRedis(env: CliEnvironment): Promise<RedisProblem | un
   }
 }
 
-function classify(err: unknown, env: CliEnvironment, options: { readonly host?: string | undefined; readonly password?: string | undefined; readonly tls?: unknown }): RedisProblem {
+function classify(err: unknown, env: CliEnvironment, options: { readonly host?: string | undefined; readonly password?: string | undefined; readonly tls?: unknown; readonly commandTimeout?: number | undefined }): RedisProblem {
   const raw = err instanceof Error ? err.message : String(err);
+  // Connected, but nothing answered (a frozen server, a partition that drops packets): the wait is the news.
+  if (/Command timed out/.test(raw)) return { kind: 'unreachable', message: redisNoAnswerText(env.address, options.commandTimeout ?? redisTimeoutMs()) };
   const text = options.password ? raw.split(options.password).join('***') : raw;
   const code = (err as { code?: unknown }).code;
   // Something listens but no TLS handshake completes: a plain Redis answers a ClientHello with
@@ -120,7 +123,7 @@ export async function waitForRedis(
  */
 export async function refuseEvictingRedis(env: CliEnvironment, allowEviction: boolean): Promise<void> {
   await requireRedis(env);
-  const client = new Redis({ ...redisOptionsFromUrl(env.redisUrl), lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: CONNECT_TIMEOUT_MS });
+  const client = new Redis({ ...redisOptionsFromUrl(env.redisUrl), lazyConnect: true, maxRetriesPerRequest: 1 });
   client.on('error', () => {});
   try {
     await client.connect();

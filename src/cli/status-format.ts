@@ -67,8 +67,14 @@ export function formatStatus(view: StatusView, place: StatusPlace): string {
   const lines = [MSG.statusQueue(place.queue, place.prefix, place.address)];
   if (place.unused) lines.push(MSG.statusQueueUnused(place.queue, place.prefix, place.unused));
   lines.push(MSG.statusJobs);
-  const states = Object.entries(view.counts);
-  for (const [state, count] of states) lines.push(row(state, count));
+  // Fair share (docs/fair-share.md) parks a run's new jobs in BullMQ's `prioritized` set: to a user
+  // they are waiting all the same, so the text shows them in the waiting row (--json keeps both).
+  const { prioritized = 0, ...others } = view.counts;
+  const states = Object.entries('prioritized' in view.counts ? { waiting: 0, ...others } : others);
+  for (const [state, count] of states) {
+    if (state === 'waiting') lines.push(`${row(state, count + prioritized)}${MSG.statusWaitingInFairShare(prioritized)}`);
+    else lines.push(row(state, count));
+  }
   if (states.length === 0) lines.push(row('(none)', 0));
   lines.push(MSG.statusWorkers(view.workers.length));
   // Not for a queue nothing used while others were: the hint would start a worker on a misspelt name.

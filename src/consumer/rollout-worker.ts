@@ -1,12 +1,12 @@
 import os from 'node:os';
-import { Queue, Worker, type ConnectionOptions, type JobType } from 'bullmq';
+import { ErrorCode, Queue, type ConnectionOptions, type JobType } from 'bullmq';
 import { LeaseWorker } from './lease-worker.js';
 import { Cluster, Redis } from 'ioredis';
 import { queueKeys, RUN_FIELDS, type LeaseClass, type QueueKeys } from '../lease/index.js';
 import { PlacementWatcher } from './placement-watcher.js';
 import { childLogger, createLogger, type Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
-import { createRedisClient, missingDatabase, redactRedisUrl, redisDb, redisOptionsFromUrl, redisTopology } from '../platform/redis-connection.js';
+import { createRedisClient, forBullMQ, missingDatabase, redactRedisUrl, redisDb, redisOptionsFromUrl, redisTopology } from '../platform/redis-connection.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { abortable } from '../platform/abortable.js';
 import { RedisClock } from '../platform/redis-clock.js';
@@ -23,9 +23,14 @@ import { compileWorkerOptions, type CompiledWorkerOptions, type WorkerOptions } 
 import { WorkerMetrics } from './worker-metrics.js';
 import { WorkerStartAborted } from './worker-start-aborted.js';
 import { WriteBackoff } from './write-backoff.js';
+import { isRedisTimeout, redisTimeoutMs } from '../platform/redis-timeout.js';
+import { RedisStallGuard } from './redis-stall-guard.js';
 
 /** Heap limit of a spec that names none (`sandbox.memoryMb`): the limit warm children are forked with. */
 const DEFAULT_MEMORY_MB = SandboxSpecSchema.parse({}).memoryMb;
+
+/** The BullMQ worker of one served queue: jobs are rollout specs (parsed by the processor), results Results. */
+type RolloutBullWorker = LeaseWorker<unknown, Result>;
 
 /** Settles as the given wait for Redis does, or rejects with `WorkerStartAborted` at the start's signal. */
 type UntilAborted = <T>(work: Promise<T>) => Promise<T>;
@@ -86,10 +91,12 @@ export class RolloutWorker {
   /** Port of the metrics endpoint when one was asked for (0 picks a free one). */
   metricsPort: number | undefined;
   /** BullMQ workers of the placement queues served here, by queue name. */
-  private readonly placementWorkers = new Map<string, Worker>();
+  private readonly placementWorkers = new Map<string, RolloutBullWorker>();
   private readonly watcher: PlacementWatcher;
   /** Pauses job intake with capped back-off while Redis refuses writes (OOM, EXECABORT, READONLY). */
   private readonly writeBackoff: WriteBackoff;
+  /** A Redis that stops answering: `/healthz`, kept answers, locks taken back (docs/redis-trouble.md). */
+  private readonly stallGuard: RedisStallGuard;
 
   private constructor(
     readonly options: CompiledWorkerOptions,
@@ -101,7 +108,7 @@ export class RolloutWorker {
     private readonly pool: ChildPool,
     private readonly processor: RolloutProcessor,
     private readonly metrics: WorkerMetrics,
-    private readonly worker: Worker,
+    private readonly worker: RolloutBullWorker,
     /** How rollout attempts are contained here (chosen at start; see src/sandbox). */
     readonly containment: Containment,
     /** Re-sampled by each liveness sample, so its extrapolation never runs long. */
@@ -115,6 +122,22 @@ export class RolloutWorker {
       resume: () => this.allWorkers().forEach((w) => w.resume()),
     };
     this.writeBackoff = new WriteBackoff(intake, () => redis.set(probeKey, options.name, 'PX', 10_000), logger, redactRedisUrl(options.redisUrl));
+    this.stallGuard = new RedisStallGuard(
+      redis,
+      { address: redactRedisUrl(options.redisUrl), prefix: options.prefix, lockDurationMs: options.lockDurationMs, stalledIntervalMs: options.stalledIntervalMs, timeoutMs: redisTimeoutMs() },
+      logger,
+      () => this.allWorkers(),
+      (leaseId) => this.countDropped(leaseId),
+    );
+    worker.answerKeeper = this.stallGuard.keeper;
+  }
+
+  /** A finished answer dropped because another attempt has its lease: a late duplicate, counted once. */
+  private countDropped(leaseId: string): void {
+    const runId = this.processor.finishing.get(leaseId);
+    this.processor.finishing.delete(leaseId);
+    this.metrics.duplicate();
+    if (runId !== undefined) void new LeaseLedger(this.redis, this.keys, this.options.maxRedispatches).countDuplicate(runId).catch(() => undefined);
   }
 
   /** The worker's name, as it appears in Results (`worker`) and BullMQ (`processedBy`). */
@@ -138,7 +161,7 @@ export class RolloutWorker {
    * connects to Redis (retrying with backoff while it is unreachable), subscribes to
    * cancellations and starts consuming.
    * @throws Error naming the option when `options` are invalid.
-   * @throws ContainmentError for `containment: 'strict'` on a host with any containment gap (each named with its fix).
+   * @throws ContainmentError for `containment: 'sealed'` (or `'strict'`) on a host with any containment gap (each named with its fix).
    * @throws EvictionPolicyError when Redis may evict keys and `allowEviction` is not set.
    * @throws Error when Redis has no database of `redisUrl`'s number (`missingDatabase`).
    * @throws WorkerStartAborted when `control.signal` aborts while the start waits for Redis
@@ -171,8 +194,8 @@ export class RolloutWorker {
     // client (BullMQ duplicates it for the blocking connection). ioredis' RedisOptions is what
     // BullMQ builds from; its own type is looser.
     const bullConnection = (redisTopology(options.redisUrl) === 'cluster'
-      ? createRedisClient(options.redisUrl, { connectionName: `${options.prefix}:rollout-queue:bullmq` })
-      : redisOptionsFromUrl(options.redisUrl)) as ConnectionOptions;
+      ? createRedisClient(options.redisUrl, forBullMQ({ connectionName: `${options.prefix}:rollout-queue:bullmq` }))
+      : forBullMQ(redisOptionsFromUrl(options.redisUrl))) as ConnectionOptions;
     const queue = new Queue(options.queue, { connection: bullConnection, prefix: options.prefix });
     const metrics = new WorkerMetrics();
     const pool = new ChildPool({
@@ -229,7 +252,8 @@ export class RolloutWorker {
   private serve(queueName: string, leaseClass: LeaseClass): void {
     if (this.state === 'closing' || this.state === 'closed' || this.placementWorkers.has(queueName)) return;
     const concurrency = leaseClass === 'evaluation' ? this.options.evalConcurrency : this.options.concurrency;
-    const worker = bullWorker(queueName, concurrency, this.processor, this.options, redisOptionsFromUrl(this.options.redisUrl) as ConnectionOptions, this.clock);
+    const worker = bullWorker(queueName, concurrency, this.processor, this.options, forBullMQ(redisOptionsFromUrl(this.options.redisUrl)) as ConnectionOptions, this.clock);
+    worker.answerKeeper = this.stallGuard.keeper;
     this.placementWorkers.set(queueName, worker);
     this.wire(worker);
     void worker.run().catch((err: unknown) => this.logger.error({ err, placementQueue: queueName }, 'worker loop stopped'));
@@ -238,11 +262,11 @@ export class RolloutWorker {
   }
 
   /** Every BullMQ worker of this process: the base queue's, then the placement queues'. */
-  private allWorkers(): Worker[] {
+  private allWorkers(): RolloutBullWorker[] {
     return [this.worker, ...this.placementWorkers.values()];
   }
 
-  private wire(worker: Worker): void {
+  private wire(worker: RolloutBullWorker): void {
     const { logger } = this;
     worker.on('error', (err) => this.onWorkerError(err));
     worker.on('completed', (job, result: Result | undefined) => {
@@ -251,10 +275,17 @@ export class RolloutWorker {
     });
     worker.on('failed', (job) => job && this.processor.finishing.delete(String(job.id)));
     worker.on('lockRenewalFailed', (jobIds: string[]) => {
-      for (const leaseId of jobIds) {
-        if (this.processor.abort({ leaseId }, 'lock-lost') > 0) logger.warn({ leaseId }, 'lock renewal failed; aborting the attempt so it cannot race the re-dispatched one');
-      }
+      for (const leaseId of jobIds) void this.onLockLost(worker, leaseId);
     });
+  }
+
+  /**
+   * A lock renewal failed: aborts the attempt so it cannot race the re-dispatched one, unless the
+   * lock was lost to a Redis stall and nobody else took the lease (then it is taken back).
+   */
+  private async onLockLost(worker: RolloutBullWorker, leaseId: string): Promise<void> {
+    if (await this.stallGuard.keepAfterLockLoss(worker, leaseId)) return;
+    if (this.processor.abort({ leaseId }, 'lock-lost') > 0) this.logger.warn({ leaseId }, 'lock renewal failed; aborting the attempt so it cannot race the re-dispatched one');
   }
 
   /** @param untilAborted wraps each wait for Redis, so the start's signal ends it. */
@@ -295,6 +326,7 @@ export class RolloutWorker {
     const swept = await sweepDeadSandboxes({ containment });
     logger.info({ dirs: swept.dirs, cgroups: swept.cgroups }, `swept ${swept.dirs} work dir(s) and ${swept.cgroups} cgroup(s) left by dead attempts`);
     for (const client of [this.redis, this.subscriber]) this.watchConnection(client, address);
+    this.stallGuard.start();
     this.wire(this.worker);
     this.queue.on('error', (err) => this.onWorkerError(err));
     await untilAborted(subscribeWhenReady(this.subscriber, this.keys.cancelChannel(redisDb(this.redis))));
@@ -339,7 +371,7 @@ export class RolloutWorker {
         // BullMQ's follow-up moveToFailed refusal finds the entry gone.
         this.processor.finishing.delete(leaseId);
         this.metrics.duplicate();
-        this.logger.warn({ runId, leaseId }, 'late answer dropped: the lease was re-dispatched and belongs to another attempt');
+        this.logger.warn({ runId, leaseId }, `late answer dropped: ${lostOwnershipText(err)}`);
         void new LeaseLedger(this.redis, this.keys, this.options.maxRedispatches).countDuplicate(runId).catch(() => undefined);
         return;
       }
@@ -349,6 +381,8 @@ export class RolloutWorker {
     // extendLocks), which wire() handles: a warn for the attempt it aborts, nothing for a lease
     // no longer run here (handed back on shutdown).
     if (err.message.startsWith('could not renew lock for job ')) return;
+    // A command Redis did not answer in time: the probe reports the silence once (and /healthz).
+    if (isRedisTimeout(err)) return;
     if (/ECONNREFUSED|Connection is closed|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|ENOTFOUND/.test(err.message)) {
       // BullMQ's own clients often notice an outage first; report it once, like ours.
       if (!this.redisDown) {
@@ -390,6 +424,8 @@ export class RolloutWorker {
 
   /** Samples the queue for the liveness check: due work with free slots and no start here. */
   private async sampleLiveness(): Promise<void> {
+    // Each command would wait out the timeout: the probe speaks for Redis meanwhile.
+    if (this.stallGuard.silent) return;
     try {
       await this.publishInfo();
       await this.clock.sample();
@@ -451,6 +487,8 @@ export class RolloutWorker {
     if (this.state !== 'running') return { ok: false, reason: `state ${this.state}` };
     if (this.redisDown) return { ok: false, reason: `Redis at ${redactRedisUrl(this.options.redisUrl)} unreachable` };
     if (this.writeBackoff.refusing) return { ok: false, reason: `Redis at ${redactRedisUrl(this.options.redisUrl)} refuses writes (${this.writeBackoff.refusing})` };
+    const silent = this.stallGuard.healthReason();
+    if (silent) return { ok: false, reason: silent };
     const now = Date.now();
     if (this.dueSince !== undefined && now - this.dueSince >= this.options.livenessMs && now - this.lastStartAt >= this.options.livenessMs) {
       return { ok: false, reason: `work due for ${now - this.dueSince} ms with free slots and no rollout started` };
@@ -491,6 +529,7 @@ export class RolloutWorker {
       const givenUp = new Promise<'timeout'>((resolve) => (deadline = setTimeout(() => resolve('timeout'), waitMs)));
       try {
         this.watcher.stop();
+        await this.stallGuard.handInBeforeClose(CLOSE_MARGIN_MS);
         const how = await Promise.race([Promise.all(this.allWorkers().map((worker) => worker.close())).then(() => 'closed' as const), givenUp]);
         if (how === 'timeout') {
           this.logger.warn({ marginMs: CLOSE_MARGIN_MS }, 'could not hand leases back (Redis unreachable?); stopping anyway, they return through the stalled check');
@@ -500,6 +539,7 @@ export class RolloutWorker {
         clearTimeout(timer);
         clearTimeout(deadline);
         clearInterval(this.livenessTimer);
+        this.stallGuard.close();
         await this.pool.close();
         const connected = !this.redisDown;
         if (connected) await boundedBy(CLOSE_MARGIN_MS, this.redis.del(this.keys.workerInfo(this.options.name)).catch(() => undefined));
@@ -523,8 +563,8 @@ export class RolloutWorker {
  * A BullMQ worker of `queueName` running `processor` (one per served queue; they share the child
  * pool), its scripts on the Redis clock (`LeaseWorker`'s `clock`).
  */
-function bullWorker(queueName: string, concurrency: number, processor: RolloutProcessor, options: CompiledWorkerOptions, connection: ConnectionOptions, clock: RedisClock): Worker {
-  return new LeaseWorker(queueName, processor.process, {
+function bullWorker(queueName: string, concurrency: number, processor: RolloutProcessor, options: CompiledWorkerOptions, connection: ConnectionOptions, clock: RedisClock): RolloutBullWorker {
+  return new LeaseWorker<unknown, Result>(queueName, processor.process, {
     connection,
     prefix: options.prefix,
     name: options.name,
@@ -535,6 +575,21 @@ function bullWorker(queueName: string, concurrency: number, processor: RolloutPr
     autorun: false,
     ...(options.tracing ? { telemetry: bullTelemetry(true) } : {}),
   }, clock);
+}
+
+/**
+ * What BullMQ's refusal of a finish says about the lease, by its code (BullMQ
+ * `src/enums/error-code.ts`): only a lock held by another token means another attempt exists.
+ */
+function lostOwnershipText(err: Error): string {
+  switch ((err as { code?: unknown }).code) {
+    case ErrorCode.JobLockMismatch:
+      return 'the lease was re-dispatched and belongs to another attempt';
+    case ErrorCode.JobNotExist:
+      return "the lease's job is gone from Redis (its run was purged)";
+    default:
+      return 'its lock expired and the answer could not be kept (see "finished answer not kept"); the lease runs again';
+  }
 }
 
 /** Waits for `work`, but never longer than `ms` (a client that never settles must not hold a shutdown). */

@@ -195,3 +195,23 @@ export function runOwnKeys(keys: QueueKeys, runId: string): string[] {
     keys.gatewayRun(runId), keys.gatewayResults(runId),
   ];
 }
+
+/** The BullMQ keys a lease's lock is reclaimed with (see `consumer/lease-reclaim.ts`). */
+export interface BullLeaseKeys {
+  /** The job HASH. */
+  readonly job: string;
+  /** The job's lock STRING (holds the lock token of the attempt that owns it). */
+  readonly lock: string;
+  /** The queue's `active` LIST. */
+  readonly active: string;
+  /** The queue's `wait` LIST (where BullMQ's stalled check puts a job whose lock expired). */
+  readonly wait: string;
+  /** The queue's `stalled` SET (ids the next stalled check looks at). */
+  readonly stalled: string;
+}
+
+/** {@link BullLeaseKeys} of lease `jobId` in `queue` under `prefix` (BullMQ `src/classes/queue-keys.ts`). */
+export function bullLeaseKeys(prefix: string, queue: string, jobId: string): BullLeaseKeys {
+  const job = bullJobKey(prefix, queue, jobId);
+  return { job, lock: bullJobLockKey(job), active: `${prefix}:${queue}:active`, wait: `${prefix}:${queue}:wait`, stalled: `${prefix}:${queue}:stalled` };
+}

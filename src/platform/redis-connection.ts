@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
+import { redisTimeoutOptions } from './redis-timeout.js';
 
 /** Default Redis address when `REDIS_URL` is unset. */
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
@@ -76,6 +77,9 @@ export function redactRedisUrl(url: string): string {
  *   picked up by itself with no crash loop and no busy loop.
  * - `maxRetriesPerRequest: null`, which BullMQ requires for workers' blocking connections
  *   (BullMQ `src/classes/redis-connection.ts` warns otherwise).
+ * - `connectTimeout` and `commandTimeout` from `ROLLOUT_QUEUE_REDIS_TIMEOUT_MS`
+ *   (`platform/redis-timeout.ts`): a Redis that does not answer fails a command after a bounded
+ *   wait. Hand BullMQ {@link forBullMQ} of these options: its blocking reads need longer.
  * @throws Error naming `REDIS_URL` (never its password) when the URL cannot be parsed.
  */
 export function redisOptionsFromUrl(url: string, tls: RedisTlsFiles = {}): RedisOptions {
@@ -105,6 +109,7 @@ export function redisOptionsFromUrl(url: string, tls: RedisTlsFiles = {}): Redis
     db,
     maxRetriesPerRequest: null,
     retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 6), 5000),
+    ...redisTimeoutOptions('command'),
   };
   if (parts.user) options.username = parts.user;
   if (parts.password) options.password = parts.password;
@@ -158,6 +163,7 @@ function multiNodeOptions(url: string, parts: UrlParts, topology: 'cluster' | 's
   const base: RedisOptions = {
     maxRetriesPerRequest: null,
     retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 6), 5000),
+    ...redisTimeoutOptions('command'),
     ...(parts.user ? { username: parts.user } : {}),
     ...(parts.password ? { password: parts.password } : {}),
   };
@@ -221,6 +227,30 @@ export function createRedisClient(url: string, extra: RedisOptions = {}): Redis 
     ...(nodeOptions.tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
   });
   return cluster as unknown as Redis;
+}
+
+/**
+ * `options` for a client BullMQ builds (a `Worker`'s, whose blocking connection copies them) or
+ * duplicates (`QueueEvents`): the command timeout grows by BullMQ's own bound on a blocking read
+ * (`BULLMQ_BLOCK_BOUND_MS`), which a shorter one would cut short.
+ */
+export function forBullMQ<T extends RedisOptions>(options: T): T {
+  return { ...options, ...redisTimeoutOptions('bullmq') };
+}
+
+/**
+ * A client like `client` (same address and options) with BullMQ's command timeout
+ * ({@link forBullMQ}), for a BullMQ class that duplicates what it is given (`QueueEvents`, a
+ * `Worker` in Cluster mode). It connects lazily, so unless something sends a command on it, it
+ * never opens a socket; disconnect it with the BullMQ object all the same.
+ */
+export function duplicateForBullMQ(client: Redis): Redis {
+  const timeouts = redisTimeoutOptions('bullmq');
+  if (client instanceof Cluster) {
+    const cluster = client as Cluster;
+    return cluster.duplicate(undefined, { ...cluster.options, lazyConnect: true, redisOptions: { ...cluster.options.redisOptions, ...timeouts } }) as unknown as Redis;
+  }
+  return client.duplicate({ ...timeouts, lazyConnect: true });
 }
 
 /** The database number a client works in (its URL's `/db`; 0 for a Cluster, which has only that one). */

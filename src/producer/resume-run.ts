@@ -5,8 +5,9 @@ import type { LeaseTracker } from './lease-tracker.js';
 import type { PlacementQueues } from './placement-queues.js';
 import { removeWaitingJobs } from './remove-waiting-jobs.js';
 import { persistRun } from './run-retention.js';
-import { runReuseText, type RunReuse } from './run-reuse.js';
+import { runReattachText, runReuseText, type RunReuse } from './run-reuse.js';
 import type { OpenedRun, RunHead, RunStore } from './run-store.js';
+import type { SessionPlan } from './session-plan.js';
 
 /** What {@link resumeRun} reads and writes: a `RunSession`'s connections. */
 export interface ResumeDeps {
@@ -44,16 +45,19 @@ export async function resumeRun(deps: ResumeDeps, tracker: LeaseTracker, runId: 
 }
 
 /**
- * Drafts of a call named leases the run delivered before (a run id used again): a warning and
- * `onDeliveredBefore` (`SessionPlan.onDeliveredBefore`) say how many (no silent empties).
- * `counts` is the enqueuer's, once its draft list was read to the end.
+ * Drafts of a call named leases the run delivered before (a run id used again): a warning (an
+ * info line for a `reattach` call, where that is the expected path) and the plan's
+ * `onDeliveredBefore` say how many (no silent empties). `counts` is the enqueuer's, once its
+ * draft list was read to the end.
  * @returns the error `onDeliveredBefore` threw (the iteration ends with it), else undefined.
  */
-export function tellReuse(runId: string, counts: { readonly deliveredBefore: number; readonly distinctLeases: number }, logger: Logger, onDeliveredBefore: ((reuse: RunReuse) => void) | undefined): Error | undefined {
+export function tellReuse(runId: string, counts: { readonly deliveredBefore: number; readonly distinctLeases: number }, logger: Logger, plan: Pick<SessionPlan, 'reattach' | 'onDeliveredBefore'>): Error | undefined {
   const reuse: RunReuse = { runId, deliveredBefore: counts.deliveredBefore, leases: counts.distinctLeases, nothingNew: counts.deliveredBefore >= counts.distinctLeases };
-  logger.warn({ runId, deliveredBefore: reuse.deliveredBefore, leases: reuse.leases }, runReuseText(reuse));
+  const fields = { runId, deliveredBefore: reuse.deliveredBefore, leases: reuse.leases };
+  if (plan.reattach === true) logger.info(fields, runReattachText(reuse));
+  else logger.warn(fields, runReuseText(reuse));
   try {
-    onDeliveredBefore?.(reuse);
+    plan.onDeliveredBefore?.(reuse);
   } catch (err) {
     return err instanceof Error ? err : new Error(String(err));
   }

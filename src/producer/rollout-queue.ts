@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { queueKeys, readRunCost, readRunRecord, type QueueKeys, type RunRecord } from '../lease/index.js';
-import { redactRedisUrl, redisTopology } from '../platform/redis-connection.js';
+import { duplicateForBullMQ, redactRedisUrl, redisTopology } from '../platform/redis-connection.js';
 import { bullTelemetry } from '../platform/telemetry.js';
 import { isRunId, MAX_ID_LENGTH, RunIdSchema, type CostSummary, type Result } from '../spec/index.js';
 import { checkCallOptions, checkDraftSource } from './call-options.js';
@@ -57,6 +57,14 @@ export interface MapRolloutsOptions {
    */
   readonly onDeliveredBefore?: (reuse: RunReuse) => void;
   /**
+   * This call re-attaches to its own run: the same drafts under the same run id after its
+   * coordinator stopped (the CLI's `run --run-id`, which refuses other inputs). Drafts delivered
+   * before are then the expected path, logged at info as progress (`runReattachText`) instead of
+   * the warning pointing at a new run id; `onDeliveredBefore` is called all the same. Default
+   * false: a library caller reusing a run id by mistake is warned.
+   */
+  readonly reattach?: boolean;
+  /**
    * The run's share of the queue's workers, relative to the other runs with jobs waiting on the
    * same queue: a run of weight 2 gets two slots for each one of a weight-1 run; alone, a run
    * gets every slot. Each job's BullMQ priority comes from a per-queue virtual clock, so a run
@@ -68,7 +76,7 @@ export interface MapRolloutsOptions {
 }
 
 /** The names of {@link MapRolloutsOptions}, {@link CoordinatorOptions} and `rollout`'s options, checked at run time. */
-const MAP_ROLLOUTS_OPTIONS = ['runId', 'signal', 'runAttemptId', 'specCount', 'sourceFingerprint', 'coordinatorNote', 'checkPreviousNote', 'onDeliveredBefore', 'weight'] as const satisfies readonly (keyof MapRolloutsOptions)[];
+const MAP_ROLLOUTS_OPTIONS = ['runId', 'signal', 'runAttemptId', 'specCount', 'sourceFingerprint', 'coordinatorNote', 'checkPreviousNote', 'onDeliveredBefore', 'reattach', 'weight'] as const satisfies readonly (keyof MapRolloutsOptions)[];
 const COORDINATOR_OPTIONS = ['signal', 'coordinatorNote', 'checkPreviousNote'] as const satisfies readonly (keyof CoordinatorOptions)[];
 const ROLLOUT_OPTIONS = ['runId', 'signal'] as const;
 
@@ -161,6 +169,8 @@ export class RolloutQueue {
   /** The base queue and its placement queues (one BullMQ queue per distinct placement and class). */
   private readonly placements: PlacementQueues;
   private events: QueueEvents | undefined;
+  /** The never-connected client QueueEvents duplicates (see {@link RolloutQueue.listen}). */
+  private eventsTemplate: Redis | undefined;
 
   private constructor(
     readonly options: CompiledProducerOptions,
@@ -254,8 +264,10 @@ export class RolloutQueue {
     }
     const onDeliveredBefore = options.onDeliveredBefore as unknown;
     if (onDeliveredBefore !== undefined && typeof onDeliveredBefore !== 'function') throw new TypeError('mapRollouts option onDeliveredBefore must be a function (reuse) => void; omit it to be told by the warning only');
+    const reattach = options.reattach as unknown;
+    if (reattach !== undefined && typeof reattach !== 'boolean') throw new TypeError('mapRollouts option reattach must be true or false; omit it for false (a run id used again is warned about)');
     const weight = checkRunWeight(options.weight, 'mapRollouts option weight');
-    return this.session({ runId, drafts, signal: options.signal, runAttemptId: options.runAttemptId ?? randomUUID(), specCount, ...(fingerprint !== undefined ? { sourceFingerprint: fingerprint } : {}), ...noteOf(options), stopOnCaller: this.options.stopOnCaller, onDeliveredBefore: options.onDeliveredBefore, weight });
+    return this.session({ reattach: reattach === true, runId, drafts, signal: options.signal, runAttemptId: options.runAttemptId ?? randomUUID(), specCount, ...(fingerprint !== undefined ? { sourceFingerprint: fingerprint } : {}), ...noteOf(options), stopOnCaller: this.options.stopOnCaller, onDeliveredBefore: options.onDeliveredBefore, weight });
   }
 
   /**
@@ -392,6 +404,7 @@ export class RolloutQueue {
       for (const session of this.sessions.values()) session.abandon(() => this.closedError());
       await this.awaitWrapUps();
       await this.events?.close().catch(() => undefined);
+      this.eventsTemplate?.disconnect();
       await this.placements.close();
       await this.queue.close().catch(() => undefined);
       if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis.disconnect());
@@ -470,12 +483,15 @@ export class RolloutQueue {
   /**
    * Starts QueueEvents at the stream's current last id rather than `$`, so nothing emitted
    * between now and its first blocking XREAD is missed (bullmq#2874). It duplicates our
-   * connection (a blocking XREAD must not stall commands) and closes the duplicate itself.
+   * connection (a blocking XREAD must not stall commands) and closes the duplicate itself. What
+   * it duplicates is a never-connected template with BullMQ's longer command timeout
+   * (`duplicateForBullMQ`): ours would cut its `XREAD BLOCK` of up to 10 s short.
    */
   private async listen(): Promise<void> {
     const last = await this.redis.xrevrange(this.queue.toKey('events'), '+', '-', 'COUNT', 1);
     const lastEventId = last[0]?.[0] ?? '0-0';
-    const events = new QueueEvents(this.options.queue, { prefix: this.options.prefix, connection: this.redis, lastEventId });
+    this.eventsTemplate = duplicateForBullMQ(this.redis);
+    const events = new QueueEvents(this.options.queue, { prefix: this.options.prefix, connection: this.eventsTemplate, lastEventId });
     this.events = events;
     events.on('error', (err: Error) => this.options.logger.warn({ err: err.message }, 'BullMQ QueueEvents error'));
     events.on('completed', ({ jobId, returnvalue }) => this.sessions.get(runIdOf(jobId))?.onCompleted(jobId, returnvalue));

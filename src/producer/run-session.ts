@@ -299,7 +299,7 @@ export class RunSession {
       if (exhausted && enqueuer.prepared) this.finalSpecCount = enqueuer.distinctLeases;
       if (exhausted && enqueuer.prepared && !this.abandoned && stored !== enqueuer.distinctLeases) await store.setSpecCount(this.runId, enqueuer.distinctLeases);
       if (exhausted && enqueuer.deliveredBefore > 0 && !this.abandoned) {
-        const error = tellReuse(this.runId, enqueuer, this.deps.logger, this.plan.onDeliveredBefore);
+        const error = tellReuse(this.runId, enqueuer, this.deps.logger, this.plan);
         if (error) this.failure ??= error;
       }
       this.enqueueDone ||= exhausted;

@@ -17,6 +17,8 @@ export interface SessionPlan {
   readonly checkPreviousNote?: ((previous: string | null) => void | Promise<void>) | undefined;
   /** `MapRolloutsOptions.onDeliveredBefore`: told of drafts whose leases the run delivered before. */
   readonly onDeliveredBefore?: ((reuse: RunReuse) => void) | undefined;
+  /** `MapRolloutsOptions.reattach`: drafts delivered before are expected (info, not a warning). */
+  readonly reattach?: boolean;
   readonly stopOnCaller: boolean;
   /** `MapRolloutsOptions.weight`, checked: the run's share of the queue's workers (`fair-share.ts`). */
   readonly weight: number;

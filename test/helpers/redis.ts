@@ -21,6 +21,13 @@ export interface TestRedis {
   kill(): Promise<void>;
   /** Starts it again on the same port and dir after stop/kill (private only). AOF data is reloaded. */
   restart(): Promise<void>;
+  /**
+   * SIGSTOPs the server process (private only): its connections stay open and nothing answers,
+   * as in a partition that drops packets or a stuck VM. {@link thaw} (SIGCONT) wakes it.
+   */
+  freeze?(): void;
+  /** SIGCONTs a frozen server (private only). */
+  thaw?(): void;
 }
 
 /** Options of {@link startRedis}. */
@@ -143,6 +150,12 @@ async function startPrivate(options: StartRedisOptions): Promise<TestRedis> {
     },
     async restart() {
       await launch();
+    },
+    freeze() {
+      proc?.kill('SIGSTOP');
+    },
+    thaw() {
+      proc?.kill('SIGCONT');
     },
   };
 }

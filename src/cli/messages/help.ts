@@ -1,5 +1,6 @@
 import { MAX_PRODUCER_BYTES } from '../../producer/index.js';
 import { MIN_MEMORY_MB } from '../../spec/index.js';
+import { DEFAULT_REDIS_TIMEOUT_MS } from '../../platform/redis-timeout.js';
 
 /** Help texts of commands and options. */
 export const HELP = {
@@ -9,6 +10,7 @@ export const HELP = {
     'Environment:',
     '  REDIS_URL             redis://[user:password@]host:port[/db] or rediss://… (default: redis://127.0.0.1:6379); --redis-url wins over it',
     '  ROLLOUT_QUEUE_PREFIX  key prefix of every queue (default: rq); --prefix wins over it',
+    `  ROLLOUT_QUEUE_REDIS_TIMEOUT_MS  longest wait for one Redis command, ms (default: ${DEFAULT_REDIS_TIMEOUT_MS}); --redis-timeout-ms wins over it`,
     '  LOG_LEVEL             pino log level (default: info for worker and gateway, warn for the others)',
     '  LOG_FORMAT            pretty, json or text (default: pretty on a terminal, else json for worker and gateway, text for the others)',
     '',
@@ -17,6 +19,7 @@ export const HELP = {
   queue: 'queue name',
   redisUrl: 'Redis to use, redis://[user:password@]host:port[/db] or rediss://… (a password here shows in `ps`: prefer REDIS_URL for one)',
   prefix: 'key prefix of every queue; coordinators and workers must agree',
+  redisTimeoutMs: 'longest wait for one Redis command or connection, ms; past it the command fails naming Redis and the worker\'s /healthz turns 503 (500–600000)',
   allowEviction: 'start even though Redis maxmemory-policy may evict keys (anything but noeviction); results can be lost',
   worker: {
     description: 'Run a worker: take rollouts from a queue and run each in a child process.',
@@ -33,7 +36,7 @@ export const HELP = {
     stalledIntervalMs: 'BullMQ stalledInterval: how often lost leases are looked for',
     shutdownGraceMs: 'on SIGTERM, how long active rollouts may finish before they are handed back',
     containment:
-      'how each program a spec runs (a hostile tenant, docs/security.md) is contained: auto (the strongest the host allows, every open boundary listed as containmentGaps), strict (refuse to start with any gap), namespace+cgroup or process-group (force a weaker level, for tests or trusted programs that need the host)',
+      'how each program a spec runs (a hostile tenant, docs/security.md) is contained: auto (the strongest the host allows, every open boundary listed as containmentGaps), sealed or strict (require the top level: refuse to start with any gap), namespace+cgroup, namespace, cgroup or process-group (force that weaker level at most, for tests or trusted programs that need the host)',
     allowNetwork: 'grant the host network to the programs of specs that ask for it (sandbox.network "host"); without it such a spec ends caller/NetworkNotAllowed and every program has only its own loopback',
     expose: 'a host path (absolute, existing) the programs of specs see read-only at the same path, besides /usr, /etc and the interpreters (repeatable, e.g. --expose /opt/datasets)',
     placement: 'a label of this worker, KEY=VALUE (repeatable, e.g. --placement region=eu-west --placement gpu=h100): it also serves every placement whose labels it has',

@@ -9,6 +9,7 @@ export const STATUS_MSG = {
   statusQueueUnused: (queue: string, prefix: string, used: QueuesUsed) =>
     `  nothing has used queue "${queue}" under prefix "${prefix}" yet (no job, run or worker): ${queuesUsedThere(used)}${used.queues.length > 0 ? '; pass --queue NAME' : ''}`,
   statusJobs: 'Jobs by state:',
+  statusWaitingInFairShare: (prioritized: number) => (prioritized > 0 ? `  (${prioritized} in fair-share order)` : ''),
   statusWorkers: (count: number) => `Workers connected: ${count}`,
   /** `queue`: the queue shown; the command names it unless it is the default (fresh-user report: followed as printed, a worker served `rollouts`). */
   statusNoWorkers: (queue: string) => `  none: start one with \`${cliCommand()} worker${queueFlag(queue)}\``,

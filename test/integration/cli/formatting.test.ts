@@ -25,6 +25,10 @@ describe('status output', () => {
     const text = formatStatus(view, place);
     expect(text).toMatch(/waiting\s+2/);
     expect(text).toContain('Workers connected: 1');
+    // Fair share parks new jobs in BullMQ's prioritized set: the text counts them as waiting.
+    const fair = formatStatus({ ...view, counts: { waiting: 0, prioritized: 20, active: 1 } }, place);
+    expect(fair).toMatch(/waiting\s+20  \(20 in fair-share order\)/);
+    expect(fair).not.toMatch(/prioritized/);
     expect(text).toContain('w1  addr=127.0.0.1:5000 age=12 idle=0');
     expect(text).toMatch(/delivered\s+7\n  of the delivered Results, by kind:\n\s+ok\s+5\n/);
     expect(text).toMatch(/infrastructure\s+1/);

@@ -16,6 +16,7 @@ import { environmentFingerprint, fingerprintInputs } from '../../../src/consumer
 import { compileGatewayOptions } from '../../../src/gateway/index.js';
 import { compileQueueDispatchOptions } from '../../../src/harness/coordinator/dispatch-options.js';
 import { TimeoutsSchema } from '../../../src/spec/index.js';
+import { redisOptionsFromUrl } from '../../../src/platform/redis-connection.js';
 import { compileProducerOptions, DEFAULT_RUN_WEIGHT } from '../../../src/producer/index.js';
 import { DEFAULT_CPUS, DEFAULT_DISK_MB } from '../../../src/spec/index.js';
 
@@ -32,7 +33,12 @@ const DRAFT_SPEC = (() => {
 })();
 const worker = () => compileWorkerOptions({});
 const producer = () => compileProducerOptions({});
-const connection = { '--redis-url': () => `env REDIS_URL, else ${cliEnvironment({}).redisUrl}`, '--prefix': () => `env ROLLOUT_QUEUE_PREFIX, else ${cliEnvironment({}).prefix}` };
+const connection = {
+  '--redis-url': () => `env REDIS_URL, else ${cliEnvironment({}).redisUrl}`,
+  '--prefix': () => `env ROLLOUT_QUEUE_PREFIX, else ${cliEnvironment({}).prefix}`,
+  // What every client is given when neither the flag nor the variable is set.
+  '--redis-timeout-ms': () => `env ROLLOUT_QUEUE_REDIS_TIMEOUT_MS, else ${redisOptionsFromUrl('redis://x').commandTimeout}`,
+};
 const retain = () => (durationMs('3d') === producer().retainMs ? '3d' : `${producer().retainMs} ms`);
 
 /** command → flag → the default as behaviour has it, written as help writes it. */
