@@ -1,67 +1,22 @@
 import type { ChildProcess } from 'node:child_process';
 import { closeSync } from 'node:fs';
-import { killSubtree, sweepDeadSandboxes, type Containment } from '../sandbox/index.js';
-import type { CostReceipt } from '../spec/index.js';
+import { killSubtree, sweepDeadSandboxes } from '../sandbox/index.js';
 import { redactSecrets } from '../spec/redact-secrets.js';
-import type { Batch, ChildMessage, LogMessage, ParentMessage, RunMessage } from './child-protocol.js';
+import { ChildOutbox } from './child-outbox.js';
+import type { Batch, ChildMessage, RunMessage } from './child-protocol.js';
 import { blameExit, type KillCause } from './crash-blame.js';
 import { DefinitionLru, MAX_DEFINITIONS, maxDefinitionBytes } from './definition-lru.js';
 import { createStageBoard, monotonicMs, readCulprit, readHeartbeat, readRewardStage, readSyncEntry } from './stage-board.js';
-import { StageDeadline, type Overrun } from './stage-deadline.js';
+import { StageDeadline } from './stage-deadline.js';
 import type { AttemptDefinition, AttemptLimits, AttemptOutcome } from './attempt-outcome.js';
 import { ChildStartError, ownNamespace, spawnChild } from './child-spawn.js';
+import { outcomeOfDone, outcomeOfExit, type InFlight } from './flight-outcome.js';
+import { MAX_ABANDONED_SHARED, STDERR_TAIL_BYTES, type RolloutChildOptions } from './rollout-child-options.js';
 
 export { AttemptAbort } from './attempt-abort.js';
 export type { AttemptDefinition, AttemptLimits, AttemptOutcome } from './attempt-outcome.js';
 export { ChildStartError } from './child-spawn.js';
-
-/** Bytes of a child's stderr kept for exit reports (the tail is what explains a crash). */
-export const STDERR_TAIL_BYTES = 4096;
-
-/**
- * Rollouts of a shared child that may end while their code may still run (timed out, cancelled,
- * hung) before the child is retired: their timers, sockets or loops may keep using its CPU and
- * memory. A child of its own is retired after the first, as a child always was.
- */
-export const MAX_ABANDONED_SHARED = 8;
-
-/** Options of {@link RolloutChild.start}. */
-export interface RolloutChildOptions {
-  /** Heap limit of the child in MiB (`--max-old-space-size`): the `sandbox.memoryMb` of every rollout it hosts. */
-  readonly memoryMb: number;
-  /** `shared` hosts many rollouts at once; `solo` one at a time (`sandbox.isolation: "process"`, or a lease involved in a crash). */
-  readonly kind: 'shared' | 'solo';
-  /** Extra node flags for the child (tests use a bad one to show a start failure). */
-  readonly execArgv: readonly string[];
-  /** Allowlist sent to the child for Ref resolution. */
-  readonly allow: readonly string[];
-  /** Environment of the child: minimal by design (secrets travel in run definitions over IPC). */
-  readonly env: NodeJS.ProcessEnv;
-  /** Milliseconds to wait for the child's `ready`. */
-  readonly startTimeoutMs: number;
-  /** Where rollout log lines go. */
-  readonly onLog: (message: LogMessage) => void;
-  /** The worker's containment: sent to the child; with `setpriv` the child dies with the worker. */
-  readonly containment: Containment;
-  /** Largest output of a run, bytes of JSON: sent to the child. */
-  readonly maxOutputBytes: number;
-  /** Retire after this many rollouts (`Infinity`: never by count); the pool counts them as it places them. */
-  readonly maxRolloutsPerChild: number;
-  /** Retire once the RSS reported after a rollout exceeds this many MiB. */
-  readonly maxChildRssMb: number;
-}
-
-/** One rollout running in the child. */
-interface InFlight {
-  readonly seq: number;
-  readonly slot: number;
-  readonly limits: AttemptLimits;
-  readonly costs: CostReceipt[];
-  readonly settle: (outcome: AttemptOutcome) => void;
-  /** The worker asked the child to abort it at `hangMs` (a shared child whose loop still turns). */
-  hangAsked: boolean;
-  overrun?: Overrun;
-}
+export { MAX_ABANDONED_SHARED, STDERR_TAIL_BYTES, type RolloutChildOptions } from './rollout-child-options.js';
 
 /**
  * One forked child that runs many rollouts at once (a `solo` one, one at a time). It is the
@@ -84,6 +39,8 @@ export class RolloutChild {
   private exit: { code: number | null; signal: string | null } | undefined;
   private readonly exitWaiters = new Set<() => void>();
   private readonly inFlight = new Map<number, InFlight>();
+  /** Messages to the child, sent together at the end of each turn of the event loop. */
+  private readonly outbox: ChildOutbox;
   /** The run definitions the child holds, evicted exactly as the child evicts them. */
   private readonly definitions: DefinitionLru;
   /** Stage-board slots freed by finished rollouts (reused first), and the next never used. */
@@ -117,6 +74,7 @@ export class RolloutChild {
     private readonly stageBoard: number,
   ) {
     this.definitions = new DefinitionLru(MAX_DEFINITIONS, maxDefinitionBytes(options.memoryMb));
+    this.outbox = new ChildOutbox(proc);
     proc.stderr?.on('data', (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
     });
@@ -207,7 +165,7 @@ export class RolloutChild {
         // Give the stderr pipe a moment to drain so the tail holds the real reason.
         setImmediate(() => reject(new ChildStartError(child.exit?.code ?? null, child.exit?.signal ?? null, child.stderrTail)));
       });
-      child.post({ type: 'init', allow: options.allow, containment: options.containment, maxOutputBytes: options.maxOutputBytes, memoryMb: options.memoryMb });
+      child.outbox.post({ type: 'init', allow: options.allow, containment: options.containment, maxOutputBytes: options.maxOutputBytes, memoryMb: options.memoryMb });
     });
     return child;
   }
@@ -221,23 +179,6 @@ export class RolloutChild {
     this.exitWaiters.add(waiter);
     return () => this.exitWaiters.delete(waiter);
   }
-
-  /** Messages posted this turn of the event loop, sent together at its end ({@link Batch}). */
-  private outbox: ParentMessage[] = [];
-
-  private post(message: ParentMessage): void {
-    if (!this.proc.connected) return;
-    this.outbox.push(message);
-    if (this.outbox.length === 1) setImmediate(this.flush);
-  }
-
-  private readonly flush = (): void => {
-    const messages = this.outbox;
-    this.outbox = [];
-    if (messages.length === 0 || !this.proc.connected) return;
-    const message: ParentMessage | Batch<ParentMessage> = messages.length === 1 ? (messages[0] as ParentMessage) : { type: 'batch', messages };
-    this.proc.send(message, (err) => void err);
-  };
 
   /** True when the child holds the definition `key` (nothing is sent, nothing moves in its cache). */
   knows(key: string): boolean {
@@ -355,7 +296,7 @@ export class RolloutChild {
         if (this.killIfTheirs(flight, 'hang')) return;
         if (!flight.hangAsked) {
           flight.hangAsked = true;
-          this.post({ type: 'cancel', seq, reason: 'hang' });
+          this.outbox.post({ type: 'cancel', seq, reason: 'hang' });
           hangTimer = setTimeout(onHang, limits.killGraceMs);
         } else if (this.loopSilenceMs() >= limits.killGraceMs) {
           this.killFor({ kind: 'blocked', syncSeq: this.syncSeq() });
@@ -366,7 +307,7 @@ export class RolloutChild {
       };
       hangTimer = setTimeout(onHang, limits.hangMs);
       const onAbort = (): void => {
-        this.post({ type: 'cancel', seq, reason: String(limits.abort.reason) });
+        this.outbox.post({ type: 'cancel', seq, reason: String(limits.abort.reason) });
         graceTimer = setTimeout(() => {
           if (this.killIfTheirs(flight, 'abort')) return;
           if (this.loopSilenceMs() >= limits.killGraceMs) this.killFor({ kind: 'blocked', syncSeq: this.syncSeq() });
@@ -393,9 +334,9 @@ export class RolloutChild {
     if (!this.definitions.has(definition.key) && definition.definition) {
       for (const [name, value] of Object.entries(definition.definition.secrets)) this.secretValues.set(name, value);
       this.definitions.add(definition.key, definition.bytes, true);
-      this.post({ type: 'define', key: definition.key, bytes: definition.bytes, definition: definition.definition });
+      this.outbox.post({ type: 'define', key: definition.key, bytes: definition.bytes, definition: definition.definition });
     }
-    this.post(message);
+    this.outbox.post(message);
   }
 
   /**
@@ -422,7 +363,7 @@ export class RolloutChild {
       // Stored as it is recorded, so a SIGKILLed worker's receipts still reach the Result. A
       // failed store answers too (the attempt's end writes `costs` again): the child never waits forever.
       const { seq } = message;
-      const answer = (): void => this.post({ type: 'cost-stored', seq });
+      const answer = (): void => this.outbox.post({ type: 'cost-stored', seq });
       void (flight?.limits.onCost?.(message.receipt) ?? Promise.resolve()).then(answer, answer);
       return;
     }
@@ -436,37 +377,15 @@ export class RolloutChild {
     const worn = this.rssBytes > this.options.maxChildRssMb * 1024 * 1024;
     const spent = message.abandoned && (this.options.kind === 'solo' || this.abandoned >= MAX_ABANDONED_SHARED);
     if (message.recycle || message.crash !== undefined || worn || spent) this.draining = true;
-    const { costs } = flight;
-    const { reason } = flight.limits.abort;
-    if (message.crash !== undefined) {
-      flight.settle({ type: 'crashed', blame: 'self', exitCode: null, signal: null, stderrTail: this.reportedTail(message.crash), costs });
-    } else if (reason !== undefined && message.error?.type === 'Aborted') {
-      flight.settle({ type: 'aborted', reason, costs });
-    } else if (flight.hangAsked && message.error?.type === 'Aborted') {
-      flight.settle({ type: 'hung', hangMs: flight.limits.hangMs, stderrTail: this.reportedTail(), costs });
-    } else {
-      flight.settle({ type: 'done', done: message, costs });
-    }
+    flight.settle(outcomeOfDone(flight, message, (text) => this.reportedTail(text)));
   }
 
   /** Settles every rollout the dead child held, each by its own verdict. */
   private judgeExit(cause: KillCause | undefined): void {
     const facts = { cause, culprit: readCulprit(this.stageBoard), inFlight: this.inFlight.size };
     for (const flight of [...this.inFlight.values()]) {
-      const { reason } = flight.limits.abort;
-      const verdict = blameExit(flight.seq, reason !== undefined, facts);
-      const { costs } = flight;
-      const stderrTail = this.reportedTail();
-      if (verdict.kind === 'aborted' || (verdict.kind === 'limit' && verdict.limit === 'abort')) {
-        flight.settle({ type: 'aborted', reason: String(reason), costs });
-      } else if (verdict.kind === 'limit' && verdict.limit === 'hang') {
-        flight.settle({ type: 'hung', hangMs: flight.limits.hangMs, stderrTail, costs });
-      } else if (verdict.kind === 'limit' && flight.overrun) {
-        flight.settle({ type: 'overran', overrun: flight.overrun, stderrTail, costs });
-      } else {
-        const blame = verdict.kind === 'crashed' ? verdict.blame : 'self';
-        flight.settle({ type: 'crashed', blame, exitCode: this.exit?.code ?? null, signal: this.exit?.signal ?? null, stderrTail, costs });
-      }
+      const verdict = blameExit(flight.seq, flight.limits.abort.reason !== undefined, facts);
+      flight.settle(outcomeOfExit(flight, verdict, this.exit, this.reportedTail()));
     }
   }
 }

@@ -1,4 +1,4 @@
-import { enqueuedAtOption, leaseIdFor, ROLLOUT_JOB_NAME } from '../lease/index.js';
+import { enqueuedAtOption, ROLLOUT_JOB_NAME } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
 import { withoutDefaults, type Result, type RolloutSpecInput } from '../spec/index.js';
 import type { ArtifactStorer } from './artifact-storer.js';
@@ -12,7 +12,8 @@ import type { PlacementQueues } from './placement-queues.js';
 import { withPlacementFor } from './placement-for.js';
 import type { PlacementFor } from './producer-options.js';
 import { SecretScan } from './find-leaked-secret.js';
-import { prepareDraft, type PreparedDraft } from './rollout-draft.js';
+import { prepareDraft } from './rollout-draft.js';
+import { batchCheckOf, leaseClock, MAX_BATCH, refillBatch, repeatRefusal, type OpeningBatch, type Positioned, type ValidDraft } from './draft-batch.js';
 import { NO_RECORD, type BatchCheck, type CheckedBatch, type RunStore } from './run-store.js';
 
 /** What the enqueuer needs from its session. */
@@ -46,57 +47,8 @@ export interface EnqueuerDeps {
   readonly onCached?: (result: Result) => void;
 }
 
-type ValidDraft = Extract<PreparedDraft, { ok: true }>;
-
-/** A prepared draft and its 0-based position in the caller's list (the lease's score in `runLeases`). */
-interface Positioned<D extends PreparedDraft = PreparedDraft> {
-  readonly draft: D;
-  readonly index: number;
-}
-
-/** A first batch taken before the run's session opened (see {@link DraftEnqueuer.takeOpening}). */
-interface OpeningBatch {
-  readonly values: readonly unknown[];
-  readonly batch: readonly Positioned[];
-  readonly runAttemptId: string;
-  readonly check: BatchCheck;
-}
-
-/** A lease's id and coordinator-side deadlines, as its enqueue clock records them. */
-const leaseClock = (draft: ValidDraft): { leaseId: string; scheduleToStartMs: number | undefined; scheduleToCloseMs: number | undefined } => ({
-  leaseId: draft.leaseId, scheduleToStartMs: draft.spec.timeouts.scheduleToStartMs, scheduleToCloseMs: draft.spec.timeouts.scheduleToCloseMs,
-});
-
-/**
- * The refusal of a draft whose lease id an earlier draft of the same call named (same taskKey,
- * or same task.id): a lease has one job and one Result, so the repeat cannot share it, yet every
- * draft gets its own Result. Its lease id is the repeated key plus `#<position>`, sanitized
- * (`safeTaskKey`), so it is stable across a resume (answered once) and names no real lease.
- */
-function repeatRefusal(runId: string, repeat: PreparedDraft, index: number): PreparedDraft {
-  const key = repeat.leaseId.slice(runId.length + 1);
-  const meta = repeat.ok ? repeat.spec.meta : repeat.meta;
-  return {
-    ...(meta !== undefined ? { meta } : {}),
-    ok: false,
-    kind: 'caller',
-    leaseId: leaseIdFor(runId, `${key}#${index}`),
-    taskId: repeat.taskId,
-    error: {
-      type: 'DuplicateLease',
-      message: `draft #${index} repeats lease ${repeat.leaseId} of an earlier draft of this call (same taskKey or task.id); a lease has one Result, so this draft was not enqueued; give each draft a distinct taskKey or task.id`,
-    },
-  };
-}
-
-/**
- * Most drafts checked and added per round trip. Bounds the Lua scripts' argument lists and the
- * time Redis spends in one script, while cutting round trips per draft by ~100×.
- */
-export const MAX_BATCH = 100;
-
-/** Free slots a refill waits for: a tenth of `maxInFlight`, 1 to MAX_BATCH. */
-const refillBatch = (maxInFlight: number): number => Math.max(1, Math.min(MAX_BATCH, Math.floor(maxInFlight / 10)));
+/** Most drafts checked and added per round trip (defined in draft-batch.ts). */
+export { MAX_BATCH } from './draft-batch.js';
 
 /**
  * Enqueues drafts in batches, each draft as one BullMQ job (`jobId` = lease id, `attempts: 1`,
@@ -192,7 +144,7 @@ export class DraftEnqueuer {
     if (first.done) return undefined;
     const values = [first.value, ...(await this.source.takeReady(Math.min(this.deps.maxInFlight, MAX_BATCH) - 1))];
     const batch = this.prepare(values, 0, runAttemptId);
-    this.opening = { values, batch, runAttemptId, check: this.checkOf(batch) };
+    this.opening = { values, batch, runAttemptId, check: batchCheckOf(batch, this.answersCached) };
     return this.opening.check;
   }
 
@@ -234,7 +186,7 @@ export class DraftEnqueuer {
         const batch = this.prepare(values, index, this.runAttemptId);
         index += values.length;
         this.pulledCount = index;
-        const check = this.checkOf(batch);
+        const check = batchCheckOf(batch, this.answersCached);
         await this.enqueue(batch, check, await this.recorded(() => store.checkAndStamp(runId, check)));
       }
       return false;
@@ -258,17 +210,9 @@ export class DraftEnqueuer {
     });
   }
 
-  /**
-   * The check of a batch: every lease of it (each names its own: {@link prepare} turns a repeat
-   * into a refusal with a lease id of its own), and the enqueue clock rides along for each valid
-   * one the evaluation cache cannot answer (those are stamped once known fresh). One this batch
-   * then does not add (a stop halted it) keeps a stamp, as after a crash before the add.
-   */
-  private checkOf(batch: readonly Positioned[]): BatchCheck {
-    const cached = this.deps.evaluations !== undefined && this.deps.onCached !== undefined;
-    const drafts = batch.map(({ draft }) => draft);
-    const stamp = drafts.filter((draft): draft is ValidDraft => draft.ok && !(cached && draft.spec.class === 'evaluation')).map(leaseClock);
-    return { leaseIds: drafts.map(({ leaseId }) => leaseId), stamp };
+  /** The evaluation cache answers evaluations of this call: their leases are stamped once known fresh. */
+  private get answersCached(): boolean {
+    return this.deps.evaluations !== undefined && this.deps.onCached !== undefined;
   }
 
   /**

@@ -12,22 +12,19 @@ import type { PlacementFor } from './producer-options.js';
 import { LeaseDeadlines } from './lease-deadlines.js';
 import { LeaseTracker } from './lease-tracker.js';
 import type { JobOutcome } from './read-job-outcomes.js';
-import { removeWaitingJobs } from './remove-waiting-jobs.js';
 import { resultForMissingJob, resultFromFailedJob, resultFromReturnValue } from './result-from-job.js';
 import { RunEnding, type Ending } from './run-ending.js';
 import { RunReconciler } from './run-reconciler.js';
 import { RollbackWatch } from './rollback-watch.js';
-import { applyRetention, persistRun, redisNowMs } from './run-retention.js';
+import { applyRetention, redisNowMs } from './run-retention.js';
+import { resumeRun, tellReuse } from './resume-run.js';
 import { RunNotFoundError } from './run-not-found-error.js';
 import { RunStoppedError } from './run-stopped-error.js';
-import { runReattachText, runReuseText, type RunReuse } from './run-reuse.js';
 import type { OpenedRun, RunCreation, RunHead, RunStore } from './run-store.js';
+import { AcknowledgedLeases } from './acknowledged-leases.js';
+import { restoredRunOf, type SessionPlan } from './session-plan.js';
 
-/**
- * Most leases a session remembers acknowledging, so that retention of a run it made and
- * delivered whole need not read them back (`applyRetention`'s `known`): one script call's worth.
- */
-const KNOWN_LEASES_MAX = 500;
+export type { SessionPlan } from './session-plan.js';
 
 /** Connections and settings a session shares with its `RolloutQueue`. */
 export interface SessionDeps {
@@ -65,28 +62,6 @@ export interface SessionDeps {
   readonly unregister: (session: RunSession) => void;
 }
 
-/** One call of `mapRollouts` (with drafts) or `attach` (without). */
-export interface SessionPlan {
-  readonly runId: string;
-  readonly drafts: Iterable<unknown> | AsyncIterable<unknown> | undefined;
-  readonly signal: AbortSignal | undefined;
-  readonly runAttemptId: string;
-  readonly specCount: number | undefined;
-  /** `MapRolloutsOptions.sourceFingerprint`, stored with a new run's record. */
-  readonly sourceFingerprint?: string;
-  /** `CoordinatorOptions.coordinatorNote`, stored once this session holds the run. */
-  readonly coordinatorNote?: string;
-  /** `CoordinatorOptions.checkPreviousNote`: may refuse the run (throwing) before anything is stored or delivered. */
-  readonly checkPreviousNote?: ((previous: string | null) => void | Promise<void>) | undefined;
-  /** `MapRolloutsOptions.onDeliveredBefore`: told of drafts whose leases the run delivered before. */
-  readonly onDeliveredBefore?: ((reuse: RunReuse) => void) | undefined;
-  /** `MapRolloutsOptions.reattach`: drafts delivered before are expected (info, not a warning). */
-  readonly reattach?: boolean;
-  readonly stopOnCaller: boolean;
-  /** `MapRolloutsOptions.weight`, checked: the run's share of the queue's workers (`fair-share.ts`). */
-  readonly weight: number;
-}
-
 /**
  * The engine behind one `mapRollouts` / `attach` iteration: enqueues drafts (back-pressured),
  * collects Results from QueueEvents and reconciliation, yields them in completion order, and
@@ -122,8 +97,8 @@ export class RunSession {
   private readonly onAbort = (): void => this.ending.abortBy(this.plan.signal?.reason);
   /** The run did not exist when this session took its coordinator lease. */
   private madeRun = false;
-  /** Leases this session acknowledged, while at most {@link KNOWN_LEASES_MAX}; undefined past that. */
-  private acknowledgedIds: string[] | undefined = [];
+  /** Leases this session acknowledged, while few enough to hand to retention. */
+  private readonly acknowledgedIds = new AcknowledgedLeases();
   private artifactStorer: ArtifactStorer | undefined;
   /** The run's stored runAttemptId once known (made or found by this session). */
   private runAttemptId: string | undefined;
@@ -310,21 +285,7 @@ export class RunSession {
       if (this.completedAtOpen) this.noteOnFirstDelivery = this.plan.coordinatorNote;
       else await store.noteCoordinator(this.runId, this.plan.coordinatorNote);
     }
-    if (head) {
-      for (const leaseId of await store.undeliveredLeases(this.runId)) this.tracker.track(leaseId, 'outstanding');
-      if (head.status === 'stopped' || head.status === 'cancelled') {
-        this.earlier = head;
-        // Finish what a coordinator killed mid-stop left: no waiting job of a stopped run may start.
-        for (const leaseId of await removeWaitingJobs(this.deps.redis, this.deps.queue, this.runId)) this.tracker.forget(leaseId);
-      } else if (head.status === 'completed' && drafts) {
-        // Drafts of leases it delivered are counted and told once every draft is read (tellReuse).
-        logger.info({ runId: this.runId }, 'this run id completed earlier: only drafts of new leases run (a new runId runs them all)');
-        // Running again inside its retention window: its records must not expire mid-run.
-        const reopened = opened.created ? opened.created.reopened : await store.setStatus(this.runId, 'running', ['completed']);
-        if (reopened) await persistRun(this.deps.redis, this.deps.keys, this.runId);
-      }
-      logger.info({ runId: this.runId, status: head.status, undelivered: this.tracker.unfinishedCount }, 'resuming run');
-    }
+    if (head) this.earlier = await resumeRun(this.deps, this.tracker, this.runId, head, opened, drafts !== undefined);
     // A new run has nothing to reconcile before its first job is added: its first pass waits.
     this.reconciler.start(!head);
     if (!enqueuer || this.earlier) {
@@ -337,30 +298,16 @@ export class RunSession {
       const stored = created?.specCount;
       if (exhausted && enqueuer.prepared) this.finalSpecCount = enqueuer.distinctLeases;
       if (exhausted && enqueuer.prepared && !this.abandoned && stored !== enqueuer.distinctLeases) await store.setSpecCount(this.runId, enqueuer.distinctLeases);
-      if (exhausted && enqueuer.deliveredBefore > 0 && !this.abandoned) this.tellReuse(enqueuer);
+      if (exhausted && enqueuer.deliveredBefore > 0 && !this.abandoned) {
+        const error = tellReuse(this.runId, enqueuer, this.deps.logger, this.plan);
+        if (error) this.failure ??= error;
+      }
       this.enqueueDone ||= exhausted;
       this.tracker.notify();
     }).catch((err: Error) => {
       if (!this.abandoned) this.failure ??= new Error(`run "${this.runId}": enqueuing failed: ${err.message}; the run is resumable: call mapRollouts again with the same runId`, { cause: err });
       this.tracker.notify();
     });
-  }
-
-  /**
-   * Drafts of this call named leases the run delivered before (a run id used again): a warning
-   * (an info line for a `reattach` call, where that is the expected path) and the plan's `onDeliveredBefore` say how many (no silent empties). An error that callback
-   * throws ends the iteration with that error.
-   */
-  private tellReuse(enqueuer: DraftEnqueuer): void {
-    const reuse: RunReuse = { runId: this.runId, deliveredBefore: enqueuer.deliveredBefore, leases: enqueuer.distinctLeases, nothingNew: enqueuer.deliveredBefore >= enqueuer.distinctLeases };
-    const fields = { runId: this.runId, deliveredBefore: reuse.deliveredBefore, leases: reuse.leases };
-    if (this.plan.reattach === true) this.deps.logger.info(fields, runReattachText(reuse));
-    else this.deps.logger.warn(fields, runReuseText(reuse));
-    try {
-      this.plan.onDeliveredBefore?.(reuse);
-    } catch (err) {
-      this.failure ??= err instanceof Error ? err : new Error(String(err));
-    }
   }
 
   /** The enqueuer of this session's drafts; `prepareRun` makes (or finds) the run record. */
@@ -396,16 +343,8 @@ export class RunSession {
       logger.warn({ runId: this.runId },
         "the run's record is gone from Redis (restarted without persistence, or flushed): making it again, and adding again the lost jobs whose drafts this coordinator holds; the run's counts in status start again now");
       this.artifactStorer?.forget();
-      const { sourceFingerprint, coordinatorNote } = this.plan;
       this.recordRestored = true;
-      await store.restoreRun(this.runId, {
-        runAttemptId: this.runAttemptId ?? this.plan.runAttemptId,
-        specCount: this.finalSpecCount ?? this.plan.specCount,
-        status: this.earlier?.status ?? 'running',
-        ...(this.earlier?.stopReason ? { stopReason: this.earlier.stopReason } : {}),
-        ...(sourceFingerprint !== undefined ? { sourceFingerprint } : {}),
-        ...(coordinatorNote !== undefined ? { coordinatorNote } : {}),
-      });
+      await store.restoreRun(this.runId, restoredRunOf(this.plan, { runAttemptId: this.runAttemptId, specCount: this.finalSpecCount, earlier: this.earlier }));
     })().finally(() => {
       this.restoring = undefined;
       // Not awaited here: adding jobs again writes the record (recorded), which may restore it again.
@@ -545,10 +484,7 @@ export class RunSession {
     this.rollback.acknowledged(results, delivered);
     this.deliveredAny = true;
     // An abandoned session gave up without acknowledging: it is never retained by this process.
-    if (this.acknowledgedIds && !this.abandoned) {
-      if (this.acknowledgedIds.length + results.length > KNOWN_LEASES_MAX) this.acknowledgedIds = undefined;
-      else for (const result of results) this.acknowledgedIds.push(result.leaseId);
-    }
+    if (!this.abandoned) this.acknowledgedIds.add(results);
     return completed;
   }
 
@@ -629,8 +565,9 @@ export class RunSession {
    * leases are all delivered). Else undefined: retention reads them from the run's sets.
    */
   private knownLeases(): { leaseIds: readonly string[]; artifacts: readonly string[] } | undefined {
-    if (!this.madeRun || !this.acknowledgedIds || this.earlier || this.coordinatorLease?.epoch !== 0 || this.tracker.unfinishedCount > 0) return undefined;
-    return { leaseIds: this.acknowledgedIds, artifacts: this.artifactStorer?.storedArtifacts() ?? [] };
+    const leaseIds = this.acknowledgedIds.all;
+    if (!this.madeRun || !leaseIds || this.earlier || this.coordinatorLease?.epoch !== 0 || this.tracker.unfinishedCount > 0) return undefined;
+    return { leaseIds, artifacts: this.artifactStorer?.storedArtifacts() ?? [] };
   }
 
   private async teardown(): Promise<void> {

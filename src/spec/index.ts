@@ -5,6 +5,8 @@ export * from './canonical-json.js';
 export * from './ref-target.js';
 export * from './ref-schema.js';
 export * from './rollout-spec.js';
+export * from './parse-rollout-spec.js';
+export * from './without-defaults.js';
 export * from './result.js';
 export * from './paid-call-detail.js';
 export * from './meta.js';
