@@ -29,11 +29,12 @@ export type ContainmentLevel = 'sealed' | 'namespace+cgroup' | 'namespace' | 'pi
 
 /**
  * What the worker asks for, by every level name of {@link ContainmentLevel} (docs/security.md
- * names them) besides `auto` and `strict`:
+ * names them, but `namespace`) besides `auto` and `strict`:
  * - `auto`: the strongest level the host allows, gaps listed;
  * - `sealed` (or its older name `strict`): require the top level, refuse to start with any gap;
- * - a weaker level (`namespace+cgroup`, `namespace`, `cgroup`, `process-group`), forced on
- *   purpose, e.g. by a test or for programs that are trusted and need the host: no tenant view
+ * - a weaker level (`namespace+cgroup`, `pid-namespace`, `cgroup`, `process-group`), forced on
+ *   purpose (`namespace` is not among them: it is the tenant view without a cgroup, which only an
+ *   unprivileged host gives, so it cannot be forced), e.g. by a test or for programs that are trusted and need the host: no tenant view
  *   (the attempt shares the worker's network, /proc, file system and uid) and none of the
  *   mechanisms above that level; lower where the host lacks one of its own, gaps listed.
  * A weaker name is a ceiling, not a floor: a worker that must not run below a level asks for
@@ -43,13 +44,13 @@ export type ContainmentLevel = 'sealed' | 'namespace+cgroup' | 'namespace' | 'pi
 export type ContainmentMode = 'auto' | 'strict' | ContainmentLevel;
 
 /** Modes accepted by {@link detectContainment} (and env `ROLLOUT_QUEUE_CONTAINMENT`, and `worker --containment`). */
-export const CONTAINMENT_MODES: readonly ContainmentMode[] = ['auto', 'strict', 'sealed', 'namespace+cgroup', 'namespace', 'cgroup', 'process-group'];
+export const CONTAINMENT_MODES: readonly ContainmentMode[] = ['auto', 'strict', 'sealed', 'namespace+cgroup', 'pid-namespace', 'cgroup', 'process-group'];
 
 /** Modes that refuse to start on a host with any gap: they require the `sealed` level. */
 const REQUIRES_SEALED: ReadonlySet<ContainmentMode> = new Set(['strict', 'sealed']);
 
 /** Weaker levels forced on purpose: no tenant view, and at most the mechanisms of the level. */
-const FORCED_LEVELS: ReadonlySet<ContainmentMode> = new Set(['namespace+cgroup', 'namespace', 'cgroup', 'process-group']);
+const FORCED_LEVELS: ReadonlySet<ContainmentMode> = new Set(['namespace+cgroup', 'pid-namespace', 'cgroup', 'process-group']);
 
 /** The containment chosen for this process, and the tools it uses. JSON data (sent to rollout children). */
 export interface Containment {
@@ -212,7 +213,7 @@ export function detectContainment(mode: ContainmentMode = 'auto', options: Conta
   // Without rq-launch the namespace init and the cgroup join are /bin/sh scripts (sandbox.ts): no shell, no such level.
   const forced = mode === 'process-group' || (!launcher && !existsSync('/bin/sh'));
   const pidNamespace = forced || mode === 'cgroup' ? null : findPidNamespace(launcher);
-  const cgroup = forced || mode === 'namespace' ? null : (findCgroupRoots() ?? null);
+  const cgroup = forced || mode === 'pid-namespace' ? null : (findCgroupRoots() ?? null);
   const serve = choice === 'auto' && launcher !== null && pidNamespace !== null;
   let tenant: TenantView | null = null;
   let tenantMissing: string | null = FORCED_LEVELS.has(mode) ? `containment ${mode} was asked for` : null;

@@ -200,20 +200,21 @@ describe('rollout-queue worker', () => {
   });
 
   // Fresh-user report: `worker --containment sealed` was refused ("Allowed choices are auto,
-  // strict, …") although the docs call the top level `sealed`. Every level name is a choice.
-  it('--containment takes every level name the docs use: sealed requires the top level, the weaker ones force theirs', async () => {
+  // strict, …") although the docs call the top level `sealed`. Every level that can be forced is a
+  // choice (`namespace`, the tenant view without a cgroup, comes only from an unprivileged host).
+  it('--containment takes every level that can be forced: sealed requires the top level, the weaker ones force theirs', async () => {
     const env = { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: uniquePrefix('wk') };
-    const modes = ['sealed', 'namespace', 'cgroup'];
+    const modes = ['sealed', 'pid-namespace', 'cgroup'];
     const started = modes.map((mode) => startCli(['worker', '--queue', 'lv', '--name', `${mode}-one`, '--containment', mode], { env: { ...env, LOG_LEVEL: 'info' } }));
     try {
       await waitFor(async () => Object.keys(await workerContainment(env, 'lv')).length === modes.length, 30_000, 'every worker in status');
       // This host (root, namespaces, cgroups, bubblewrap) has every mechanism: each level as named.
-      expect(await workerContainment(env, 'lv')).toEqual({ 'sealed-one': 'sealed', 'namespace-one': 'namespace', 'cgroup-one': 'cgroup' });
+      expect(await workerContainment(env, 'lv')).toEqual({ 'sealed-one': 'sealed', 'pid-namespace-one': 'pid-namespace', 'cgroup-one': 'cgroup' });
     } finally {
       for (const worker of started) worker.child.kill('SIGTERM');
       expect((await Promise.all(started.map((worker) => worker.done))).map((end) => end.code)).toEqual([0, 0, 0]);
     }
     const help = await runCli(['worker', '--help']);
-    expect(help.stdout.replace(/\s+/g, ' ')).toContain('(one of auto, strict, sealed, namespace+cgroup, namespace, cgroup, process-group;');
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain('(one of auto, strict, sealed, namespace+cgroup, pid-namespace, cgroup, process-group;');
   });
 });
