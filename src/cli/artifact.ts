@@ -6,7 +6,7 @@ import { fileErrorText } from './file-error.js';
 import { MSG } from './messages.js';
 
 /** Directory names never sent as part of an artifact. */
-const SKIPPED_DIRS = new Set(['node_modules', '.git']);
+export const SKIPPED_ARTIFACT_DIRS: ReadonlySet<string> = new Set(['node_modules', '.git']);
 
 /** An artifact read from disk. */
 export interface LoadedArtifact {
@@ -46,7 +46,7 @@ async function collectFiles(root: string, relative: string, into: Record<string,
   for (const entry of entries) {
     const child = relative === '' ? entry.name : `${relative}/${entry.name}`;
     if (entry.isDirectory()) {
-      if (!SKIPPED_DIRS.has(entry.name)) await collectFiles(root, child, into);
+      if (!SKIPPED_ARTIFACT_DIRS.has(entry.name)) await collectFiles(root, child, into);
     } else if (entry.isSymbolicLink()) {
       throw new UsageError(MSG.artifactSymlink(path.join(root, child)));
     } else if (entry.isFile()) {

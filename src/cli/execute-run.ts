@@ -79,22 +79,22 @@ async function refuseOtherTasks(q: RolloutQueue, runId: string, queue: string, s
  * an empty file, a summary of "0 of N, incomplete", and stored that file as the run's results
  * file, so every later hint named it (fresh-user report). A file that holds something is left to
  * the normal path: it is the idempotent re-run into the run's own file, or that file moved.
- * @returns whether Redis has the run.
+ * @returns the run's record in Redis, undefined when Redis has no such run.
  * @throws CliError (exit 1) naming where the Results went.
  */
-async function refuseDeliveredElsewhere(q: RolloutQueue, runId: string, out: string, splitCheck: (previous: string | null) => void): Promise<boolean> {
+async function refuseDeliveredElsewhere(q: RolloutQueue, runId: string, out: string, splitCheck: (previous: string | null) => void): Promise<{ readonly delivered: number } | undefined> {
   const { run, delivering } = await readStatus(q, runId);
   // While another coordinator delivers, this one waits and is refused as busy (naming it), or
   // takes over when it dies: then `checkPreviousNote` asks again.
   if (run && run.status !== 'completed' && delivering !== true) splitCheck(run.coordinatorNote);
-  if (!run || !deliveredInFull(run)) return run !== undefined;
+  if (!run || !deliveredInFull(run)) return run ?? undefined;
   let size = 0;
   try {
     size = statSync(out).size;
   } catch {
     // No such file yet: it would be created empty.
   }
-  if (size > 0) return true;
+  if (size > 0) return run;
   throw new CliError(MSG.runDeliveredElsewhere(runId, run.delivered, run.coordinatorNote, out));
 }
 
@@ -168,7 +168,8 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
     if (source.kind === 'map') await refuseOtherTasks(q, runId, queue, source.drafts.length, source.fingerprint);
     const total = source.kind === 'map' ? source.drafts.length : await attachTotal(q, options);
     const checkPreviousNote = refuseSplitResults(runId, queue, options.out, source.kind === 'map' ? 'run' : 'resume');
-    const known = await refuseDeliveredElsewhere(q, runId, options.out, checkPreviousNote);
+    const existing = await refuseDeliveredElsewhere(q, runId, options.out, checkPreviousNote);
+    const known = existing !== undefined;
     if (options.warnNoWorker !== false) {
       const workers = await within(readStatus(q), WIND_DOWN_MS);
       const allowFlags = source.kind === 'map' ? workerAllowFlags(source.drafts) : '';
@@ -197,12 +198,23 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       stderr.write(`${MSG.resultsOfGoneRun(file.path, runId, file.reopened.count)}\n`);
     }
     stderr.write(`${source.kind === 'map' ? MSG.runStarting(runId, total ?? 0, queue, env.address) : MSG.runResuming(runId, queue, env.address)}\n`);
+    // `run --run-id` of a run that delivered some leases before: README's recovery after a crash,
+    // said as progress when it starts (fresh-user report: a warning pointing at a new runId).
+    if (source.kind === 'map' && existing && existing.delivered > 0) stderr.write(`${MSG.runReattached(runId, existing.delivered, source.drafts.length)}\n`);
     const progress = createProgress({ total, initial: file.count, stream: stderr });
     // The run's results file, stored with the run once this coordinator holds it, for every later
     // hint that names resume (status, a coordinator refused as busy): one run's Results, one file.
     const coordinatorNote = path.resolve(file.path);
     const results = source.kind === 'map'
-      ? q.mapRollouts(source.drafts, { runId, specCount: source.drafts.length, coordinatorNote, checkPreviousNote, ...(source.fingerprint !== undefined ? { sourceFingerprint: source.fingerprint } : {}), ...(source.weight !== undefined ? { weight: source.weight } : {}) })
+      ? q.mapRollouts(source.drafts, {
+        runId,
+        specCount: source.drafts.length,
+        coordinatorNote,
+        checkPreviousNote,
+        // The CLI's run id stands for one tasks file (refuseOtherTasks): leases delivered before
+        // are a re-attach after a crash, said above as progress, not the library's warning.
+        reattach: true,
+        ...(source.fingerprint !== undefined ? { sourceFingerprint: source.fingerprint } : {}), ...(source.weight !== undefined ? { weight: source.weight } : {}) })
       : q.attach(runId, { coordinatorNote, checkPreviousNote });
     try {
       outcome = await collectResults(results, file, progress, options.interrupt);

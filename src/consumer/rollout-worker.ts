@@ -145,7 +145,7 @@ export class RolloutWorker {
    * connects to Redis (retrying with backoff while it is unreachable), subscribes to
    * cancellations and starts consuming.
    * @throws Error naming the option when `options` are invalid.
-   * @throws ContainmentError for `containment: 'strict'` on a host with any containment gap (each named with its fix).
+   * @throws ContainmentError for `containment: 'sealed'` (or `'strict'`) on a host with any containment gap (each named with its fix).
    * @throws EvictionPolicyError when Redis may evict keys and `allowEviction` is not set.
    * @throws Error when Redis has no database of `redisUrl`'s number (`missingDatabase`).
    * @throws WorkerStartAborted when `control.signal` aborts while the start waits for Redis

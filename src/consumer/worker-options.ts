@@ -140,8 +140,9 @@ export const WorkerOptionsSchema = z
     /**
      * How rollout attempts are contained (src/sandbox, docs/security.md): `auto` takes the
      * strongest level the host allows and lists each open boundary (`containmentGaps`);
-     * `strict` refuses to start with any gap; `namespace+cgroup` and `process-group` force a
-     * weaker level on purpose (tests, trusted programs that need the host). Default env
+     * `sealed` (or `strict`) refuses to start with any gap; `namespace+cgroup`, `namespace`,
+     * `cgroup` and `process-group` force that weaker level at most, on purpose (tests, trusted
+     * programs that need the host; see `ContainmentMode`). Default env
      * `ROLLOUT_QUEUE_CONTAINMENT`, else `auto`.
      */
     containment: z.enum(CONTAINMENT_MODES as [ContainmentMode, ...ContainmentMode[]]).optional(),
@@ -295,8 +296,9 @@ export interface WorkerOptions {
   /**
    * How rollout attempts are contained (src/sandbox, docs/security.md): `auto` takes the
    * strongest level the host allows and lists each open boundary (`containmentGaps`);
-   * `strict` refuses to start with any gap; `namespace+cgroup` and `process-group` force a
-   * weaker level on purpose (tests, trusted programs that need the host). Default env
+   * `sealed` (or `strict`) refuses to start with any gap; `namespace+cgroup`, `namespace`,
+   * `cgroup` and `process-group` force that weaker level at most, on purpose (tests, trusted
+   * programs that need the host; see `ContainmentMode`). Default env
    * `ROLLOUT_QUEUE_CONTAINMENT`, else `auto`.
    */
   readonly containment?: ContainmentMode;

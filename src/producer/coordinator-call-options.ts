@@ -33,6 +33,14 @@ export interface MapRolloutsOptions {
    */
   readonly onDeliveredBefore?: (reuse: RunReuse) => void;
   /**
+   * This call re-attaches to its own run: the same drafts under the same run id after its
+   * coordinator stopped (the CLI's `run --run-id`, which refuses other inputs). Drafts delivered
+   * before are then the expected path, logged at info as progress (`runReattachText`) instead of
+   * the warning pointing at a new run id; `onDeliveredBefore` is called all the same. Default
+   * false: a library caller reusing a run id by mistake is warned.
+   */
+  readonly reattach?: boolean;
+  /**
    * The run's share of the queue's workers, relative to the other runs with jobs waiting on the
    * same queue: a run of weight 2 gets two slots for each one of a weight-1 run; alone, a run
    * gets every slot. Each job's BullMQ priority comes from a per-queue virtual clock, so a run
@@ -44,7 +52,7 @@ export interface MapRolloutsOptions {
 }
 
 /** The names of {@link MapRolloutsOptions}, {@link CoordinatorOptions} and `rollout`'s options, checked at run time. */
-export const MAP_ROLLOUTS_OPTIONS = ['runId', 'signal', 'runAttemptId', 'specCount', 'sourceFingerprint', 'coordinatorNote', 'checkPreviousNote', 'onDeliveredBefore', 'weight'] as const satisfies readonly (keyof MapRolloutsOptions)[];
+export const MAP_ROLLOUTS_OPTIONS = ['runId', 'signal', 'runAttemptId', 'specCount', 'sourceFingerprint', 'coordinatorNote', 'checkPreviousNote', 'onDeliveredBefore', 'reattach', 'weight'] as const satisfies readonly (keyof MapRolloutsOptions)[];
 export const COORDINATOR_OPTIONS = ['signal', 'coordinatorNote', 'checkPreviousNote'] as const satisfies readonly (keyof CoordinatorOptions)[];
 export const ROLLOUT_OPTIONS = ['runId', 'signal'] as const;
 
@@ -89,19 +97,21 @@ export function noteOf(options: CoordinatorOptions): Pick<SessionPlan, 'coordina
 
 /**
  * The session plan's part for the options only `mapRollouts` takes beyond `runId`, `signal`,
- * `runAttemptId` and `specCount`: `sourceFingerprint`, `onDeliveredBefore`, `weight`, and the
+ * `runAttemptId` and `specCount`: `sourceFingerprint`, `onDeliveredBefore`, `reattach`, `weight`, and the
  * coordinator note ({@link noteOf}), checked in that order.
  * @throws TypeError naming the first option of a wrong type or size, and how to omit it.
  */
-export function mapRolloutsPlanPart(options: MapRolloutsOptions): Pick<SessionPlan, 'sourceFingerprint' | 'onDeliveredBefore' | 'weight' | 'coordinatorNote' | 'checkPreviousNote'> {
+export function mapRolloutsPlanPart(options: MapRolloutsOptions): Pick<SessionPlan, 'sourceFingerprint' | 'onDeliveredBefore' | 'reattach' | 'weight' | 'coordinatorNote' | 'checkPreviousNote'> {
   const fingerprint = options.sourceFingerprint;
   if (fingerprint !== undefined && (typeof fingerprint !== 'string' || fingerprint.length === 0 || fingerprint.length > MAX_ID_LENGTH)) {
     throw new TypeError(`mapRollouts option sourceFingerprint must be a string of 1 to ${MAX_ID_LENGTH} characters (a hash of the inputs); omit it to store none`);
   }
   const onDeliveredBefore = options.onDeliveredBefore as unknown;
   if (onDeliveredBefore !== undefined && typeof onDeliveredBefore !== 'function') throw new TypeError('mapRollouts option onDeliveredBefore must be a function (reuse) => void; omit it to be told by the warning only');
+  const reattach = options.reattach as unknown;
+  if (reattach !== undefined && typeof reattach !== 'boolean') throw new TypeError('mapRollouts option reattach must be true or false; omit it for false (a run id used again is warned about)');
   const weight = checkRunWeight(options.weight, 'mapRollouts option weight');
-  return { ...(fingerprint !== undefined ? { sourceFingerprint: fingerprint } : {}), ...noteOf(options), onDeliveredBefore: options.onDeliveredBefore, weight };
+  return { reattach: reattach === true, ...(fingerprint !== undefined ? { sourceFingerprint: fingerprint } : {}), ...noteOf(options), onDeliveredBefore: options.onDeliveredBefore, weight };
 }
 
 /**

@@ -24,3 +24,14 @@ export function runReuseText(reuse: RunReuse): string {
   return `run "${reuse.runId}": ${which} named a lease the run delivered before, neither run nor yielded again (even if changed)${reuse.nothingNew ? ', so this call yields no Result' : ''}; ` +
     'use a new runId to run them again, or give the drafts class "evaluation" to have repeats answered from the evaluation cache';
 }
+
+/**
+ * The progress line logged (at info) with a {@link RunReuse} of a `reattach` call: the run's own
+ * drafts again, so what was delivered before is simply not collected twice.
+ */
+export function runReattachText(reuse: RunReuse): string {
+  const rest = reuse.leases - reuse.deliveredBefore;
+  return reuse.nothingNew
+    ? `re-attached to run "${reuse.runId}": all ${reuse.leases} already delivered, nothing left to collect`
+    : `re-attached to run "${reuse.runId}": ${reuse.deliveredBefore} of ${reuse.leases} already delivered, collecting the other ${rest}`;
+}

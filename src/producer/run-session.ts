@@ -20,7 +20,7 @@ import { RollbackWatch } from './rollback-watch.js';
 import { applyRetention, persistRun, redisNowMs } from './run-retention.js';
 import { RunNotFoundError } from './run-not-found-error.js';
 import { RunStoppedError } from './run-stopped-error.js';
-import { runReuseText, type RunReuse } from './run-reuse.js';
+import { runReattachText, runReuseText, type RunReuse } from './run-reuse.js';
 import type { OpenedRun, RunCreation, RunHead, RunStore } from './run-store.js';
 
 /**
@@ -80,6 +80,8 @@ export interface SessionPlan {
   readonly checkPreviousNote?: ((previous: string | null) => void | Promise<void>) | undefined;
   /** `MapRolloutsOptions.onDeliveredBefore`: told of drafts whose leases the run delivered before. */
   readonly onDeliveredBefore?: ((reuse: RunReuse) => void) | undefined;
+  /** `MapRolloutsOptions.reattach`: drafts delivered before are expected (info, not a warning). */
+  readonly reattach?: boolean;
   readonly stopOnCaller: boolean;
   /** `MapRolloutsOptions.weight`, checked: the run's share of the queue's workers (`fair-share.ts`). */
   readonly weight: number;
@@ -346,12 +348,14 @@ export class RunSession {
 
   /**
    * Drafts of this call named leases the run delivered before (a run id used again): a warning
-   * and the plan's `onDeliveredBefore` say how many (no silent empties). An error that callback
+   * (an info line for a `reattach` call, where that is the expected path) and the plan's `onDeliveredBefore` say how many (no silent empties). An error that callback
    * throws ends the iteration with that error.
    */
   private tellReuse(enqueuer: DraftEnqueuer): void {
     const reuse: RunReuse = { runId: this.runId, deliveredBefore: enqueuer.deliveredBefore, leases: enqueuer.distinctLeases, nothingNew: enqueuer.deliveredBefore >= enqueuer.distinctLeases };
-    this.deps.logger.warn({ runId: this.runId, deliveredBefore: reuse.deliveredBefore, leases: reuse.leases }, runReuseText(reuse));
+    const fields = { runId: this.runId, deliveredBefore: reuse.deliveredBefore, leases: reuse.leases };
+    if (this.plan.reattach === true) this.deps.logger.info(fields, runReattachText(reuse));
+    else this.deps.logger.warn(fields, runReuseText(reuse));
     try {
       this.plan.onDeliveredBefore?.(reuse);
     } catch (err) {

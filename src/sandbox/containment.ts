@@ -25,15 +25,28 @@ import { detectTenantView, type TenantView } from './tenant-view.js';
 export type ContainmentLevel = 'sealed' | 'namespace+cgroup' | 'namespace' | 'cgroup' | 'process-group';
 
 /**
- * What the worker asks for: `auto` (the strongest the host allows, gaps listed), `strict`
- * (refuse to start with any gap), or a weaker level forced on purpose, e.g. by a test or for
- * programs that are trusted and need the host: `namespace+cgroup` (no tenant view: the attempt
- * shares the worker's network, /proc, file system and uid) or `process-group` (the fallback).
+ * What the worker asks for, by every level name of {@link ContainmentLevel} (docs/security.md
+ * names them) besides `auto` and `strict`:
+ * - `auto`: the strongest level the host allows, gaps listed;
+ * - `sealed` (or its older name `strict`): require the top level, refuse to start with any gap;
+ * - a weaker level (`namespace+cgroup`, `namespace`, `cgroup`, `process-group`), forced on
+ *   purpose, e.g. by a test or for programs that are trusted and need the host: no tenant view
+ *   (the attempt shares the worker's network, /proc, file system and uid) and none of the
+ *   mechanisms above that level; lower where the host lacks one of its own, gaps listed.
+ * A weaker name is a ceiling, not a floor: a worker that must not run below a level asks for
+ * `sealed` (fresh-user report: `--containment sealed` was refused although the docs call the
+ * top level `sealed`).
  */
-export type ContainmentMode = 'auto' | 'strict' | 'namespace+cgroup' | 'process-group';
+export type ContainmentMode = 'auto' | 'strict' | ContainmentLevel;
 
-/** Modes accepted by {@link detectContainment} (and env `ROLLOUT_QUEUE_CONTAINMENT`). */
-export const CONTAINMENT_MODES: readonly ContainmentMode[] = ['auto', 'strict', 'namespace+cgroup', 'process-group'];
+/** Modes accepted by {@link detectContainment} (and env `ROLLOUT_QUEUE_CONTAINMENT`, and `worker --containment`). */
+export const CONTAINMENT_MODES: readonly ContainmentMode[] = ['auto', 'strict', 'sealed', 'namespace+cgroup', 'namespace', 'cgroup', 'process-group'];
+
+/** Modes that refuse to start on a host with any gap: they require the `sealed` level. */
+const REQUIRES_SEALED: ReadonlySet<ContainmentMode> = new Set(['strict', 'sealed']);
+
+/** Weaker levels forced on purpose: no tenant view, and at most the mechanisms of the level. */
+const FORCED_LEVELS: ReadonlySet<ContainmentMode> = new Set(['namespace+cgroup', 'namespace', 'cgroup', 'process-group']);
 
 /** The containment chosen for this process, and the tools it uses. JSON data (sent to rollout children). */
 export interface Containment {
@@ -70,7 +83,7 @@ export interface Containment {
   readonly gaps: readonly ContainmentGap[];
 }
 
-/** Raised by `strict` on a host with any containment gap. */
+/** Raised by `sealed` (or `strict`) on a host with any containment gap. */
 export class ContainmentError extends Error {
   constructor(message: string) {
     super(message);
@@ -181,7 +194,7 @@ export interface ContainmentOptions {
  * Picks the containment for `mode` by trying each mechanism once (a few ms each: one namespace
  * launch of `true`, one probe cgroup, one tenant-view start of `true`; plus one python3 start,
  * ~0.1 s, to find where its installation lives).
- * @throws ContainmentError for `strict` on a host with any gap, naming each gap and its fix.
+ * @throws ContainmentError for `sealed`/`strict` on a host with any gap, naming each gap and its fix.
  * @throws Error for a mode outside {@link CONTAINMENT_MODES} or a launcher outside `LAUNCHER_CHOICES`.
  */
 export function detectContainment(mode: ContainmentMode = 'auto', options: ContainmentOptions = {}): Containment {
@@ -193,20 +206,20 @@ export function detectContainment(mode: ContainmentMode = 'auto', options: Conta
   const prlimit = workingTool('prlimit', ['--data=unlimited', 'true']);
   // Without rq-launch the namespace init and the cgroup join are /bin/sh scripts (sandbox.ts): no shell, no such level.
   const forced = mode === 'process-group' || (!launcher && !existsSync('/bin/sh'));
-  const pidNamespace = forced ? null : findPidNamespace(launcher);
-  const cgroup = forced ? null : (findCgroupRoots() ?? null);
+  const pidNamespace = forced || mode === 'cgroup' ? null : findPidNamespace(launcher);
+  const cgroup = forced || mode === 'namespace' ? null : (findCgroupRoots() ?? null);
   const serve = choice === 'auto' && launcher !== null && pidNamespace !== null;
   let tenant: TenantView | null = null;
-  let tenantMissing: string | null = mode === 'namespace+cgroup' || mode === 'process-group' ? `containment ${mode} was asked for` : null;
+  let tenantMissing: string | null = FORCED_LEVELS.has(mode) ? `containment ${mode} was asked for` : null;
   if (!tenantMissing) {
     const found = detectTenantView({ launcher, serve, userNamespace: pidNamespace?.includes('--user') ?? false, exposeReadOnly: options.exposeReadOnly ?? [] });
     if ('view' in found) tenant = found.view;
     else tenantMissing = found.missing;
   }
   const gaps = gapsOf({ pidNamespace: pidNamespace !== null, cgroup, pdeathsig: setpriv !== null || launcher !== null, prlimit: prlimit !== null || launcher !== null, tenant, tenantMissing });
-  if (mode === 'strict' && gaps.length > 0) {
+  if (REQUIRES_SEALED.has(mode) && gaps.length > 0) {
     const each = gaps.map((gap) => `${gap.boundary} (${gap.reason}; fix: ${GAP_FIXES[gap.boundary]})`);
-    throw new ContainmentError(`containment strict: this host leaves ${gaps.length} boundar${gaps.length === 1 ? 'y' : 'ies'} open: ${each.join('; ')}. Fix the host, or start the worker with --containment auto to run with these gaps listed`);
+    throw new ContainmentError(`containment ${mode}: this host leaves ${gaps.length} boundar${gaps.length === 1 ? 'y' : 'ies'} open: ${each.join('; ')}. Fix the host, or start the worker with --containment auto to run with these gaps listed`);
   }
   const level = gaps.length === 0 ? 'sealed' : levelOf(pidNamespace, cgroup);
   return Object.freeze({

@@ -1,4 +1,5 @@
 import { loadArtifact } from '../artifact.js';
+import { refuseArtifactLeaks } from '../artifact-leaks.js';
 import { buildDrafts, buildRef, checkBuiltinRewardConfig, checkBuiltinRun, parseConfigOption, withDefaultEntrypoint } from '../build-drafts.js';
 import { checkDrafts, checkSpecBytes, specsFingerprint } from '../check-drafts.js';
 import { checkBuiltinRewardGold } from '../check-gold.js';
@@ -6,7 +7,7 @@ import { cliEnvironment } from '../environment.js';
 import type { ExitCode } from '../errors.js';
 import { MSG } from '../messages.js';
 import { executeInterruptibleRun, metricsOf } from '../execute-interruptible-run.js';
-import { generateRunId } from '../run-id.js';
+import { defaultOutFile, generateRunId } from '../run-id.js';
 import { LineProblems } from '../line-problems.js';
 import { readTasksFile } from '../tasks-file.js';
 import { DEFAULT_MEMORY_MB } from '../../spec/index.js';
@@ -54,6 +55,16 @@ export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
   const specs = checkDrafts(options.tasks, tasks, drafts, problems);
   problems.throwIfAny();
   const runId = options.runId ?? generateRunId();
+  // The program must not be able to read the gold (fresh-user report: tasks.jsonl inside --artifact my-run/).
+  refuseArtifactLeaks({
+    artifactPath: options.artifact,
+    rendered: artifact.rendered,
+    tasksFile: options.tasks,
+    tasks,
+    outFile: options.out ?? defaultOutFile(runId),
+    reward,
+    ...(options.goldKey !== undefined ? { goldKeys: options.goldKey } : {}),
+  });
   checkSpecBytes(options.tasks, tasks, drafts, specs, runId, options.maxSpecBytes ?? DEFAULT_MAX_SPEC_BYTES);
   const fingerprint = specsFingerprint(drafts, specs);
   await refuseEvictingRedis(env, options.allowEviction === true);

@@ -2,6 +2,7 @@ import { Command, Option } from '@commander-js/extra-typings';
 import { queueOption } from '../command-context.js';
 import { HELP } from '../messages.js';
 import { documentDefault } from '../option-help.js';
+import { CONTAINMENT_MODES } from '../../sandbox/index.js';
 import { hostOf, integerBetween, labelPair, portOf, positiveInteger, stringList } from '../option-parsers.js';
 
 /**
@@ -22,7 +23,7 @@ export function workerCommand() {
     .addOption(documentDefault(new Option('--lock-duration-ms <ms>', HELP.worker.lockDurationMs), 5000).argParser(positiveInteger))
     .addOption(documentDefault(new Option('--stalled-interval-ms <ms>', HELP.worker.stalledIntervalMs), 2000).argParser(positiveInteger))
     .addOption(documentDefault(new Option('--shutdown-grace-ms <ms>', HELP.worker.shutdownGraceMs), 30000).argParser(positiveInteger))
-    .addOption(documentDefault(new Option('--containment <mode>', HELP.worker.containment), 'env ROLLOUT_QUEUE_CONTAINMENT, else auto').choices(['auto', 'strict', 'namespace+cgroup', 'process-group']))
+    .addOption(documentDefault(new Option('--containment <mode>', HELP.worker.containment), 'env ROLLOUT_QUEUE_CONTAINMENT, else auto').choices(CONTAINMENT_MODES))
     .option('--allow-network', HELP.worker.allowNetwork)
     .addOption(new Option('--expose <path...>', HELP.worker.expose).argParser(stringList))
     .addOption(new Option('--placement <label>', HELP.worker.placement).argParser(labelPair))

@@ -36,7 +36,7 @@ export const HELP = {
     stalledIntervalMs: 'BullMQ stalledInterval: how often lost leases are looked for',
     shutdownGraceMs: 'on SIGTERM, how long active rollouts may finish before they are handed back',
     containment:
-      'how each program a spec runs (a hostile tenant, docs/security.md) is contained: auto (the strongest the host allows, every open boundary listed as containmentGaps), strict (refuse to start with any gap), namespace+cgroup or process-group (force a weaker level, for tests or trusted programs that need the host)',
+      'how each program a spec runs (a hostile tenant, docs/security.md) is contained: auto (the strongest the host allows, every open boundary listed as containmentGaps), sealed or strict (require the top level: refuse to start with any gap), namespace+cgroup, namespace, cgroup or process-group (force that weaker level at most, for tests or trusted programs that need the host)',
     allowNetwork: 'grant the host network to the programs of specs that ask for it (sandbox.network "host"); without it such a spec ends caller/NetworkNotAllowed and every program has only its own loopback',
     expose: 'a host path (absolute, existing) the programs of specs see read-only at the same path, besides /usr, /etc and the interpreters (repeatable, e.g. --expose /opt/datasets)',
     placement: 'a label of this worker, KEY=VALUE (repeatable, e.g. --placement region=eu-west --placement gpu=h100): it also serves every placement whose labels it has',

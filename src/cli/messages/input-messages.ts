@@ -76,6 +76,14 @@ export const INPUT_MSG = {
     `--artifact: ${file} is not valid UTF-8 text; binary files are not supported in rendered.files. Put binary data where the worker can read it, or base64 it and decode it in the artifact`,
   artifactSymlink: (link: string) =>
     `--artifact: ${link} is a symbolic link; links are not sent with an artifact. Replace it with a copy of its target, or remove it`,
+  /** `file` (the tasks or results file) would be sent with the artifact: the program could read the gold. */
+  artifactHoldsRunFile: (artifact: string, flag: '--tasks' | '--out', file: string) =>
+    `--artifact ${artifact} would send ${flag} ${file} to the program under test (${flag === '--tasks' ? "the tasks' gold answers" : 'the Results, whose rewards say which outputs were right'}): ` +
+    `move ${file} out of ${artifact}, or put the program in a directory of its own (e.g. my-run/program/) and pass that as --artifact. Nothing was enqueued.`,
+  /** A file of the artifact holds a Result line or a task line with its gold (`line` 1-based). */
+  artifactHoldsGold: (artifact: string, file: string, line: number, what: 'results' | 'gold') =>
+    `--artifact ${artifact} would send ${file} to the program under test, and its line ${line} is ${what === 'results' ? 'a Result of an earlier run (its reward says whether the output was right)' : "a task of this run with its gold answer"}: ` +
+    `move ${file} out of ${artifact}, or put the program in a directory of its own and pass that as --artifact. Nothing was enqueued.`,
   artifactEmpty: (dir: string) => `--artifact ${dir} is a directory without files (node_modules and .git are skipped)`,
   /** A spec over `--max-spec-bytes`: `by` is what makes it big (the artifact, or a task line as `file:line`). */
   specTooBig: (by: string, bytes: number, limit: number, max: number) =>

@@ -15,6 +15,11 @@ export const RUN_MSG = {
     `run ${runId} delivers its Results to ${file}, which holds ${held} of them: collecting the rest into ${out} would split the run across two files, so nothing was written there. ` +
     `Collect into that file: ${command === 'run' ? `run the same command with --out ${shellWord(file)}` : `\`${resumeInto(runId, queue, file)}\``}. ` +
     'To collect into another file anyway, move that one away first (the Results in it are not delivered again).',
+  /** `run --run-id` of a run that delivered some of its leases before (a re-attach): progress, not a warning. */
+  runReattached: (runId: string, deliveredBefore: number, leases: number) =>
+    deliveredBefore >= leases
+      ? `re-attached to run ${runId}: all ${leases} already delivered, nothing left to collect`
+      : `re-attached to run ${runId}: ${deliveredBefore} of ${leases} already delivered, collecting the other ${leases - deliveredBefore}`,
   runResuming: (runId: string, queue: string, address: string) => `re-attaching to run ${runId} on queue "${queue}" at ${address}`,
   resumeRunGone: (runId: string, queue: string, out: string, held: number) =>
     `no run "${runId}" on queue "${queue}" any more, though ${out} holds ${held} of its Results: Redis no longer has it (purged, past its retention, or lost when Redis restarted without persistence). ` +

@@ -138,6 +138,34 @@ describe('rollout-queue run', () => {
     expect(second.stdout).toContain(`Run restart: ${TASKS} of ${TASKS} result(s), completed`);
   });
 
+  // Fresh-user report: README's recovery (the same command with --run-id) printed "warn: … 196 of
+  // this call's 200 drafts named a lease the run delivered before …; use a new runId": for the
+  // CLI that is the expected path, said as progress.
+  it('re-attach with the same --run-id says how many were delivered before as progress, not a warning pointing at a new runId', async () => {
+    const out = path.join(dir, 'reattach.jsonl');
+    const args = runArgs(['--run-id', 'reattach', '--out', out, '--max-in-flight', '4']);
+    const first = startCli(args, { env, cwd: dir });
+    await waitFor(() => lineCount(out) >= TASKS / 4, 60_000, `a quarter of the results in ${out}`);
+    first.child.kill('SIGINT');
+    expect((await first.done).code).toBe(130);
+    // Ctrl-C acknowledges what it wrote: the run delivered exactly the file's lines.
+    const delivered = lineCount(out);
+    expect(delivered).toBeLessThan(TASKS);
+
+    const second = await runCli(args, { env, cwd: dir });
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stderr).toContain(`re-attached to run reattach: ${delivered} of ${TASKS} already delivered, collecting the other ${TASKS - delivered}\n`);
+    expect(second.stderr).not.toContain('use a new runId');
+    expect(second.stderr).not.toMatch(/^warn:/m);
+    expect(resultProblems(readResults(out), leases('reattach'))).toEqual([]);
+
+    // Once more after the run completed: nothing left, said the same way.
+    const third = await runCli(args, { env, cwd: dir });
+    expect(third.code, third.stderr).toBe(0);
+    expect(third.stderr).toContain(`re-attached to run reattach: all ${TASKS} already delivered, nothing left to collect\n`);
+    expect(third.stderr).not.toMatch(/^warn:/m);
+  });
+
   it('Ctrl-C: exit 130 with how to resume; `resume RUN_ID` writes the rest → every lease once', async () => {
     const out = path.join(dir, 'resume.jsonl');
     const first = startCli(runArgs(['--run-id', 'resumed', '--out', out]), { env, cwd: dir });

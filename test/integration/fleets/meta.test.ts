@@ -96,4 +96,18 @@ describe('a run id used again (no silent empties)', () => {
     await expect(iteration).rejects.toThrow('1 delivered before');
     expect(() => rq.mapRollouts([draft('a')], { runId: 'reused', onDeliveredBefore: 'warn' as never })).toThrow('mapRollouts option onDeliveredBefore must be a function');
   });
+
+  // The CLI's `run --run-id` re-attach after a crash: the expected path, not a mistake to warn about.
+  it('reattach: true logs the reuse at info as progress, not the warning pointing at a new runId; onDeliveredBefore is still told', async () => {
+    const { rq, logs } = await queueWithWorker();
+    const draft = (id: string): RolloutDraft => ({ rendered: 'x', task: { id }, run: fixture('echo'), reward: fixture('constant') });
+    expect(await all(rq.mapRollouts([draft('a')], { runId: 'again' }))).toHaveLength(1);
+    const told: RunReuse[] = [];
+    const rest = await all(rq.mapRollouts([draft('a'), draft('b')], { runId: 'again', reattach: true, onDeliveredBefore: (reuse) => void told.push(reuse) }));
+    expect(rest.map((r) => r.taskId)).toEqual(['b']);
+    expect(told).toEqual([{ runId: 'again', deliveredBefore: 1, leases: 2, nothingNew: false }]);
+    const reuseLines = logs.map((line) => JSON.parse(line) as { level: number; msg: string }).filter((line) => line.msg.includes('"again"'));
+    expect(reuseLines).toEqual([expect.objectContaining({ level: 30, msg: 're-attached to run "again": 1 of 2 already delivered, collecting the other 1' })]);
+    expect(() => rq.mapRollouts([draft('a')], { runId: 'again', reattach: 'yes' as never })).toThrow('mapRollouts option reattach must be true or false');
+  });
 });
