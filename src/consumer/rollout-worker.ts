@@ -1,36 +1,40 @@
 import os from 'node:os';
-import { ErrorCode, Queue, type ConnectionOptions, type JobType } from 'bullmq';
-import { LeaseWorker } from './lease-worker.js';
+import { Queue, type ConnectionOptions, type JobType } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';
-import { queueKeys, RUN_FIELDS, type LeaseClass, type QueueKeys } from '../lease/index.js';
+import { queueKeys, type LeaseClass, type QueueKeys } from '../lease/index.js';
 import { PlacementWatcher } from './placement-watcher.js';
 import { childLogger, createLogger, type Logger } from '../platform/logger.js';
 import type { Result } from '../spec/index.js';
-import { createRedisClient, forBullMQ, missingDatabase, redactRedisUrl, redisDb, redisOptionsFromUrl, redisTopology } from '../platform/redis-connection.js';
+import { createRedisClient, forBullMQ, missingDatabase, redactRedisUrl, redisDb, redisOptionsFromUrl } from '../platform/redis-connection.js';
 import { checkEvictionPolicy } from '../platform/check-eviction-policy.js';
 import { abortable } from '../platform/abortable.js';
 import { RedisClock } from '../platform/redis-clock.js';
 import { subscribeWhenReady } from '../platform/subscribe-when-ready.js';
-import { bullTelemetry } from '../platform/telemetry.js';
 import { SandboxSpecSchema } from '../spec/index.js';
 import { ArtifactCache } from './artifact-cache.js';
-import { detectContainment, gapNames, gapsText, launcherName, sweepDeadSandboxes, useContainment, type Containment } from '../sandbox/index.js';
-import { ChildPool } from './child-pool.js';
+import { detectContainment, gapNames, useContainment, type Containment } from '../sandbox/index.js';
+import type { ChildPool } from './child-pool.js';
 import { LeaseLedger } from './lease-ledger.js';
-import { isLostOwnership, RolloutProcessor } from './rollout-processor.js';
+import { RolloutProcessor } from './rollout-processor.js';
+import { triageWorkerError } from './worker-error-triage.js';
+import { sweepDeadAttempts } from './dead-attempt-sweep.js';
 import { serveMetrics, type MetricsEndpoint } from '../platform/metrics-endpoint.js';
 import { compileWorkerOptions, type CompiledWorkerOptions, type WorkerOptions } from './worker-options.js';
 import { WorkerMetrics } from './worker-metrics.js';
 import { WorkerStartAborted } from './worker-start-aborted.js';
 import { WriteBackoff } from './write-backoff.js';
-import { isRedisTimeout, redisTimeoutMs } from '../platform/redis-timeout.js';
+import { redisTimeoutMs } from '../platform/redis-timeout.js';
 import { RedisStallGuard } from './redis-stall-guard.js';
+import { quietUntilWatched, RedisReachability } from './redis-reachability.js';
+import { logWorkerStart } from './worker-start-log.js';
+import { RunCancelWatch } from './run-cancel-watch.js';
+import { bullConnectionFor, bullWorker, type RolloutBullWorker } from './bull-worker.js';
+import { workerChildPool } from './worker-child-pool.js';
+import { DueWorkWatch, LIVENESS_SAMPLE_MS, WORKER_INFO_TTL_MS } from './due-work-watch.js';
+import { boundedBy } from './bounded-by.js';
 
 /** Heap limit of a spec that names none (`sandbox.memoryMb`): the limit warm children are forked with. */
 const DEFAULT_MEMORY_MB = SandboxSpecSchema.parse({}).memoryMb;
-
-/** The BullMQ worker of one served queue: jobs are rollout specs (parsed by the processor), results Results. */
-type RolloutBullWorker = LeaseWorker<unknown, Result>;
 
 /** Settles as the given wait for Redis does, or rejects with `WorkerStartAborted` at the start's signal. */
 type UntilAborted = <T>(work: Promise<T>) => Promise<T>;
@@ -40,36 +44,6 @@ export type WorkerState = 'starting' | 'running' | 'closing' | 'closed';
 
 /** After the shutdown grace, how long to wait for BullMQ to hand leases back before giving up, ms. */
 const CLOSE_MARGIN_MS = 5_000;
-
-/** How often the liveness check samples the queue (and the worker refreshes its info for `status`), ms. */
-const LIVENESS_SAMPLE_MS = 5_000;
-
-/** TTL of the worker's info key (`keys.workerInfo`), ms: a few missed refreshes and it is gone. */
-const WORKER_INFO_TTL_MS = 6 * LIVENESS_SAMPLE_MS;
-
-/** The child's environment: enough to run node and a code runner, nothing of the worker's secrets. */
-/** Clients whose errors the running worker reports itself (`watchConnection`). */
-const watched = new WeakSet<Redis>();
-
-/**
- * Reports a client's errors from its creation until the started worker watches it: without a
- * listener ioredis prints each one as "[ioredis] Unhandled error event" with its stack, once
- * per reconnect attempt while Redis is unreachable at start, and once for the refused SELECT
- * of a database the server lacks (which `missingDatabase` turns into the error `create` throws).
- */
-function quietUntilWatched(client: Redis, logger: Logger, address: string): void {
-  let reported = false;
-  client.on('error', (err: Error) => {
-    if (watched.has(client) || reported || /DB index|invalid DB/i.test(err.message)) return;
-    reported = true;
-    logger.error({ redis: address, err: err.message }, `cannot reach Redis at ${address}; retrying with backoff`);
-  });
-}
-
-function childEnv(): NodeJS.ProcessEnv {
-  const keep = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'NODE_ENV', 'LOG_LEVEL', 'TZ'];
-  return Object.fromEntries(keep.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name]]));
-}
 
 /**
  * A rollout worker: one BullMQ `Worker` whose processor runs in this process and drives a
@@ -81,9 +55,12 @@ function childEnv(): NodeJS.ProcessEnv {
 export class RolloutWorker {
   private state: WorkerState = 'starting';
   private closing: Promise<void> | undefined;
-  private lastStartAt = Date.now();
-  private dueSince: number | undefined;
-  private redisDown = false;
+  /** Due work with no rollout started: the liveness check (see {@link health}). */
+  private readonly dueWork = new DueWorkWatch();
+  /** Whether Redis is reachable, as this worker's and BullMQ's clients report it. */
+  private readonly reachability: RedisReachability;
+  /** Cancel messages and cancelled run records: abort the run's active rollouts here. */
+  private readonly cancels: RunCancelWatch;
   private livenessTimer: NodeJS.Timeout | undefined;
   private metricsEndpoint: MetricsEndpoint | undefined;
   /** The client handed to BullMQ in Cluster mode; BullMQ never closes a client it was given. */
@@ -114,6 +91,8 @@ export class RolloutWorker {
     /** Re-sampled by each liveness sample, so its extrapolation never runs long. */
     private readonly clock: RedisClock,
   ) {
+    this.reachability = new RedisReachability(logger, redactRedisUrl(options.redisUrl));
+    this.cancels = new RunCancelWatch(redis, keys, processor, logger);
     this.watcher = new PlacementWatcher(redis, keys, options.labels, options.placementPollMs, (name, leaseClass) => this.serve(name, leaseClass), logger);
     const probeKey = keys.writeProbe();
     // Intake of every served queue (base and placement queues) pauses and resumes together.
@@ -136,6 +115,11 @@ export class RolloutWorker {
   private countDropped(leaseId: string): void {
     const runId = this.processor.finishing.get(leaseId);
     this.processor.finishing.delete(leaseId);
+    this.countDuplicate(runId);
+  }
+
+  /** Counts a late duplicate answer: in the metrics, and in the run's record when its run is known. */
+  private countDuplicate(runId: string | undefined): void {
     this.metrics.duplicate();
     if (runId !== undefined) void new LeaseLedger(this.redis, this.keys, this.options.maxRedispatches).countDuplicate(runId).catch(() => undefined);
   }
@@ -190,37 +174,16 @@ export class RolloutWorker {
     }
     const subscriber = createRedisClient(options.redisUrl, { connectionName: `${options.prefix}:rollout-queue:cancel` });
     quietUntilWatched(subscriber, logger, redactRedisUrl(options.redisUrl));
-    // BullMQ builds its own clients from plain options; a Cluster must be handed over as a
-    // client (BullMQ duplicates it for the blocking connection). ioredis' RedisOptions is what
-    // BullMQ builds from; its own type is looser.
-    const bullConnection = (redisTopology(options.redisUrl) === 'cluster'
-      ? createRedisClient(options.redisUrl, forBullMQ({ connectionName: `${options.prefix}:rollout-queue:bullmq` }))
-      : forBullMQ(redisOptionsFromUrl(options.redisUrl))) as ConnectionOptions;
+    const bullConnection = bullConnectionFor(options);
     const queue = new Queue(options.queue, { connection: bullConnection, prefix: options.prefix });
     const metrics = new WorkerMetrics();
-    const pool = new ChildPool({
-      allow: options.allowlist,
-      maxOutputBytes: options.maxOutputBytes,
-      execArgv: options.childExecArgv,
-      env: childEnv(),
-      startTimeoutMs: options.childStartTimeoutMs,
-      maxRolloutsPerChild: options.maxRolloutsPerChild,
-      maxChildRssMb: options.maxChildRssMb,
-      children: options.children,
-      blockedLoopMs: options.blockedLoopMs,
-      // Never fewer than the warm children: trimming one would fork its replacement at once.
-      maxIdle: Math.max(options.concurrency + options.evalConcurrency, options.children),
-      onLog: (msg) => logger[msg.level]({ ...msg.obj, source: 'rollout' }, msg.msg ?? ''),
-      containment,
-      onChildEvent: (event) => metrics.child(event),
-      onWarmError: (err) => logger.warn({ err: (err as Error).message }, 'a warm rollout child failed to start; the next rollout forks its own'),
-    });
+    const pool = workerChildPool(options, logger, metrics, containment);
     let self: RolloutWorker | undefined;
     const processor = new RolloutProcessor(options, pool, new LeaseLedger(redis, keys, options.maxRedispatches), logger, {
       onResult: (kind, runMs) => metrics.result(kind, runMs),
       onRedispatch: (cause) => metrics.redispatch(cause),
       onStart: () => {
-        if (self) self.lastStartAt = Date.now();
+        self?.dueWork.rolloutStarted();
       },
     }, new ArtifactCache(redis, keys), clock);
     const worker = bullWorker(options.queue, options.concurrency, processor, options, bullConnection, clock);
@@ -232,7 +195,7 @@ export class RolloutWorker {
       slots: options.concurrency,
       slotsBusy: () => processor.active.size,
       children: () => pool.pids().length,
-      redisUp: () => !self_.redisDown,
+      redisUp: () => !self_.reachability.down,
       jobCounts: (states) => queue.getJobCounts(...(states as JobType[])),
     });
     try {
@@ -292,46 +255,16 @@ export class RolloutWorker {
   private async start(untilAborted: UntilAborted): Promise<void> {
     const { options, logger } = this;
     const address = redactRedisUrl(options.redisUrl);
-    const widened = options.allow.length > 0;
     const { containment } = this;
-    // At warn when a boundary is open (fresh-user report: 8 of 9 open, network included, at info).
-    (widened || containment.gaps.length > 0 ? logger.warn.bind(logger) : logger.info.bind(logger))(
-      {
-        redis: address,
-        allowlist: options.allowlist,
-        widened,
-        concurrency: options.concurrency,
-        children: options.children,
-        lockDurationMs: options.lockDurationMs,
-        stalledIntervalMs: options.stalledIntervalMs,
-        containment: containment.level,
-        launcher: launcherName(containment),
-        containmentGaps: containment.gaps,
-        allowNetwork: containment.allowNetwork,
-        exposeReadOnly: options.exposeReadOnly,
-        labels: options.labels,
-        evalConcurrency: options.evalConcurrency,
-      },
-      `${widened ? `worker starting; Ref allowlist WIDENED beyond built-ins: ${options.allow.join(', ')}` : 'worker starting'}; containment ${containment.level} (launcher ${launcherName(containment)})` +
-        `; ${gapsText(containment.gaps)}` +
-        (containment.allowNetwork ? '; the host network is granted to specs that ask for it (--allow-network)' : ''),
-    );
-    if (process.pid === 1) {
-      logger.warn(
-        containment.pidNamespace
-          ? 'worker runs as PID 1 without an init: rollout children get PID namespaces of their own so nothing is re-parented here; still, prefer an init (tini, docker run --init, compose init: true)'
-          : 'worker runs as PID 1 without an init and without PID namespaces: processes orphaned by a crashed rollout child stay zombies here; run the worker under an init (tini, docker run --init, compose init: true)',
-      );
-    }
+    logWorkerStart(logger, options, containment, address);
     this.metrics.containment(containment.level, gapNames(containment.gaps));
-    const swept = await sweepDeadSandboxes({ containment });
-    logger.info({ dirs: swept.dirs, cgroups: swept.cgroups }, `swept ${swept.dirs} work dir(s) and ${swept.cgroups} cgroup(s) left by dead attempts`);
-    for (const client of [this.redis, this.subscriber]) this.watchConnection(client, address);
+    await sweepDeadAttempts(containment, logger, false);
+    for (const client of [this.redis, this.subscriber]) this.reachability.watch(client);
     this.stallGuard.start();
     this.wire(this.worker);
     this.queue.on('error', (err) => this.onWorkerError(err));
     await untilAborted(subscribeWhenReady(this.subscriber, this.keys.cancelChannel(redisDb(this.redis))));
-    this.subscriber.on('message', (_channel: string, runId: string) => void this.onCancel(runId));
+    this.subscriber.on('message', (_channel: string, runId: string) => void this.cancels.onMessage(runId));
     await untilAborted(this.publishInfo());
     if (options.metricsPort !== undefined) {
       this.metricsEndpoint = await serveMetrics(this.metrics.registry, { port: options.metricsPort, host: options.metricsHost, health: () => this.health() });
@@ -347,52 +280,8 @@ export class RolloutWorker {
     logger.info({ redis: address }, 'worker running');
   }
 
-  private watchConnection(client: Redis, address: string): void {
-    watched.add(client);
-    client.on('error', (err: Error) => {
-      if (this.redisDown) return;
-      this.redisDown = true;
-      // One line per outage, not one per retry: ioredis retries with backoff by itself.
-      this.logger.error({ redis: address, err: err.message }, `cannot reach Redis at ${address}; retrying with backoff`);
-    });
-    client.on('ready', () => {
-      if (!this.redisDown) return;
-      this.redisDown = false;
-      this.logger.info({ redis: address }, 'reconnected to Redis');
-    });
-  }
-
   private onWorkerError(err: Error): void {
-    // Before anything else: BullMQ retries a refused write at once, thousands of times a second.
-    if (this.writeBackoff.onError(err)) return;
-    if (isLostOwnership(err)) {
-      for (const [leaseId, runId] of this.processor.finishing) {
-        if (!err.message.includes(`job ${leaseId}.`)) continue;
-        // BullMQ refused this attempt's finish: another attempt owns the lease. Counted once;
-        // BullMQ's follow-up moveToFailed refusal finds the entry gone.
-        this.processor.finishing.delete(leaseId);
-        this.metrics.duplicate();
-        this.logger.warn({ runId, leaseId }, `late answer dropped: ${lostOwnershipText(err)}`);
-        void new LeaseLedger(this.redis, this.keys, this.options.maxRedispatches).countDuplicate(runId).catch(() => undefined);
-        return;
-      }
-      return;
-    }
-    // BullMQ emits this right after 'lockRenewalFailed' for the same jobs (lock-manager.js
-    // extendLocks), which wire() handles: a warn for the attempt it aborts, nothing for a lease
-    // no longer run here (handed back on shutdown).
-    if (err.message.startsWith('could not renew lock for job ')) return;
-    // A command Redis did not answer in time: the probe reports the silence once (and /healthz).
-    if (isRedisTimeout(err)) return;
-    if (/ECONNREFUSED|Connection is closed|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|ENOTFOUND/.test(err.message)) {
-      // BullMQ's own clients often notice an outage first; report it once, like ours.
-      if (!this.redisDown) {
-        this.redisDown = true;
-        this.logger.error({ redis: redactRedisUrl(this.options.redisUrl), err: err.message }, `cannot reach Redis at ${redactRedisUrl(this.options.redisUrl)}; retrying with backoff`);
-      }
-      return;
-    }
-    this.logger.error({ err: err.message }, 'worker error');
+    triageWorkerError(err, { writeBackoff: this.writeBackoff, reachability: this.reachability, finishing: this.processor.finishing, countDuplicate: (runId) => this.countDuplicate(runId), logger: this.logger });
   }
 
   /**
@@ -412,17 +301,6 @@ export class RolloutWorker {
     }
   }
 
-  /**
-   * Removes what attempts of dead creators left (work dirs, cgroups) while this worker runs, not
-   * only at its start: a SIGKILLed worker on this machine leaves its attempts' dirs, and the next
-   * start may be far off. Cheap: one listing of the work root; concurrent sweeps by other workers
-   * are harmless (removal is forced, a dir already gone is skipped).
-   */
-  private async sweepDeadAttempts(): Promise<void> {
-    const swept = await sweepDeadSandboxes({ containment: this.containment });
-    if (swept.dirs + swept.cgroups > 0) this.logger.info({ dirs: swept.dirs, cgroups: swept.cgroups }, `swept ${swept.dirs} work dir(s) and ${swept.cgroups} cgroup(s) left by dead attempts`);
-  }
-
   /** Samples the queue for the liveness check: due work with free slots and no start here. */
   private async sampleLiveness(): Promise<void> {
     // Each command would wait out the timeout: the probe speaks for Redis meanwhile.
@@ -430,53 +308,16 @@ export class RolloutWorker {
     try {
       await this.publishInfo();
       await this.clock.sample();
-      await this.abortCancelledRuns();
+      await this.cancels.abortCancelledRuns();
       // A failed sweep (a dir still being written) is retried by the next sample.
-      await this.sweepDeadAttempts().catch(() => undefined);
+      await sweepDeadAttempts(this.containment, this.logger, true).catch(() => undefined);
       // Producers add rollouts with a priority (fair share between runs): they wait in `prioritized`.
       const waiting = await this.queue.getJobCountByTypes('waiting', 'prioritized');
       const free = this.processor.active.size < this.options.concurrency;
-      if (waiting > 0 && free && this.state === 'running') {
-        this.dueSince ??= Date.now();
-      } else {
-        this.dueSince = undefined;
-      }
+      this.dueWork.sample(waiting > 0 && free && this.state === 'running');
     } catch {
       // Redis unreachable: health() reports that.
     }
-  }
-
-  /**
-   * A cancel message (PUBLISH runId, the whole contract): aborts the run's active rollouts here
-   * and is remembered, so an attempt of it starting later ends as Cancelled. It applies to the
-   * run's attempt its record names now (`runAttemptId`; every attempt when it has no record): a
-   * new run under the same id (after a purge) is not cancelled by an old message (fresh-user
-   * report: `run --run-id X` after `cancel X` and `purge X` ended Cancelled at once).
-   */
-  private async onCancel(runId: string): Promise<void> {
-    const runAttemptId = await this.redis.hget(this.keys.run(runId), RUN_FIELDS.runAttemptId).catch(() => null);
-    const count = this.processor.abort({ runId, runAttemptId }, 'cancelled');
-    if (count > 0) this.logger.info({ runId, count }, 'run cancelled; aborting its active rollouts');
-    else this.logger.debug({ runId }, 'run cancelled; no active rollout of it here');
-  }
-
-  /**
-   * The durable path of cancellation: pub/sub (`keys.cancelChannel`) is fire-and-forget, so a
-   * message this worker missed (its subscriber reconnecting, a publish racing the subscribe) must
-   * not leave a cancelled run's rollouts running to their end. Each liveness sample reads the
-   * status of the runs it has active rollouts of (one pipelined round trip) and aborts those of
-   * cancelled runs, as the message would have.
-   */
-  private async abortCancelledRuns(): Promise<void> {
-    const runIds = [...new Set([...this.processor.active.values()].map((rollout) => rollout.runId))];
-    if (runIds.length === 0) return;
-    const replies = (await runIds.reduce((pipe, runId) => pipe.hmget(this.keys.run(runId), RUN_FIELDS.status, RUN_FIELDS.runAttemptId), this.redis.pipeline()).exec()) ?? [];
-    runIds.forEach((runId, i) => {
-      const [status, runAttemptId] = (replies[i]?.[1] as (string | null)[] | undefined) ?? [];
-      if (status !== 'cancelled') return;
-      const count = this.processor.abort({ runId, runAttemptId: runAttemptId ?? null }, 'cancelled');
-      if (count > 0) this.logger.info({ runId, count }, 'run cancelled (seen in its record); aborting its active rollouts');
-    });
   }
 
   /**
@@ -486,14 +327,12 @@ export class RolloutWorker {
    */
   health(): { ok: boolean; reason: string } {
     if (this.state !== 'running') return { ok: false, reason: `state ${this.state}` };
-    if (this.redisDown) return { ok: false, reason: `Redis at ${redactRedisUrl(this.options.redisUrl)} unreachable` };
+    if (this.reachability.down) return { ok: false, reason: `Redis at ${redactRedisUrl(this.options.redisUrl)} unreachable` };
     if (this.writeBackoff.refusing) return { ok: false, reason: `Redis at ${redactRedisUrl(this.options.redisUrl)} refuses writes (${this.writeBackoff.refusing})` };
     const silent = this.stallGuard.healthReason();
     if (silent) return { ok: false, reason: silent };
-    const now = Date.now();
-    if (this.dueSince !== undefined && now - this.dueSince >= this.options.livenessMs && now - this.lastStartAt >= this.options.livenessMs) {
-      return { ok: false, reason: `work due for ${now - this.dueSince} ms with free slots and no rollout started` };
-    }
+    const stuck = this.dueWork.stuckReason(this.options.livenessMs);
+    if (stuck) return { ok: false, reason: stuck };
     return { ok: true, reason: `${this.processor.active.size}/${this.options.concurrency} slots busy` };
   }
 
@@ -542,7 +381,7 @@ export class RolloutWorker {
         clearInterval(this.livenessTimer);
         this.stallGuard.close();
         await this.pool.close();
-        const connected = !this.redisDown;
+        const connected = !this.reachability.down;
         if (connected) await boundedBy(CLOSE_MARGIN_MS, this.redis.del(this.keys.workerInfo(this.options.name)).catch(() => undefined));
         await boundedBy(CLOSE_MARGIN_MS, Promise.allSettled([
           connected ? this.queue.close() : this.queue.disconnect(),
@@ -558,44 +397,4 @@ export class RolloutWorker {
     })();
     return this.closing;
   }
-}
-
-/**
- * A BullMQ worker of `queueName` running `processor` (one per served queue; they share the child
- * pool), its scripts on the Redis clock (`LeaseWorker`'s `clock`).
- */
-function bullWorker(queueName: string, concurrency: number, processor: RolloutProcessor, options: CompiledWorkerOptions, connection: ConnectionOptions, clock: RedisClock): RolloutBullWorker {
-  return new LeaseWorker<unknown, Result>(queueName, processor.process, {
-    connection,
-    prefix: options.prefix,
-    name: options.name,
-    concurrency,
-    lockDuration: options.lockDurationMs,
-    stalledInterval: options.stalledIntervalMs,
-    maxStalledCount: options.maxRedispatches,
-    autorun: false,
-    ...(options.tracing ? { telemetry: bullTelemetry(true) } : {}),
-  }, clock);
-}
-
-/**
- * What BullMQ's refusal of a finish says about the lease, by its code (BullMQ
- * `src/enums/error-code.ts`): only a lock held by another token means another attempt exists.
- */
-function lostOwnershipText(err: Error): string {
-  switch ((err as { code?: unknown }).code) {
-    case ErrorCode.JobLockMismatch:
-      return 'the lease was re-dispatched and belongs to another attempt';
-    case ErrorCode.JobNotExist:
-      return "the lease's job is gone from Redis (its run was purged)";
-    default:
-      return 'its lock expired and the answer could not be kept (see "finished answer not kept"); the lease runs again';
-  }
-}
-
-/** Waits for `work`, but never longer than `ms` (a client that never settles must not hold a shutdown). */
-async function boundedBy(ms: number, work: Promise<unknown>): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
 }

@@ -2,7 +2,8 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import { registerProcessMetrics } from '../platform/process-metrics.js';
 import { scrapeRead } from '../platform/scrape-read.js';
 import type { ResultKind } from '../spec/index.js';
-import type { QueueStatus, RolloutQueue } from './rollout-queue.js';
+import type { RolloutQueue } from './rollout-queue.js';
+import type { QueueStatus } from './queue-status.js';
 
 /** Longest a scrape waits for Redis, ms: a scrape must not hang while Redis is down. */
 const READ_MS = 2000;

@@ -3,7 +3,9 @@
  * lease, durably (see docs/design.md "Producer").
  */
 export { RolloutQueue } from './rollout-queue.js';
-export type { CoordinatorOptions, MapRolloutsOptions, QueueStatus, RolloutQueueState } from './rollout-queue.js';
+export type { RolloutQueueState } from './rollout-queue.js';
+export type { CoordinatorOptions, MapRolloutsOptions } from './coordinator-call-options.js';
+export type { QueueStatus } from './queue-status.js';
 export type { RunReuse } from './run-reuse.js';
 export { ResultDeliveredError, RunStoppedError, stoppedAtText } from './run-stopped-error.js';
 export { RunBusyError, CoordinatorLeaseLostError, COORDINATOR_LEASE_MS, LEASE_LOST_WAIT_MS } from './coordinator-lease.js';
