@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../platform/logger.js';
 import { isRedisTimeout } from '../platform/redis-timeout.js';
 import { reclaimLease, type ReclaimOutcome } from './lease-reclaim.js';
-import { isLostOwnership } from './rollout-processor.js';
+import { isLostOwnership } from './lost-ownership.js';
 
 /** Most finished answers a worker keeps while Redis does not take them. */
 export const MAX_KEPT_ANSWERS = 1_000;

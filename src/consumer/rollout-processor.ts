@@ -22,9 +22,6 @@ import { invalidSpecError, refusedJobResult, specTooLargeError } from './refused
 import { quarantineError } from './quarantine-error.js';
 import { backoffMs, isTruncatedOutput, nearDeadline, secretsOf, tail, taskIdOf, warnShortSecrets } from './rollout-facts.js';
 
-// Part of this module's surface since before the split (rollout-worker imports it from here).
-export { isLostOwnership, LOST_OWNERSHIP_CODES } from './lost-ownership.js';
-
 /** Abort reasons the worker gives a running rollout. */
 export type AbortReason = 'cancelled' | 'lock-lost' | 'shutdown';
 
