@@ -2,6 +2,9 @@ import { CallerError } from '../spec/errors.js';
 import { isPlainObject } from '../spec/json-data.js';
 import type { RewardWithDetails } from '../spec/reward-details.js';
 
+/** A plain decimal number: optional sign, digits with an optional point (or a point and digits), optional exponent. */
+const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
+
 /** Characters of a judge's stdout quoted in a message. */
 const QUOTED_CHARS = 200;
 
@@ -20,8 +23,8 @@ function quoted(text: string): string {
 }
 
 /**
- * Reads what a judge printed on stdout (secrets already replaced): a number (`0.5`, `1e-3`,
- * surrounding whitespace allowed) or one JSON object `{"reward": <number>, "details": <any>}`
+ * Reads what a judge printed on stdout (secrets already replaced): a decimal number (`0.5`,
+ * `1e-3`, `+1`, `.5`; surrounding whitespace allowed) or one JSON object `{"reward": <number>, "details": <any>}`
  * (`details` optional). Returns the number, or {@link RewardWithDetails}; the rollout child checks
  * the range and the details' size.
  * @throws CallerError of type `RewardOutOfRange` for anything else (empty, text, a non-finite
@@ -30,6 +33,13 @@ function quoted(text: string): string {
 export function readJudgeReply(stdout: string): number | RewardWithDetails {
   const text = stdout.trim();
   if (text.length === 0) throw unreadable('printed nothing on stdout');
+  // A decimal number as judges in any language print one (`+1`, `.5`, `1.`: Python's float() and
+  // C's strtod read them; JSON does not): fresh-user report, `+1` and `.5` ended the run `caller`.
+  if (DECIMAL.test(text)) {
+    const number = Number(text);
+    if (!Number.isFinite(number)) throw unreadable(`printed ${quoted(text)}, which is not a finite number`);
+    return number;
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);

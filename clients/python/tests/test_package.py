@@ -103,6 +103,11 @@ def test_bad_arguments_are_refused_at_the_call_naming_the_argument():
         client.map_rollouts([], "r", on_delivered="skip")
     with pytest.raises(TypeError, match=r"drafts\[1\] is a str; each draft is a dict"):
         client.map_rollouts([{}, "not a draft"], "r")
+    # Fresh-user report: meta=float("nan") went out as NaN and came back a MalformedJson CallerError.
+    with pytest.raises(ValueError, match=r"drafts\[0\]\.meta is NaN or infinite, which JSON cannot carry"):
+        client.map_rollouts([{"meta": float("nan")}], "r")
+    with pytest.raises(ValueError, match=r"drafts\[1\]\.task\.xs\[1\] is NaN or infinite"):
+        client.map_rollouts([{}, {"task": {"xs": [1.0, float("inf")]}}], "r")
     with pytest.raises(ValueError, match=r"on_model_error='ignore' is not one of 'raise', 'return'"):
         client.dispatch({}, "cell", "attempt", on_model_error="ignore")
 

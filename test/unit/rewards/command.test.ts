@@ -68,11 +68,21 @@ describe("reading the judge's stdout", () => {
     expect(readJudgeReply('{"reward": 0}')).toEqual({ reward: 0 });
   });
 
+  // Fresh-user report: a judge printing `+1` or `.5` (Python's float() reads both) ended caller.
+  it('a decimal number as any language prints it: +1, .5, 1.', () => {
+    expect(readJudgeReply('+1\n')).toBe(1);
+    expect(readJudgeReply('.5')).toBe(0.5);
+    expect(readJudgeReply('1.')).toBe(1);
+    expect(readJudgeReply('-2.5E-1')).toBe(-0.25);
+  });
+
   it.each([
     ['nothing', '  \n', 'printed nothing on stdout'],
     ['text', 'abc\n', 'printed "abc", which is not a number or a JSON object'],
     ['two lines', '0.5\n1\n', 'printed "0.5\\n1"'],
     ['NaN', 'NaN', 'printed "NaN"'],
+    ['a number past a double', '1e999', 'printed "1e999", which is not a finite number'],
+    ['a bare point', '.', 'printed ".", which is not a number'],
     ['a string number', '"0.5"', 'not a number or a JSON object'],
     ['no reward key', '{"score": 1}', 'with "score" besides "reward" and "details"'],
     ['a text reward', '{"reward": "1"}', 'whose "reward" is "\\"1\\""'],

@@ -34,7 +34,7 @@ class Transport:
 
     def open(self, method: str, path: str, body: Any = None) -> http.client.HTTPResponse:
         """One request; the response is the caller's to read and close. Raises urllib's errors."""
-        data = None if body is None else json.dumps(body).encode("utf-8")
+        data = None if body is None else json.dumps(body, allow_nan=False).encode("utf-8")
         request = urllib.request.Request(self.base_url + path, data=data, method=method)
         request.add_header("accept", "application/json")
         if data is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 import urllib.error
 import urllib.parse
@@ -153,6 +154,9 @@ class Client:
         for index, draft in enumerate(listed):
             if not isinstance(draft, Mapping):
                 raise TypeError("drafts[%d] is a %s; each draft is a dict like {\"rendered\": ..., \"task\": {...}, \"run\": ref(...), \"reward\": ref(...)}" % (index, type(draft).__name__))
+            where = _non_json_number(draft, "drafts[%d]" % index)
+            if where is not None:
+                raise ValueError("%s is NaN or infinite, which JSON cannot carry; give it a finite number or null" % where)
         if gold_keys:
             extra = list(gold_keys)
             listed = [dict(draft, goldKeys=list(draft.get("goldKeys") or []) + [key for key in extra if key not in (draft.get("goldKeys") or [])]) for draft in listed]
@@ -243,3 +247,23 @@ class Client:
         active ones; a ``map_rollouts`` loop of it then raises CancelledError. Returns
         ``{runId, removed, workersNotified}`` (with ``alreadyEnded`` for a run that had ended)."""
         return self._http.call("POST", "/runs/%s/cancel" % urllib.parse.quote(run_id, safe=""))
+
+
+def _non_json_number(value: Any, path: str) -> Optional[str]:
+    """The path of the first NaN or infinite float inside ``value`` (dicts and lists), or None.
+
+    Python's ``json.dumps`` writes them as ``NaN``/``Infinity``, which the gateway (strict JSON,
+    RFC 8259) refuses as a malformed body; caught here, the error names the draft and the field."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            found = _non_json_number(item, "%s.%s" % (path, key))
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = _non_json_number(item, "%s[%d]" % (path, i))
+            if found is not None:
+                return found
+    return None
