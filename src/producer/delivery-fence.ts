@@ -1,4 +1,5 @@
 import type { Logger } from '../platform/logger.js';
+import { isRedisTimeout } from '../platform/redis-timeout.js';
 import type { Result } from '../spec/index.js';
 import type { CoordinatorLease } from './coordinator-lease.js';
 import type { LeaseTracker } from './lease-tracker.js';
@@ -45,7 +46,7 @@ export class DeliveryFence {
       if (!this.lease.holds()) await this.lease.waitHeld();
       if (this.lease.epoch === this.seenEpoch) return;
       this.seenEpoch = this.lease.epoch;
-      const delivered = await this.store.deliveredAmong(this.runId, this.tracker.pendingLeases());
+      const delivered = await this.untilAnswered(() => this.store.deliveredAmong(this.runId, this.tracker.pendingLeases()));
       const dropped = this.tracker.dropDelivered(delivered);
       if (dropped > 0) this.logger.warn({ runId: this.runId, dropped }, 'another coordinator delivered some Results while this one had lost its lease; they are not delivered again');
     }
@@ -66,7 +67,8 @@ export class DeliveryFence {
     if (results.length === 0) return { completed: false };
     let restored = false;
     for (;;) {
-      const reply = await this.store.acknowledgeMany(this.runId, results, this.lease.token, complete);
+      const reply = await this.untilAnswered(() => this.store.acknowledgeMany(this.runId, results, this.lease.token, complete), stopped);
+      if (reply === undefined) return { completed: false };
       if (reply === NO_RECORD) {
         if (restored) throw new Error(`run "${this.runId}": its record was deleted from Redis again right after it was made again (a purge or FLUSHDB while the run was delivering)`);
         await this.restoreRecord();
@@ -76,6 +78,31 @@ export class DeliveryFence {
       if (reply !== 'fenced') return { completed: reply.completed, delivered: reply.delivered };
       if (stopped()) return { completed: false };
       await this.open();
+    }
+  }
+
+  /**
+   * `call` again while it fails with a Redis command timeout (`ROLLOUT_QUEUE_REDIS_TIMEOUT_MS`):
+   * a delivering coordinator waits for Redis, as its Results wait in Redis (issue 33 item 1 bounds
+   * each command, not the run). A timeout is also what a coordinator sees when its own process
+   * was paused (SIGSTOP, a long GC) past the timeout: the timer fires before the reply is read,
+   * though Redis answered (CI under load: a resumed coordinator ended "Command timed out"). Both
+   * calls are safe to repeat (a read; an acknowledgement counted once). Logged once per wait.
+   * @returns undefined when `stopped()` became true meanwhile.
+   */
+  private untilAnswered<T>(call: () => Promise<T>): Promise<T>;
+  private untilAnswered<T>(call: () => Promise<T>, stopped: () => boolean): Promise<T | undefined>;
+  private async untilAnswered<T>(call: () => Promise<T>, stopped: () => boolean = () => false): Promise<T | undefined> {
+    let logged = false;
+    for (;;) {
+      try {
+        return await call();
+      } catch (err) {
+        if (!isRedisTimeout(err)) throw err;
+        if (stopped()) return undefined;
+        if (!logged) this.logger.warn({ runId: this.runId, err: (err as Error).message }, 'Redis did not answer a delivery command in time; trying again until it does (nothing is delivered meanwhile)');
+        logged = true;
+      }
     }
   }
 }
