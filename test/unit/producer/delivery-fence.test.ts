@@ -25,7 +25,7 @@ describe('DeliveryFence: a Redis command timeout while delivering', () => {
       acknowledgeMany: async () => {
         calls++;
         if (calls < 3) throw timedOut();
-        return { completed: true, delivered: 1 };
+        return { kinds: ['new' as const], completed: true, delivered: 1 };
       },
     } as Partial<RunStore>);
     await expect(fence.acknowledge([{ leaseId: 'r1.a', kind: 'ok' }], () => false, true)).resolves.toEqual({ completed: true, delivered: 1 });
