@@ -1,34 +1,19 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RawQueue, TEST_PREFIX } from '../../helpers/raw-queue.js';
-import { startRedis, type TestRedis } from '../../helpers/redis.js';
-import { runPythonChecks, startGatewayCli } from '../../helpers/gateway-cli.js';
-import { startWorkerProcess, type WorkerProcess } from '../../helpers/worker-process.js';
-import { REPO_ROOT, type CliProcess } from '../cli/cli-process.js';
+import { runPythonChecks, startGatewayStack, stopGatewayStack, type GatewayStack } from '../../helpers/gateway-cli.js';
+import { REPO_ROOT } from '../cli/cli-process.js';
 
 // Fresh-user report, exact input, through the Python client and the gateway (which always stops a
 // run on a caller Result): draft 2 of 6 with rendered.files "../evil.py" ended caller and stopped
 // the run. A bad file inside rendered.files is the model's: model, BadRenderedFile, the run goes on.
-let redis: TestRedis;
-let q: RawQueue;
-let worker: WorkerProcess;
-let gateway: CliProcess;
+let stack: GatewayStack | undefined;
 let url: string;
 
 beforeAll(async () => {
-  redis = await startRedis();
-  q = new RawQueue(redis.url);
-  worker = await startWorkerProcess(q.workerOptions({ concurrency: 2 }));
-  ({ gateway, url } = await startGatewayCli(['--queue', q.name, '--no-auth'], { REDIS_URL: redis.url, ROLLOUT_QUEUE_PREFIX: TEST_PREFIX }));
+  stack = await startGatewayStack(['--no-auth']);
+  ({ url } = stack);
 });
-afterAll(async () => {
-  gateway?.child.kill('SIGTERM');
-  await gateway?.done;
-  worker?.signal('SIGTERM');
-  await worker?.exited();
-  await q?.close();
-  await redis.stop();
-});
+afterAll(() => stopGatewayStack(stack));
 
 describe('model-written files through the gateway and the Python client', () => {
   it('"../evil.py", a file that is not text and a missing entrypoint end model/BadRenderedFile; all six drafts get their Result', async () => {
