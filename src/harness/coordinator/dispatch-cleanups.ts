@@ -34,29 +34,56 @@ export class DispatchCleanups {
   private readonly incarnations = new Map<string, number>();
   /** Cleanups not done yet, by queue and run id: `finish()` completes them (fresh-user report: closed at once, they left the run with no expiry). */
   private readonly pending = new Map<string, PendingCleanup>();
+  /**
+   * The one retry chain of each lease. A second chain (each retry of a cell still being
+   * cancelled asked for one) outlived the first's deletion and could delete the keys, even the
+   * waiting job, of the cell's next run.
+   */
+  private readonly chains = new Set<string>();
+  /** The try in flight of each lease: the deletion and its incarnation count land together for whoever waits on it. */
+  private readonly forgetting = new Map<string, Promise<boolean>>();
   private closed = false;
 
   constructor(private readonly redis: () => Promise<Redis>, private readonly logger: Logger | undefined) {}
 
-  /** The incarnation of the lease of `runId` on `queueName` (0 until its keys were first deleted without a kept answer). */
-  incarnation(queueName: string, runId: string): number {
-    return this.incarnations.get(`${queueName}\n${runId}`) ?? 0;
+  /**
+   * The incarnation of the lease of `runId` on `queueName` (0 until its keys were first deleted
+   * without a kept answer), once a deletion in flight landed. Read it when the receipts are
+   * delivered, not when the call starts: a call that started while the last incarnation's keys
+   * were being deleted can run the next one (CI under load: the re-run's receipt was skipped as
+   * the aborted run's).
+   */
+  async incarnation(queueName: string, runId: string): Promise<number> {
+    const key = `${queueName}\n${runId}`;
+    await this.forgetting.get(key);
+    return this.incarnations.get(key) ?? 0;
   }
 
-  /** Deletes a delivered (or aborted) call's keys in the background; retried while its job is still active. */
-  later(plane: Plane, runId: string, leaseId: string, tries = 0): void {
+  /**
+   * Deletes a delivered (or aborted) call's keys in the background; retried every
+   * {@link CLEANUP_RETRY_MS} while its job is still active, at most {@link CLEANUP_TRIES} times.
+   * A lease with a cleanup pending already keeps that one. `delayFirst` waits before the first try.
+   */
+  later(plane: Plane, runId: string, leaseId: string, delayFirst = false): void {
     const key = `${plane.queue.name}\n${runId}`;
     this.pending.set(key, { plane, runId, leaseId });
-    const attempt = async (): Promise<void> => {
-      if (this.closed) return;
-      const done = await this.forget({ plane, runId, leaseId });
-      if (done || tries + 1 >= CLEANUP_TRIES) this.pending.delete(key);
-      if (!done && tries + 1 < CLEANUP_TRIES) this.later(plane, runId, leaseId, tries + 1);
+    if (this.chains.has(key)) return;
+    this.chains.add(key);
+    const attempt = async (tries: number): Promise<void> => {
+      const pending = this.pending.get(key);
+      const done = this.closed || !pending || (await this.forget(pending));
+      if (done || tries + 1 >= CLEANUP_TRIES) {
+        this.chains.delete(key);
+        if (!this.closed) this.pending.delete(key);
+        return;
+      }
+      this.retry(() => attempt(tries + 1));
     };
-    if (tries === 0) {
-      void attempt();
-      return;
-    }
+    if (delayFirst) this.retry(() => attempt(0));
+    else void attempt(0);
+  }
+
+  private retry(attempt: () => Promise<void>): void {
     const timer = setTimeout(() => {
       this.timers.delete(timer);
       void attempt();
@@ -68,18 +95,28 @@ export class DispatchCleanups {
   /**
    * One try of a cleanup, after the run's wrap-up: true when the call's keys are gone (see
    * {@link forgetDispatchRun}). Gone without a kept answer, a later call of the cell runs it
-   * afresh: a new incarnation of the lease, whose receipts are new.
+   * afresh: a new incarnation of the lease, whose receipts are new. Tries of one lease never overlap.
    */
   async forget({ plane, runId, leaseId }: PendingCleanup): Promise<boolean> {
-    await plane.rq.settled(runId);
+    const key = `${plane.queue.name}\n${runId}`;
+    const inFlight = this.forgetting.get(key);
+    if (inFlight) return inFlight;
+    const once = (async (): Promise<boolean> => {
+      await plane.rq.settled(runId);
+      try {
+        const outcome = await forgetDispatchRun(await this.redis(), plane.queue, plane.keys, runId, leaseId);
+        if (outcome === 'deleted') this.incarnations.set(key, (this.incarnations.get(key) ?? 0) + 1);
+        return outcome !== 'active';
+      } catch {
+        // Redis trouble: tried again later (or left to finish()'s last tries).
+        return false;
+      }
+    })();
+    this.forgetting.set(key, once);
     try {
-      const outcome = await forgetDispatchRun(await this.redis(), plane.queue, plane.keys, runId, leaseId);
-      const key = `${plane.queue.name}\n${runId}`;
-      if (outcome === 'deleted') this.incarnations.set(key, (this.incarnations.get(key) ?? 0) + 1);
-      return outcome !== 'active';
-    } catch {
-      // Redis trouble: tried again later (or left to finish()'s last tries).
-      return false;
+      return await once;
+    } finally {
+      if (this.forgetting.get(key) === once) this.forgetting.delete(key);
     }
   }
 

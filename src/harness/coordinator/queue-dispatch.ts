@@ -119,8 +119,6 @@ class QueueDispatcher {
     const abortError = (): AbortError => new AbortError(runId, `dispatch of cell ${JSON.stringify(request.cellId)} (run attempt ${JSON.stringify(request.runAttemptId)}) was aborted by the caller`, { cause: ctx.signal?.reason });
     if (ctx.signal?.aborted) throw abortError();
     const key = `${queue}\n${runId}`;
-    // Receipts of this call are replayed once per callId of this incarnation of the lease.
-    const replayScope = `${leaseId}#${this.cleanups.incarnation(queue, runId)}`;
     const fingerprint = requestFingerprint(request);
     let shared = this.inflight.get(key);
     if (shared && shared.fingerprint !== fingerprint) throw conflictError(request);
@@ -139,12 +137,15 @@ class QueueDispatcher {
       answer = await shared.join(ctx.signal, abortError);
     } catch (err) {
       if (err instanceof AbortError) {
-        const receipts = (err as AbortError & { receipts?: CostReceipt[] }).receipts ?? [];
+        const { receipts = [], incarnation = 0 } = err as AbortError & { receipts?: CostReceipt[]; incarnation?: number };
         wireSinkOf(ctx)?.receipts.push(...receipts);
-        await replayReceipts(replayScope, receipts, ctx.cost, this.options.logger);
+        await replayReceipts(`${leaseId}#${incarnation}`, receipts, ctx.cost, this.options.logger);
       }
       throw err;
     }
+    // Receipts are replayed once per callId of this incarnation of the lease, the one that ran
+    // (or kept) this answer: read now, when any deletion of an earlier one has landed.
+    const replayScope = `${leaseId}#${await this.cleanups.incarnation(queue, runId)}`;
     return deliverDispatch(answer.result, ctx, { runDir: this.options.runDir, replayScope, final: answer.final, logger: this.options.logger });
   }
 
@@ -183,8 +184,10 @@ class QueueDispatcher {
     } catch (err) {
       if (err instanceof AbortError) {
         const receipts = await readReceipts(redis, plane.keys, leaseId).catch(() => []);
+        // The incarnation these receipts were paid in: read before this run's own cleanup counts the next.
+        const incarnation = await this.cleanups.incarnation(queueName, runId);
         this.cleanups.later(plane, runId, leaseId);
-        throw Object.assign(err, { receipts });
+        throw Object.assign(err, { receipts, incarnation });
       }
       // Delivered before (by another process, whose lease this call waited for): the answer says
       // what it was. This session gave the run the producer's retention: it expires with the answer again.
@@ -224,7 +227,7 @@ class QueueDispatcher {
     if ((result.kind === 'infrastructure' && result.attempts === 0) || keepAnswerMs === 0) {
       // rollout() returned before the run's wrap-up (completion mark, retention): forget after it.
       await plane.rq.settled(runId);
-      if (!(await this.cleanups.forget({ plane, runId, leaseId }))) this.cleanups.later(plane, runId, leaseId, 1);
+      if (!(await this.cleanups.forget({ plane, runId, leaseId }))) this.cleanups.later(plane, runId, leaseId, true);
       return { result, final: undefined };
     }
     const keptUntilMs = Date.now() + keepAnswerMs;
