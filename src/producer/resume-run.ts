@@ -24,14 +24,13 @@ export interface ResumeDeps {
  * earlier has its waiting jobs removed (finishing what a coordinator killed mid-stop left: no
  * waiting job of a stopped run may start); a completed run given drafts runs again, its records
  * kept from expiring mid-run (`persistRun`).
- * @returns the head of a run stopped or cancelled before this session began, else undefined.
+ * The session knows whether the run ended before it ({@link endedEarlier}) before calling this:
+ * a Result of a tracked lease can arrive while this still awaits Redis.
  */
-export async function resumeRun(deps: ResumeDeps, tracker: LeaseTracker, runId: string, head: RunHead, opened: OpenedRun, hasDrafts: boolean): Promise<RunHead | undefined> {
+export async function resumeRun(deps: ResumeDeps, tracker: LeaseTracker, runId: string, head: RunHead, opened: OpenedRun, hasDrafts: boolean): Promise<void> {
   const { store, logger } = deps;
-  let earlier: RunHead | undefined;
   for (const leaseId of await store.undeliveredLeases(runId)) tracker.track(leaseId, 'outstanding');
-  if (head.status === 'stopped' || head.status === 'cancelled') {
-    earlier = head;
+  if (endedEarlier(head)) {
     for (const leaseId of await removeWaitingJobs(deps.redis, deps.queue, runId)) tracker.forget(leaseId);
   } else if (head.status === 'completed' && hasDrafts) {
     // Drafts of leases it delivered are counted and told once every draft is read (tellReuse).
@@ -41,7 +40,11 @@ export async function resumeRun(deps: ResumeDeps, tracker: LeaseTracker, runId: 
     if (reopened) await persistRun(deps.redis, deps.keys, runId);
   }
   logger.info({ runId, status: head.status, undelivered: tracker.unfinishedCount }, 'resuming run');
-  return earlier;
+}
+
+/** `head` when its run was stopped or cancelled (before the session that read it began), else undefined. */
+export function endedEarlier(head: RunHead): RunHead | undefined {
+  return head.status === 'stopped' || head.status === 'cancelled' ? head : undefined;
 }
 
 /**

@@ -186,9 +186,12 @@ export class RolloutQueue {
   async cancel(runId: string, reason = 'cancelled by RolloutQueue.cancel'): Promise<CancelOutcome> {
     this.assertOpen();
     checkRunId(runId);
+    // The session running the run now is told; one opened meanwhile (a drain's attach, CI under
+    // load) reads the cancelled record and delivers the running rollouts' Results as an ended run's.
+    const running = this.sessions.get(runId);
     const outcome = await cancelRun(this.redis, this.placements, this.store, this.options.logger, runId, reason);
     if (!outcome.found) throw new RunNotFoundError(runId, this.options.queue, this.options.prefix, 'nothing to cancel');
-    this.sessions.get(runId)?.cancelledElsewhere(reason);
+    running?.cancelledElsewhere(reason);
     return outcome;
   }
 

@@ -17,7 +17,7 @@ import { RunEnding, type Ending } from './run-ending.js';
 import { RunReconciler } from './run-reconciler.js';
 import { RollbackWatch } from './rollback-watch.js';
 import { applyRetention, redisNowMs } from './run-retention.js';
-import { resumeRun, tellReuse } from './resume-run.js';
+import { endedEarlier, resumeRun, tellReuse } from './resume-run.js';
 import { RunNotFoundError } from './run-not-found-error.js';
 import { RunStoppedError } from './run-stopped-error.js';
 import type { OpenedRun, RunCreation, RunHead, RunStore } from './run-store.js';
@@ -81,6 +81,9 @@ export class RunSession {
   private readonly ending: RunEnding;
   /** Set when the run was stopped or cancelled before this session began. */
   private earlier: RunHead | undefined;
+  /** True until the session knows `earlier`; a cancel told meanwhile waits in `cancelWhenOpen`. */
+  private opening = true;
+  private cancelWhenOpen: string | undefined;
   private abandoned = false;
   private closedError: (() => Error) | undefined;
   /** This process's right to deliver the run (one coordinator per run at a time). */
@@ -234,7 +237,9 @@ export class RunSession {
 
   /** The run was cancelled by `RolloutQueue.cancel` in this process. */
   cancelledElsewhere(reason: string): void {
-    if (!this.earlier) this.ending.cancelledElsewhere(reason);
+    // Still opening, it does not know yet whether the run had ended before it: told once it knows.
+    if (this.opening) this.cancelWhenOpen = reason;
+    else if (!this.earlier) this.ending.cancelledElsewhere(reason);
   }
 
   /** `close()` of the queue: end at once, acknowledge nothing more; `error()` is what the consumer gets. */
@@ -285,7 +290,14 @@ export class RunSession {
       if (this.completedAtOpen) this.noteOnFirstDelivery = this.plan.coordinatorNote;
       else await store.noteCoordinator(this.runId, this.plan.coordinatorNote);
     }
-    if (head) this.earlier = await resumeRun(this.deps, this.tracker, this.runId, head, opened, drafts !== undefined);
+    if (head) {
+      // Known before resumeRun tracks the undelivered leases: a Result accepted meanwhile is an ended
+      // run's, never a new stop (CI under load: a drain's Cancelled Result stopped it again).
+      this.earlier = endedEarlier(head);
+      await resumeRun(this.deps, this.tracker, this.runId, head, opened, drafts !== undefined);
+    }
+    this.opening = false;
+    if (this.cancelWhenOpen !== undefined) this.cancelledElsewhere(this.cancelWhenOpen);
     // A new run has nothing to reconcile before its first job is added: its first pass waits.
     this.reconciler.start(!head);
     if (!enqueuer || this.earlier) {

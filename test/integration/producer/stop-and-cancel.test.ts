@@ -2,7 +2,10 @@ import { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
 import { queueKeys } from '../../../src/lease/index.js';
 import { AbortError, RunNotFoundError, RunStoppedError } from '../../../src/producer/index.js';
+import { CoordinatorLease } from '../../../src/producer/coordinator-lease.js';
 import { DeliveryFence } from '../../../src/producer/delivery-fence.js';
+import { PlacementQueues } from '../../../src/producer/placement-queues.js';
+import { RunStore } from '../../../src/producer/run-store.js';
 import { RunEnding } from '../../../src/producer/run-ending.js';
 import type { Result } from '../../../src/spec/index.js';
 import { TEST_PREFIX, collect, useProducerFixture } from '../../helpers/producer-fixture.js';
@@ -213,5 +216,80 @@ describe('cancellation', () => {
     expect((await inspect.getJobCountByTypes('waiting', 'prioritized'))).toBe(0);
     await expect(cli.cancel('no-such-run')).rejects.toThrow(/no run "no-such-run"/);
     await expect(cli.cancel('no-such-run')).rejects.toBeInstanceOf(RunNotFoundError);
+  });
+  // CI under load (gateway runs API): the gateway's pump, whose session ended on the cancel,
+  // attached to list the running rollouts' Results; `cancel()` then told that opening session the
+  // run was cancelled, and it ended with AbortError before the second Cancelled Result.
+  it('cancel(runId) on a RolloutQueue whose attach of the run is still opening: the attach lists the running Results, then ends as an ended run', async () => {
+    const queue = fx.queueName();
+    const coordinator = await fx.open(queue, { reconcileMs: 100 });
+    const rq = await fx.open(queue);
+    const twoStarted = countdown(2);
+    await fx.worker(queue, { concurrency: 2, onStart: twoStarted.hook });
+    const runId = fx.runId();
+    const run = collect(coordinator.mapRollouts(drafts(4, { delayMs: 30_000 }), { runId }));
+    await twoStarted.reached;
+    // The attach waits for the run's coordinator lease, which the live iterator holds.
+    const acquiring = countdown(1);
+    const acquire = CoordinatorLease.acquire.bind(CoordinatorLease);
+    const spy = vi.spyOn(CoordinatorLease, 'acquire').mockImplementation((...args: Parameters<typeof acquire>) => {
+      acquiring.hook();
+      return acquire(...args);
+    });
+    try {
+      const drain = collect(rq.attach(runId));
+      await acquiring.reached;
+      await rq.cancel(runId, 'cancelled while an attach opened');
+      const live = await run;
+      expect(live.error).toBeInstanceOf(AbortError);
+      const { items, error } = await drain;
+      // Each Result once: what the live iterator took before it ended, the attach does not list again.
+      expect([...live.items, ...items].map((r) => [r.kind, r.error?.type])).toEqual([['caller', 'Cancelled'], ['caller', 'Cancelled']]);
+      expect(error).toBeInstanceOf(RunStoppedError);
+      expect((error as Error).message).toMatch(/was cancelled earlier \(cancelled while an attach opened\)/);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+  // CI under load (gateway runs API): the drain's attach tracked the cancelled run's running
+  // leases, and a Cancelled Result that arrived while it still removed the waiting jobs was taken
+  // as a new caller stop: the attach ended with AbortError, one Result unlisted.
+  it('attach of a cancelled run lists a Cancelled Result that arrives while it is resuming, then ends as an ended run', async () => {
+    const queue = fx.queueName();
+    const coordinator = await fx.open(queue, { reconcileMs: 100 });
+    const rq = await fx.open(queue);
+    const twoStarted = countdown(2);
+    await fx.worker(queue, { concurrency: 2, onStart: twoStarted.hook });
+    const inspect = fx.inspect(queue);
+    const runId = fx.runId();
+    const run = collect(coordinator.mapRollouts(drafts(3, { delayMs: 30_000 }), { runId }));
+    await twoStarted.reached;
+    // Cancelled as `cancel` does, the workers told only once the attach is resuming.
+    const store = new RunStore(fx.redis, queueKeys(TEST_PREFIX, queue));
+    await store.setStatus(runId, 'cancelled', ['running'], 'cancelled mid-resume');
+    expect((await run).error).toBeInstanceOf(AbortError);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const resuming = countdown(1);
+    const known = PlacementQueues.prototype.knownQueueNames;
+    const spy = vi.spyOn(PlacementQueues.prototype, 'knownQueueNames').mockImplementation(async function (this: PlacementQueues) {
+      resuming.hook();
+      await released;
+      return known.call(this);
+    });
+    try {
+      const drain = collect(rq.attach(runId));
+      await resuming.reached;
+      await store.publishCancel(runId);
+      await waitFor(async () => (await inspect.getJobCountByTypes('completed', 'failed')) === 2, 'the two running rollouts answering Cancelled');
+      release();
+      const { items, error } = await drain;
+      expect(items.map((r) => [r.kind, r.error?.type])).toEqual([['caller', 'Cancelled'], ['caller', 'Cancelled']]);
+      expect(error).toBeInstanceOf(RunStoppedError);
+      expect((error as Error).message).toMatch(/was cancelled earlier \(cancelled mid-resume\)/);
+    } finally {
+      release();
+      spy.mockRestore();
+    }
   });
 });
