@@ -17,7 +17,7 @@ export class DeliveryFence {
   private seenEpoch = 0;
   /**
    * @param restoreRecord makes the run's record again when an acknowledgement found it gone
-   *   (see `NO_RECORD`): the session's `restoreRecord`.
+   *   (see `NO_RECORD`): the session's `RunRecordRestorer.restore`.
    */
   constructor(
     private readonly runId: string,

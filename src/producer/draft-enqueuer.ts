@@ -35,7 +35,7 @@ export interface EnqueuerDeps {
   readonly maxTaskBytes: number;
   /** Creates (or finds) the run record on the first draft; resolves to the run's runAttemptId. */
   readonly prepareRun: () => Promise<string>;
-  /** Makes the run's record again after a write found it gone (see `NO_RECORD`); the session's `restoreRecord`. */
+  /** Makes the run's record again after a write found it gone (see `NO_RECORD`); the session's `RunRecordRestorer.restore`. */
   readonly restoreRecord: () => Promise<void>;
   /** Receives the Result of a refused draft: `caller`, or `model` for a bad file inside `rendered.files` (the session decides whether to stop). */
   readonly onRefused: (result: Result) => void;

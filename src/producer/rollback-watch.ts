@@ -45,7 +45,7 @@ const CHECK_BATCH = 1000;
  * knows (issue 33 item 3, case BR-49). A failover to a replica that lagged, a restart from an
  * older snapshot, or AOF `everysec` after a crash take Redis back to an older state with the run
  * record still there (unlike a restart without persistence, where it is gone: the session's
- * `restoreRecord`): finished jobs back in wait/active, jobs added since gone, acknowledgements
+ * `RunRecordRestorer.restore`): finished jobs back in wait/active, jobs added since gone, acknowledgements
  * and counts rewound, the coordinator lease key expired or older.
  *
  * Signs, each cheap: the run's delivered set smaller than this session last saw it

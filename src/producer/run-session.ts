@@ -2,7 +2,7 @@ import { CoordinatorLease } from './coordinator-lease.js';
 import type { Redis } from 'ioredis';
 import type { QueueKeys } from '../lease/index.js';
 import type { Logger } from '../platform/logger.js';
-import { CostTally, type Result } from '../spec/index.js';
+import type { Result } from '../spec/index.js';
 import { ArtifactStorer } from './artifact-storer.js';
 import { DeliveryFence } from './delivery-fence.js';
 import { DraftEnqueuer } from './draft-enqueuer.js';
@@ -11,18 +11,19 @@ import type { PlacementQueues } from './placement-queues.js';
 import type { PlacementFor } from './producer-options.js';
 import { LeaseDeadlines } from './lease-deadlines.js';
 import { LeaseTracker } from './lease-tracker.js';
-import type { JobOutcome } from './read-job-outcomes.js';
-import { resultForMissingJob, resultFromFailedJob, resultFromReturnValue } from './result-from-job.js';
+import { LeaseOutcomes } from './lease-outcomes.js';
+import { resultFromReturnValue } from './result-from-job.js';
 import { RunEnding, type Ending } from './run-ending.js';
 import { RunReconciler } from './run-reconciler.js';
 import { RollbackWatch } from './rollback-watch.js';
-import { applyRetention, redisNowMs } from './run-retention.js';
+import { RunCompletion } from './run-completion.js';
+import { RunRecordRestorer } from './run-record-restorer.js';
+import { RunHeadWatch } from './run-head-watch.js';
+import { ResultAcknowledger } from './result-acknowledger.js';
 import { endedEarlier, resumeRun, tellReuse } from './resume-run.js';
 import { RunNotFoundError } from './run-not-found-error.js';
-import { RunStoppedError } from './run-stopped-error.js';
 import type { OpenedRun, RunCreation, RunHead, RunStore } from './run-store.js';
-import { AcknowledgedLeases } from './acknowledged-leases.js';
-import { restoredRunOf, type SessionPlan } from './session-plan.js';
+import type { SessionPlan } from './session-plan.js';
 
 export type { SessionPlan } from './session-plan.js';
 
@@ -72,8 +73,6 @@ export interface SessionDeps {
 export class RunSession {
   readonly runId: string;
   private readonly tracker: LeaseTracker;
-  /** Receipts of this session's delivered Results, for `costCeilingUsd`. */
-  private readonly cost = new CostTally();
   private readonly reconciler: RunReconciler;
   private enqueuer: DraftEnqueuer | undefined;
   private enqueueDone = false;
@@ -89,32 +88,32 @@ export class RunSession {
   /** This process's right to deliver the run (one coordinator per run at a time). */
   private coordinatorLease: CoordinatorLease | undefined;
   private fence: DeliveryFence | undefined;
-  /** `coordinatorNote` of a session that re-opened a completed run, stored with its first acknowledgement. */
-  private noteOnFirstDelivery: string | undefined;
   /** The run was completed when this session took it (a re-attach, or a re-run that re-opened it). */
   private completedAtOpen = false;
-  /** This session acknowledged a Result. */
-  private deliveredAny = false;
   /** The enqueuer's run and its follow-up (spec count); never rejects. */
   private enqueuing: Promise<void> = Promise.resolve();
   private readonly onAbort = (): void => this.ending.abortBy(this.plan.signal?.reason);
   /** The run did not exist when this session took its coordinator lease. */
   private madeRun = false;
-  /** Leases this session acknowledged, while few enough to hand to retention. */
-  private readonly acknowledgedIds = new AcknowledgedLeases();
   private artifactStorer: ArtifactStorer | undefined;
   /** The run's stored runAttemptId once known (made or found by this session). */
   private runAttemptId: string | undefined;
   /** The run's spec count once a streamed draft list was exhausted (set on the record then). */
   private finalSpecCount: number | undefined;
-  /** A {@link restoreRecord} in progress. */
-  private restoring: Promise<void> | undefined;
-  /** This session made the run's record again: Redis lost the run's data while it ran. */
-  private recordRestored = false;
   /** Notices Redis going back to an older state (failover, older snapshot) and repairs the run. */
   private readonly rollback: RollbackWatch;
-  /** The coordinator lease's retake count when the last reconciliation pass looked. */
-  private leaseEpochSeen = 0;
+  /** Makes the run's record again when Redis lost it, and adds the lost jobs again. */
+  private readonly restorer: RunRecordRestorer;
+  /** Reads what each reconciliation pass's head read says (another process's stop, a rollback, a lost record). */
+  private readonly headWatch: RunHeadWatch;
+  /** Acknowledges delivered Results through the fence, and remembers what it acknowledged. */
+  private readonly acks: ResultAcknowledger;
+  /** Turns the run's job outcomes into Results. */
+  private readonly outcomes: LeaseOutcomes;
+  /** Records the end of a fully delivered run and starts its retention. */
+  private readonly completion: RunCompletion;
+  /** False once the session is ending or over: nothing is added again then. */
+  private readonly live = (): boolean => !this.abandoned && !this.earlier && !this.ending.begun;
 
   constructor(private readonly deps: SessionDeps, private readonly plan: SessionPlan) {
     this.runId = plan.runId;
@@ -123,11 +122,11 @@ export class RunSession {
     this.reconciler = new RunReconciler({
       runId: plan.runId, redis: deps.redis, bull: deps.queue, keys: deps.keys, store: deps.store, tracker: this.tracker,
       logger: deps.logger, reconcileMs: deps.reconcileMs,
-      onHead: (head, floor) => this.noticeHead(head, floor),
+      onHead: (head, floor) => this.headWatch.notice(head, floor),
       headFloor: () => this.rollback.floor(),
-      onOutcome: (leaseId, outcome, head) => this.settle(leaseId, outcome, head),
+      onOutcome: (leaseId, outcome, head) => this.outcomes.settle(leaseId, outcome, head),
       deadlines: new LeaseDeadlines({ runId: plan.runId, redis: deps.redis, keys: deps.keys, queue: deps.queue, logger: deps.logger }),
-      onVerdict: (result) => this.accept(result),
+      onVerdict: (result) => this.outcomes.accept(result),
     });
     this.rollback = new RollbackWatch({
       runId: plan.runId, redis: deps.redis, bull: deps.queue, keys: deps.keys, store: deps.store, logger: deps.logger,
@@ -142,12 +141,39 @@ export class RunSession {
       },
       forgetArtifacts: () => this.artifactStorer?.forget(),
       specCount: () => this.finalSpecCount,
-      live: () => !this.abandoned && !this.earlier && !this.ending.begun,
+      live: this.live,
     });
     this.ending = new RunEnding({
       runId: plan.runId, redis: deps.redis, queue: deps.queue, store: deps.store, logger: deps.logger, tracker: this.tracker,
       halt: () => this.enqueuer?.halt(),
       settled: () => this.enqueuer?.settled() ?? Promise.resolve(),
+    });
+    const enqueuer = (): DraftEnqueuer | undefined => this.enqueuer;
+    const earlier = (): RunHead | undefined => this.earlier;
+    const madeRun = (): boolean => this.madeRun;
+    this.restorer = new RunRecordRestorer({
+      runId: plan.runId, store: deps.store, logger: deps.logger, plan, enqueuer, earlier, live: this.live,
+      runAttemptId: () => this.runAttemptId, specCount: () => this.finalSpecCount, forgetArtifacts: () => this.artifactStorer?.forget(),
+    });
+    this.acks = new ResultAcknowledger({
+      runId: plan.runId, store: deps.store, rollback: this.rollback, fence: () => this.fence, abandoned: () => this.abandoned,
+    });
+    this.headWatch = new RunHeadWatch({
+      runId: plan.runId, logger: deps.logger, ending: this.ending, rollback: this.rollback, restorer: this.restorer, live: this.live,
+      coordinatorLease: () => this.coordinatorLease, runAttemptId: () => this.runAttemptId,
+    });
+    this.outcomes = new LeaseOutcomes({
+      runId: plan.runId, redis: deps.redis, queue: deps.queue, keys: deps.keys, store: deps.store, logger: deps.logger, retainMs: deps.retainMs,
+      costCeilingUsd: deps.costCeilingUsd, stopOnCaller: plan.stopOnCaller, tracker: this.tracker, rollback: this.rollback, ending: this.ending,
+      enqueuer, earlier, madeRun, recordRestored: () => this.restorer.restored, readdLostJobs: () => this.restorer.readdLostJobs(),
+    });
+    this.completion = new RunCompletion({
+      runId: plan.runId, redis: deps.redis, queue: deps.queue, keys: deps.keys, store: deps.store, logger: deps.logger, retainMs: deps.retainMs,
+      plan, tracker: this.tracker, earlier, madeRun,
+      completedAtOpen: () => this.completedAtOpen, deliveredAny: () => this.acks.deliveredAny, acknowledgedLeaseIds: () => this.acks.leaseIds,
+      coordinatorLease: () => this.coordinatorLease, storedArtifacts: () => this.artifactStorer?.storedArtifacts() ?? [],
+      ending: this.ending, enqueuer, enqueueDone: () => this.enqueueDone, enqueuing: () => this.enqueuing, failure: () => this.failure,
+      acknowledge: (results, complete) => this.acks.acknowledge(results, complete), teardown: () => this.teardown(),
     });
   }
 
@@ -172,7 +198,7 @@ export class RunSession {
         };
         // Everything taken is acknowledged before the iteration ends or waits, so a Result
         // the consumer has is never left unacknowledged while nothing else happens.
-        if (taken.length >= max || this.tracker.readyCount === 0 || this.ending.abort || this.failure || stopNow()) await this.acknowledge(taken.splice(0));
+        if (taken.length >= max || this.tracker.readyCount === 0 || this.ending.abort || this.failure || stopNow()) await this.acks.acknowledge(taken.splice(0));
         if (this.ending.abort) throw await this.ended(this.ending.abort);
         if (this.failure) throw this.failure;
         // The fence: deliver only while holding the coordinator lease, and never a lease another
@@ -186,13 +212,13 @@ export class RunSession {
           taken.push(result);
           const { stop } = this.ending;
           if (stop && stop.result === result) {
-            await this.acknowledge(taken.splice(0));
+            await this.acks.acknowledge(taken.splice(0));
             throw await this.ended(stop);
           }
           continue;
         }
         if (this.ending.stop && stopNow()) throw await this.ended(this.ending.stop);
-        if (this.enqueueDone && this.tracker.unfinishedCount === 0) return await this.finish();
+        if (this.enqueueDone && this.tracker.unfinishedCount === 0) return await this.completion.finish();
         await this.tracker.changed();
       }
     } catch (err) {
@@ -208,7 +234,7 @@ export class RunSession {
   /**
    * The iterator ends. Results the consumer took (it broke out or threw holding the last one:
    * `rollout()` always returns that way) were delivered: their acknowledgement and what follows
-   * (the run's end if that was its last Result) run off the consumer's path ({@link wrapUp}),
+   * (the run's end if that was its last Result) run off the consumer's path (`RunCompletion.wrapUp`),
    * tracked by the queue (`settled()`, `close()` and a new session of the run wait for them). A
    * process killed before the acknowledgement hands those Results to the run's next session
    * again, as one killed before a batch of taken Results was acknowledged does (at least once
@@ -221,12 +247,12 @@ export class RunSession {
     this.plan.signal?.removeEventListener('abort', this.onAbort);
     this.reconciler.stop();
     this.deps.unregister(this);
-    this.deps.afterDelivery(this.runId, () => this.wrapUp(unacknowledged));
+    this.deps.afterDelivery(this.runId, () => this.completion.wrapUp(unacknowledged));
   }
 
   /** QueueEvents `completed` of one of this run's jobs (fast path). */
   onCompleted(leaseId: string, returnvalue: unknown): void {
-    if (this.tracker.awaits(leaseId)) this.accept(resultFromReturnValue(leaseId, this.runId, returnvalue));
+    if (this.tracker.awaits(leaseId)) this.outcomes.accept(resultFromReturnValue(leaseId, this.runId, returnvalue));
   }
 
   /** QueueEvents `failed` of one of this run's jobs: read the job's fields, then settle. */
@@ -274,7 +300,7 @@ export class RunSession {
     const { lease, value: opened } = await CoordinatorLease.acquire(this.deps.redis, this.deps.keys.runCoordinator(this.runId), this.runId, logger, store.opener(this.runId, create, opening));
     created = opened.created;
     this.coordinatorLease = lease;
-    this.fence = new DeliveryFence(this.runId, lease, store, this.tracker, logger, () => this.restoreRecord());
+    this.fence = new DeliveryFence(this.runId, lease, store, this.tracker, logger, () => this.restorer.restore());
     const { head } = opened;
     this.runAttemptId = created?.runAttemptId ?? head?.runAttemptId ?? undefined;
     this.madeRun = !head;
@@ -287,7 +313,7 @@ export class RunSession {
     this.completedAtOpen = head?.status === 'completed';
     if (head && !this.completedAtOpen && this.plan.checkPreviousNote) await this.plan.checkPreviousNote(await store.readNote(this.runId));
     if (this.plan.coordinatorNote !== undefined) {
-      if (this.completedAtOpen) this.noteOnFirstDelivery = this.plan.coordinatorNote;
+      if (this.completedAtOpen) this.acks.noteOnFirstDelivery = this.plan.coordinatorNote;
       else await store.noteCoordinator(this.runId, this.plan.coordinatorNote);
     }
     if (head) {
@@ -329,7 +355,7 @@ export class RunSession {
       runId: this.runId, drafts, queue: this.deps.queue, store, tracker: this.tracker, logger, placementFor: this.deps.placementFor,
       maxInFlight: this.deps.maxInFlight, weight: this.deps.fairShare === false ? undefined : this.plan.weight, maxSpecBytes: this.deps.maxSpecBytes, maxTaskBytes: this.deps.maxTaskBytes,
       prepareRun,
-      restoreRecord: () => this.restoreRecord(),
+      restoreRecord: () => this.restorer.restore(),
       artifacts: (this.artifactStorer = new ArtifactStorer(this.deps.redis, this.deps.keys)),
       evaluations: new EvaluationCache(this.deps.redis, this.deps.keys, this.deps.retainMs),
       onCached: (result) => this.tracker.pushReady(result),
@@ -341,245 +367,9 @@ export class RunSession {
     });
   }
 
-  /**
-   * Makes the run's record again after a write found it gone: Redis lost it mid-run (restarted
-   * without persistence, or flushed). Without a record, what the session went on writing (jobs,
-   * lease sets, the delivered set) was never expired by any retention and `status` knew no run;
-   * with it, the run completes and expires as any other. The jobs Redis lost are added again
-   * once it is made ({@link readdLostJobs}); counts restart (`RUN_FIELDS.restoredAt`).
-   * Concurrent callers share one restore.
-   */
-  private restoreRecord(): Promise<void> {
-    this.restoring ??= (async () => {
-      const { store, logger } = this.deps;
-      logger.warn({ runId: this.runId },
-        "the run's record is gone from Redis (restarted without persistence, or flushed): making it again, and adding again the lost jobs whose drafts this coordinator holds; the run's counts in status start again now");
-      this.artifactStorer?.forget();
-      this.recordRestored = true;
-      await store.restoreRun(this.runId, restoredRunOf(this.plan, { runAttemptId: this.runAttemptId, specCount: this.finalSpecCount, earlier: this.earlier }));
-    })().finally(() => {
-      this.restoring = undefined;
-      // Not awaited here: adding jobs again writes the record (recorded), which may restore it again.
-      this.readdLostJobs();
-    });
-    return this.restoring;
-  }
-
-  /**
-   * After Redis lost the run's data: the jobs of the leases this session added and still awaits
-   * are added again from the drafts it kept (`DraftEnqueuer.readd`), so they run instead of
-   * ending JobMissing (fresh-user report: 100 of 120 ended JobMissing while a coordinator killed
-   * and started again got 120 ok). Surviving jobs are left alone.
-   */
-  private readdLostJobs(): void {
-    const enqueuer = this.enqueuer;
-    if (!enqueuer || this.abandoned || this.earlier || this.ending.begun) return;
-    enqueuer.readd().then(
-      (count) => {
-        if (count > 0) this.deps.logger.warn({ runId: this.runId, leases: count }, 'added the jobs of the unfinished leases again (Redis lost the run\'s data; surviving jobs are left as they were)');
-      },
-      (err: Error) => this.deps.logger.warn({ runId: this.runId, err: err.message }, 'adding lost jobs again failed; those leases end as JobMissing'),
-    );
-  }
-
-  private accept(result: Result): void {
-    if (!this.tracker.finish(result)) return;
-    this.rollback.accepted(result.leaseId, this.enqueuer?.indexOf(result.leaseId));
-    this.enqueuer?.finished(result.leaseId);
-    this.deps.logger.debug({ runId: this.runId, leaseId: result.leaseId, kind: result.kind }, 'result ready');
-    if (result.kind === 'caller' && this.plan.stopOnCaller && !this.earlier) this.ending.stopAt(result);
-    if (result.kind === 'ok' && !result.cached) {
-      this.cacheEvaluation(result).catch((err: Error) => this.deps.logger.warn({ leaseId: result.leaseId, err: err.message }, 'storing the evaluation in the cache failed; it runs again next time'));
-    }
-    const ceiling = this.deps.costCeilingUsd;
-    if (ceiling !== undefined) {
-      this.cost.add(result.cost, result.leaseId);
-      if (this.cost.totalUsd >= ceiling && !this.earlier) this.ending.stopAtCeiling(this.cost.totalUsd, ceiling);
-    }
-  }
-
-  /**
-   * Stores an `ok` evaluation Result in the evaluation cache. The hash of a lease an earlier
-   * session of the run enqueued (this one resumed it: `attach`, or the run again after a crash)
-   * is read from its lease record (fresh-user report: an evaluation delivered by `resume` was run
-   * and paid for again by the next identical run). A lease of a run this session made is known here.
-   */
-  private async cacheEvaluation(result: Result): Promise<void> {
-    const { queue } = this.deps;
-    let hash = this.enqueuer?.evaluationHashOf(result.leaseId) ?? queue.evaluationHashOf(result.leaseId);
-    if (hash === undefined && !this.madeRun) {
-      await queue.resolve([result.leaseId]);
-      hash = queue.evaluationHashOf(result.leaseId);
-    }
-    if (hash !== undefined) await new EvaluationCache(this.deps.redis, this.deps.keys, this.deps.retainMs).store(hash, result);
-  }
-
-  private async settle(leaseId: string, outcome: JobOutcome, head: RunHead | undefined): Promise<void> {
-    if (!this.tracker.awaits(leaseId)) return;
-    if (outcome.state === 'completed') return this.accept(resultFromReturnValue(leaseId, this.runId, outcome.returnvalue));
-    if (outcome.state === 'failed') {
-      const result = resultFromFailedJob(leaseId, this.runId, outcome, await redisNowMs(this.deps.redis));
-      if (result.error?.type === 'WorkerLost') {
-        await this.deps.store.quarantine(this.runId, leaseId, { reason: outcome.failedReason, exitCode: null, signal: null, stderrTail: '' });
-      }
-      return this.accept(result);
-    }
-    if (outcome.state === 'missing') {
-      // A stopped or cancelled run's waiting jobs were removed on purpose: nothing will answer them.
-      const ending = this.ending.begun || this.earlier || (head && head.status !== 'running' && head.status !== 'completed');
-      if (ending) this.tracker.forget(leaseId);
-      // Redis lost the run's data (its record is gone, or was made again by this session): the
-      // job is added again from its kept draft rather than ended (readdLostJobs; the record is
-      // made again on the way, by noticeHead or by the add's own record write).
-      else if ((!head || this.recordRestored) && this.enqueuer?.keeps(leaseId)) this.readdLostJobs();
-      // Redis went back to an older state (a failover, an older snapshot; BR-49): its lease
-      // record is gone too although this session recorded it (a job removed by hand keeps it),
-      // or a check already found Redis rolled back. Added again from the kept draft.
-      else if (this.enqueuer?.keeps(leaseId) && (await this.lostByRollback(leaseId))) {
-        void this.rollback.recover(`the job of lease ${leaseId} is gone`);
-      } else this.accept(resultForMissingJob(leaseId, this.runId, this.deps.keys.queue, this.enqueuer?.metaOf(leaseId)));
-    }
-  }
-
-  /** True when the missing job of kept lease `leaseId` was lost by Redis going back to an older state (see `RollbackWatch`). */
-  private async lostByRollback(leaseId: string): Promise<boolean> {
-    // A check under way (started by this pass's record read) decides first.
-    await this.rollback.idle();
-    if (this.rollback.rolledBack) return true;
-    return !(await this.deps.store.leaseFlags(this.runId, [leaseId])).get(leaseId)?.enqueued;
-  }
-
-  /**
-   * A status change made by another process (the CLI's cancel, another coordinator's stop); or
-   * Redis back at an older state: its delivered set smaller than `floor` (what this session's
-   * acknowledgements left before the read), or the coordinator lease found free and retaken.
-   */
-  private noticeHead(head: RunHead | undefined, floor = 0): void {
-    if (this.ending.begun || this.earlier || this.abandoned) return;
-    // A record this session made again (Redis came back empty) has its own rule: counts start
-    // at its restoredAt (restoreRecord), and the lost jobs are added again there.
-    const older = head !== undefined && !this.recordRestored;
-    if (older) this.rollback.observe(head.delivered, floor);
-    const epoch = this.coordinatorLease?.epoch ?? 0;
-    if (older && epoch !== this.leaseEpochSeen) {
-      this.leaseEpochSeen = epoch;
-      void this.rollback.recover('the coordinator lease was found free and taken again');
-    }
-    if (!head) {
-      // The record existed (this session made or found it): Redis lost it. Made again within a
-      // pass (reconcileMs), not at the next write: with every job lost, none may come.
-      if (this.runAttemptId !== undefined) void this.restoreRecord().catch((err: Error) => this.deps.logger.warn({ runId: this.runId, err: err.message }, 'making the lost run record again failed; retrying on the next pass'));
-      return;
-    }
-    if (head.status === 'cancelled') this.ending.cancelledElsewhere(head.stopReason ?? 'cancelled by another process');
-    else if (head.status === 'stopped') this.ending.stoppedElsewhere(head.stopReason ?? 'no reason recorded');
-  }
-
   private async ended(ending: Ending): Promise<Error> {
     const error = await this.ending.errorOf(ending);
     return this.closedError ? this.closedError() : error;
-  }
-
-  /**
-   * Acknowledges delivered Results through the fence (see `DeliveryFence.acknowledge`); with
-   * `complete`, the same call marks a running run completed.
-   * @returns true when it marked the run completed.
-   */
-  private async acknowledge(results: readonly Result[], complete = false): Promise<boolean> {
-    if (this.abandoned || !this.fence || results.length === 0) return false;
-    const note = this.noteOnFirstDelivery;
-    if (note !== undefined) {
-      this.noteOnFirstDelivery = undefined;
-      await this.deps.store.noteCoordinator(this.runId, note);
-    }
-    const { completed, delivered } = await this.fence.acknowledge(results, () => this.abandoned, complete);
-    this.rollback.acknowledged(results, delivered);
-    this.deliveredAny = true;
-    // An abandoned session gave up without acknowledging: it is never retained by this process.
-    if (!this.abandoned) this.acknowledgedIds.add(results);
-    return completed;
-  }
-
-  /** Every lease answered and acknowledged: record the end, or say what is missing. */
-  private async finish(): Promise<void> {
-    const { store } = this.deps;
-    if (this.earlier) {
-      // Every Result of the stopped run is delivered now: its retention starts.
-      await this.retain();
-      throw new RunStoppedError(this.runId, null, `run "${this.runId}" was ${this.earlier.status} earlier (${this.earlier.stopReason ?? 'no reason recorded'}); ` +
-        'its remaining Results were delivered and nothing new was enqueued; start a new run id to run its specs again', this.earlier.status === 'cancelled' ? 'cancelled' : 'stopped');
-    }
-    if (!this.plan.drafts) {
-      const [head, known] = await Promise.all([store.readHead(this.runId), store.knownLeases(this.runId)]);
-      if (head?.status === 'running' && (head.specCount === null || head.specCount > known)) {
-        const missing = head.specCount === null ? 'an unknown number of' : String(head.specCount - known);
-        throw new Error(`run "${this.runId}": ${missing} specs were never enqueued (the coordinator stopped while enqueuing); ` +
-          'every Result of the enqueued ones was delivered; call mapRollouts again with the same runId and the specs to run the rest');
-      }
-    }
-    await this.retainCompleted(await store.setStatus(this.runId, 'completed', ['running']));
-  }
-
-  /** Retains the run once it is completed: marked so now (`changed`), or found so (by another session). */
-  private async retainCompleted(changed: boolean): Promise<void> {
-    if (!changed && this.completedAtOpen && !this.deliveredAny && (await this.deps.store.hasEnded(this.runId))) {
-      // A session that found the run completed and delivered nothing (a re-attach to re-read it)
-      // leaves its retention alone: it started when the run ended, and endedAt says when that was.
-      return;
-    }
-    if (changed || (await this.deps.store.readHead(this.runId))?.status === 'completed') await this.retain();
-  }
-
-  /**
-   * After the consumer took its last Results (off the consumer's path): once the enqueuer of a
-   * fully taken draft list finished recording, acknowledges them, and a run with nothing left is
-   * marked completed (by the same script call when the session has drafts) and retained; then
-   * the session ends (its coordinator lease is released last, so no other coordinator starts the
-   * run again before it is marked). A failed acknowledgement ends the session without marking anything.
-   */
-  private async wrapUp(taken: readonly Result[]): Promise<void> {
-    try {
-      const finite = Array.isArray(this.plan.drafts) ? this.plan.drafts.length : undefined;
-      // Its jobs were added but their leases may still be being recorded: wait, not skip the end.
-      if (!this.enqueueDone && this.enqueuer && finite !== undefined && this.enqueuer.pulled >= finite) await this.enqueuing;
-      const last = this.enqueueDone && !this.failure && this.tracker.unfinishedCount === 0 && this.tracker.readyCount === 0 && !this.ending.begun;
-      // The completion mark rides with the acknowledgement, except where finish() checks more
-      // first (a run stopped earlier, attach).
-      const complete = last && !this.earlier && this.plan.drafts !== undefined;
-      const acknowledged = await this.acknowledge(taken, complete).then((completed) => ({ completed }), (err: Error) => {
-        this.deps.logger.warn({ runId: this.runId, leases: taken.length, err: err.message }, 'acknowledge failed; those Results are delivered again by the next session of the run');
-        return undefined;
-      });
-      if (!acknowledged) return;
-      if (complete) await this.retainCompleted(acknowledged.completed);
-      else if (last) await this.finish();
-    } finally {
-      await this.teardown();
-    }
-  }
-
-  private async retain(): Promise<void> {
-    const lease = this.coordinatorLease;
-    const known = this.knownLeases();
-    // With the leases known, the same call also releases the coordinator lease (teardown's release is then a no-op).
-    const release = known && lease ? { key: this.deps.keys.runCoordinator(this.runId), token: lease.token } : undefined;
-    await applyRetention(this.deps.redis, this.deps.queue, this.deps.keys, this.runId, this.deps.retainMs, known, release);
-    if (release) lease?.markReleased();
-    // A run of one spec (every rollout() call) says it at debug: a line per call is noise at info.
-    const level = this.plan.specCount === 1 ? 'debug' : 'info';
-    this.deps.logger[level]({ runId: this.runId, retainMs: this.deps.retainMs }, 'every Result delivered; the run expires from Redis after its retention');
-  }
-
-  /**
-   * Every lease of the run and its stored artifacts, when this session knows them all: it made
-   * the run, no other coordinator can have held it since (its lease was never found free and
-   * retaken, `CoordinatorLease.epoch`), and it acknowledged every lease itself (a completed run's
-   * leases are all delivered). Else undefined: retention reads them from the run's sets.
-   */
-  private knownLeases(): { leaseIds: readonly string[]; artifacts: readonly string[] } | undefined {
-    const leaseIds = this.acknowledgedIds.all;
-    if (!this.madeRun || !leaseIds || this.earlier || this.coordinatorLease?.epoch !== 0 || this.tracker.unfinishedCount > 0) return undefined;
-    return { leaseIds, artifacts: this.artifactStorer?.storedArtifacts() ?? [] };
   }
 
   private async teardown(): Promise<void> {
