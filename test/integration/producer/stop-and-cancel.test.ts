@@ -22,6 +22,22 @@ function countdown(count: number): { hook: () => void; reached: Promise<void> } 
   return { hook: () => void (++seen === count && resolve()), reached };
 }
 
+/**
+ * A run of `count` 30 s drafts whose first two rollouts run (worker concurrency 2), delivered by
+ * `coordinator` (reconciling every 100 ms); `rq` is a second RolloutQueue on the same queue.
+ */
+async function twoRunning(count: number) {
+  const queue = fx.queueName();
+  const coordinator = await fx.open(queue, { reconcileMs: 100 });
+  const rq = await fx.open(queue);
+  const twoStarted = countdown(2);
+  await fx.worker(queue, { concurrency: 2, onStart: twoStarted.hook });
+  const runId = fx.runId();
+  const run = collect(coordinator.mapRollouts(drafts(count, { delayMs: 30_000 }), { runId }));
+  await twoStarted.reached;
+  return { queue, rq, runId, run };
+}
+
 describe('stop on a caller Result', () => {
   it('refuses an invalid draft: caller Result, RunStoppedError, nothing after it enqueued', async () => {
     const queue = fx.queueName();
@@ -217,18 +233,12 @@ describe('cancellation', () => {
     await expect(cli.cancel('no-such-run')).rejects.toThrow(/no run "no-such-run"/);
     await expect(cli.cancel('no-such-run')).rejects.toBeInstanceOf(RunNotFoundError);
   });
+
   // CI under load (gateway runs API): the gateway's pump, whose session ended on the cancel,
   // attached to list the running rollouts' Results; `cancel()` then told that opening session the
   // run was cancelled, and it ended with AbortError before the second Cancelled Result.
   it('cancel(runId) on a RolloutQueue whose attach of the run is still opening: the attach lists the running Results, then ends as an ended run', async () => {
-    const queue = fx.queueName();
-    const coordinator = await fx.open(queue, { reconcileMs: 100 });
-    const rq = await fx.open(queue);
-    const twoStarted = countdown(2);
-    await fx.worker(queue, { concurrency: 2, onStart: twoStarted.hook });
-    const runId = fx.runId();
-    const run = collect(coordinator.mapRollouts(drafts(4, { delayMs: 30_000 }), { runId }));
-    await twoStarted.reached;
+    const { rq, runId, run } = await twoRunning(4);
     // The attach waits for the run's coordinator lease, which the live iterator holds.
     const acquiring = countdown(1);
     const acquire = CoordinatorLease.acquire.bind(CoordinatorLease);
@@ -251,19 +261,13 @@ describe('cancellation', () => {
       spy.mockRestore();
     }
   });
+
   // CI under load (gateway runs API): the drain's attach tracked the cancelled run's running
   // leases, and a Cancelled Result that arrived while it still removed the waiting jobs was taken
   // as a new caller stop: the attach ended with AbortError, one Result unlisted.
   it('attach of a cancelled run lists a Cancelled Result that arrives while it is resuming, then ends as an ended run', async () => {
-    const queue = fx.queueName();
-    const coordinator = await fx.open(queue, { reconcileMs: 100 });
-    const rq = await fx.open(queue);
-    const twoStarted = countdown(2);
-    await fx.worker(queue, { concurrency: 2, onStart: twoStarted.hook });
+    const { queue, rq, runId, run } = await twoRunning(3);
     const inspect = fx.inspect(queue);
-    const runId = fx.runId();
-    const run = collect(coordinator.mapRollouts(drafts(3, { delayMs: 30_000 }), { runId }));
-    await twoStarted.reached;
     // Cancelled as `cancel` does, the workers told only once the attach is resuming.
     const store = new RunStore(fx.redis, queueKeys(TEST_PREFIX, queue));
     await store.setStatus(runId, 'cancelled', ['running'], 'cancelled mid-resume');
