@@ -41,6 +41,10 @@ export async function dashboardAction(options: DashboardCommandOptions): Promise
   // misspelt ROLLOUT_QUEUE_PREFIX; fresh-user report).
   const unused = (await unusedQueues(env, options.queue ?? [DEFAULT_QUEUE]).catch(() => [])).filter(({ used }) => options.queue !== undefined || used.queues.length === 0);
   let dashboard;
+  // Listening before the readiness line is printed: a stop signal sent once it is read (a
+  // supervisor, a test; CI under load) ended the process by the default action, exit code null.
+  // One sent while it starts stops it once it has started.
+  const stopped = untilStopSignal();
   try {
     dashboard = await startDashboard({
       redisUrl: env.redisUrl,
@@ -57,7 +61,7 @@ export async function dashboardAction(options: DashboardCommandOptions): Promise
   }
   process.stdout.write(`${MSG.dashboardUrl(dashboard.url)}\n${MSG.dashboardQueues(dashboard.queues, !options.writable)}\n${auth ? `${MSG.dashboardLogin(auth.token ? 'token' : 'basic')}\n` : ''}${MSG.dashboardStop}\n`);
   for (const { queue, used } of unused) process.stderr.write(`${MSG.queueUnusedWarning(queue, env.prefix, used, 'it shows empty until a run or worker uses it')}\n`);
-  await untilStopSignal();
+  await stopped;
   await dashboard.close();
   return EXIT.ok;
 }

@@ -34,6 +34,10 @@ export async function gatewayAction(options: GatewayCommandOptions): Promise<Exi
   const dispatch = options.dispatch === undefined ? undefined : buildRef('--dispatch', options.dispatch, parseConfigOption('--dispatch-config', options.dispatchConfig));
   await requireRedis(env);
   let gateway: Gateway;
+  // Listening before the readiness line is printed: a stop signal sent once it is read (a
+  // supervisor, a test; CI under load) ended the process by the default action, exit code null.
+  // One sent while it starts stops it once it has started.
+  const stopped = untilStopSignal();
   try {
     gateway = await startGateway({
       redisUrl: env.redisUrl,
@@ -58,7 +62,7 @@ export async function gatewayAction(options: GatewayCommandOptions): Promise<Exi
     throw new CliError(MSG.gatewayFailed((err as Error).message));
   }
   process.stdout.write(`${MSG.gatewayListening(gateway.url, options.queue, options.dispatch, !noAuth)}\n`);
-  await untilStopSignal();
+  await stopped;
   await gateway.close();
   return EXIT.ok;
 }
