@@ -4,6 +4,7 @@ import type { Logger } from '../platform/logger.js';
 import { checkRunWeight, DuplicateLeaseError, firstRefusedDraft, refuseRepeatedLeases, type RolloutDraft, type RolloutQueue } from '../producer/index.js';
 import { canonicalJson, RunIdSchema } from '../spec/index.js';
 import { sendError, sendJson } from '../harness/http/http-io.js';
+import { builtinRefRefusal } from './builtin-ref-check.js';
 import { ENDED_STATES, type RunLog } from './run-log.js';
 import { RunPump } from './run-pump.js';
 
@@ -79,6 +80,10 @@ export async function postRun(res: ServerResponse, body: unknown, deps: RunsDeps
   // advised a library option (stopOnCaller) an HTTP client cannot set.
   const refused = firstRefusedDraft(id, record.drafts, deps.rq.options);
   if (refused) return sendError(res, 400, 'InvalidRunRequest', `body field drafts[${refused.index}]: ${refused.error.type}: ${refused.error.message}; nothing was enqueued`);
+  for (const [index, draft] of record.drafts.entries()) {
+    const builtin = builtinRefRefusal(draft);
+    if (builtin) return sendError(res, 400, 'InvalidRunRequest', `body field drafts[${index}].${builtin.field}: ${builtin.message}; nothing was enqueued`);
+  }
   // Fresh-user report: other drafts under a run id in use got 202 and were dropped unseen.
   const fingerprint = createHash('sha256').update(canonicalJson(record.drafts)).digest('hex');
   const recorded = await deps.log.claimDrafts(id, fingerprint);

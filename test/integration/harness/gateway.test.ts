@@ -253,6 +253,23 @@ describe('rollout-queue gateway: the harness dispatch wire over the durable queu
     expect(lines(logFile)).toHaveLength(1);
   });
 
+  it('runs API: a draft the workers would refuse for its built-in Refs is refused before anything is enqueued, as the CLI refuses it (fresh-user report)', async () => {
+    const runId = 'gw-runs-builtin';
+    const post = async (draft: Record<string, unknown>): Promise<{ status: number; error: { type: string; message: string } }> => {
+      const res = await fetch(`${gateway.url}/runs`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ runId, drafts: [draft] }) });
+      return { status: res.status, error: ((await res.json()) as { error: { type: string; message: string } }).error };
+    };
+    const reward = { $ref: 'rollout-queue/rewards:lastNumber', config: {} };
+    // The user's exact drafts: a misspelt codeRunner option, and a task without its gold answer.
+    const misspelt = await post({ rendered: { files: { 'main.py': 'print(4)' } }, task: { id: 't0', answer: 4 }, run: { $ref: 'rollout-queue/runners:codeRunner', config: { entrypiont: 'main.py' } }, reward });
+    expect(misspelt.status).toBe(400);
+    expect(misspelt.error).toMatchObject({ type: 'InvalidRunRequest', message: expect.stringMatching(/^body field drafts\[0\]\.run\.config: .*entrypiont.*; nothing was enqueued$/) });
+    const noGold = await post({ rendered: 'print(4)', task: { id: 't0', question: '2+2' }, run: { $ref: 'rollout-queue/runners:codeRunner', config: { entrypoint: 'main.py' } }, reward });
+    expect(noGold.status).toBe(400);
+    expect(noGold.error.message).toBe('body field drafts[0].task.answer: rollout-queue/rewards:lastNumber reads the gold answer at task.answer, which this task does not have (its keys: id, question); add it, or name the task\'s key in reward.config.goldKey; nothing was enqueued');
+    expect((await fetch(`${gateway.url}/runs/${runId}`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(404);
+  });
+
   it('runs API: NDJSON Results with a cursor, each exactly once across a gateway restart (SIGTERM)', async () => {
     const runId = 'gw-runs-restart';
     const drafts = Array.from({ length: 6 }, (_, i) => ({
