@@ -57,6 +57,14 @@ export interface ReconcilerDeps {
  *
  * Passes never overlap; a failed pass (Redis trouble) is logged and retried on the next tick.
  */
+/**
+ * How long a pass leaves a large completed `returnvalue` to its QueueEvents event before reading
+ * it itself, ms. The next pass (reconcileMs) was too soon for a loaded coordinator: the event
+ * came after, both read the text, and a 60 MiB output peaked the coordinator 410–440 MiB above its
+ * start instead of under 300 (CI under load). A lost event costs that lease this long.
+ */
+export const LARGE_EVENT_WAIT_MS = 10_000;
+
 export class RunReconciler {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -67,9 +75,10 @@ export class RunReconciler {
   private again = false;
   /**
    * Completed leases whose large `returnvalue` a pass saw and left to the QueueEvents event
-   * carrying the same text (`LARGE_RETURN_BYTES`): a later pass that still finds one awaited reads it.
+   * carrying the same text (`LARGE_RETURN_BYTES`), with when it first saw each (monotonic ms): a
+   * pass {@link LARGE_EVENT_WAIT_MS} later that still finds one awaited reads it (the event was lost).
    */
-  private readonly largeSeen = new Set<string>();
+  private readonly largeSeen = new Map<string, number>();
 
   constructor(private readonly deps: ReconcilerDeps) {}
 
@@ -169,8 +178,12 @@ export class RunReconciler {
           } else {
             this.cursorMs = Math.max(this.cursorMs, cursor);
           }
-          for (const leaseId of this.largeSeen) if (!tracker.awaits(leaseId)) this.largeSeen.delete(leaseId);
-          const readLarge = (leaseId: string): boolean => this.largeSeen.has(leaseId) || (this.largeSeen.add(leaseId), false);
+          for (const leaseId of this.largeSeen.keys()) if (!tracker.awaits(leaseId)) this.largeSeen.delete(leaseId);
+          const readLarge = (leaseId: string): boolean => {
+            const firstSeenMs = this.largeSeen.get(leaseId);
+            if (firstSeenMs === undefined) this.largeSeen.set(leaseId, performance.now());
+            return firstSeenMs !== undefined && performance.now() - firstSeenMs >= LARGE_EVENT_WAIT_MS;
+          };
           await this.settle(await readJobOutcomes(this.deps.redis, this.deps.bull, this.deps.keys, rest, readLarge), head);
         }
       } catch (err) {
