@@ -137,6 +137,9 @@ describe('the Python package (clients/python, import rollout_queue)', () => {
       'test_returns_the_artifact_the_files_and_the_receipts',
       'test_a_model_failure_raises_by_default_or_is_returned_as_data',
       'test_a_request_is_retried_until_the_gateway_answers',
+      'test_the_users_unreachable_port_fails_after_the_documented_schedule_and_says_so_once',
+      'test_every_call_tries_retries_plus_one_times_when_connections_are_cut',
+      'test_a_stream_that_delivers_then_drops_reconnects_each_time_with_the_whole_budget',
       'test_a_client_sigkilled_mid_loop_sees_again_only_the_result_it_was_handling',
     ]) {
       expect(cases.passed.some((passed) => passed === name || passed.startsWith(`${name}[`)), name).toBe(true);

@@ -9,7 +9,7 @@ import urllib.error
 import urllib.parse
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
-from ._http import TRANSPORT_ERRORS, Transport, json_of, typed_error
+from ._http import RETRYABLE_STATUSES, TRANSPORT_ERRORS, RetryBudget, Transport, json_of, typed_error
 from .errors import CallerError, CancelledError, InfrastructureError, ModelError, RolloutQueueError, RunDeliveredError
 from .results import Dispatched, ErrorInfo, Result, RunStatus
 
@@ -21,7 +21,7 @@ ON_DELIVERED = ("raise", "replay", "empty")
 ON_MODEL_ERROR = ("raise", "return")
 
 #: Stream failures a ``map_rollouts`` reconnect recovers from (the gateway restarted or went away).
-_RECONNECTABLE = ("StreamCut", "RunFailed", "Unreachable")
+_RECONNECTABLE = ("StreamCut", "RunFailed")
 
 
 def _choice(name: str, value: str, allowed: tuple) -> str:
@@ -38,7 +38,9 @@ class Client:
     - ``retries``: how many times a retryable failure (HTTP 408/429/502/503/504, a refused or cut
       connection) is retried, default 8; a 4xx is never retried;
     - ``backoff_s`` / ``max_backoff_s``: first and largest pause between tries, seconds, doubling
-      (defaults 0.2 and 5.0);
+      (defaults 0.2 and 5.0: 0.2, 0.4, ..., 5, 5, 5, about 21 s for the 8 retries). The budget is
+      per call; ``map_rollouts`` spends one budget on all its requests, renewed by each Result.
+      The first retry of an outage logs one warning on the ``rollout_queue`` logger;
     - ``timeout_s``: socket timeout of one request, seconds (default None: a dispatch may run for
       minutes, and a results stream waits for Results).
 
@@ -166,24 +168,32 @@ class Client:
         quoted = urllib.parse.quote(run_id, safe="")
         cursor = None  # type: Optional[int]
         acked_at = time.monotonic()
-        failures = 0
         first_post = True
+        # One retry budget for the whole loop: posting the run, reading its status and opening its
+        # results stream all spend from it, so an unreachable gateway fails after `retries` pauses
+        # of the documented schedule (each request retrying on its own inside a reconnect loop that
+        # retried too multiplied them: 9 × 9 tries, 212 s instead of 21 s by default). A Result
+        # arriving resets it: a stream that was connected and dropped gets the whole budget to
+        # reconnect.
+        budget = self._http.budget("POST", "/runs (run %s)" % run_id)
+        body = {"runId": run_id, "drafts": drafts}  # type: Dict[str, Any]
+        if weight is not None:
+            body["weight"] = weight
         while True:
+            # Posting again on a reconnect is how the run resumes: the gateway enqueues nothing
+            # twice and restarts the run's loop if it had stopped (a gateway restart).
+            posted = self._http.call("POST", "/runs", body, budget)
+            if first_post:
+                first_post = False
+                before = self._status(run_id, budget) if posted.get("state") == "completed" else None
+                if before is not None and before.delivered_before:
+                    if on_delivered == "raise":
+                        raise RunDeliveredError(run_id, before.results)
+                    if on_delivered == "empty":
+                        return
+                    cursor = 0  # replay: read the log from its start
+            query = "" if cursor is None else "?after=%d" % cursor
             try:
-                body = {"runId": run_id, "drafts": drafts}  # type: Dict[str, Any]
-                if weight is not None:
-                    body["weight"] = weight
-                posted = self._http.call("POST", "/runs", body)
-                if first_post:
-                    first_post = False
-                    before = self.status(run_id) if posted.get("state") == "completed" else None
-                    if before is not None and before.delivered_before:
-                        if on_delivered == "raise":
-                            raise RunDeliveredError(run_id, before.results)
-                        if on_delivered == "empty":
-                            return
-                        cursor = 0  # replay: read the log from its start
-                query = "" if cursor is None else "?after=%d" % cursor
                 with self._http.open("GET", "/runs/%s/results%s" % (quoted, query)) as response:
                     if cursor is None:
                         cursor = int(response.headers.get("x-rollout-queue-cursor") or 0)
@@ -197,7 +207,7 @@ class Client:
                             self._raise_for_end(run_id, item)
                             return
                         result = Result.from_dict(item)
-                        failures = 0
+                        budget.reset()
                         cursor += 1
                         yield result
                         # Back here, the caller has consumed `result` (it asked for the next one).
@@ -205,16 +215,22 @@ class Client:
                             self._acknowledge(quoted, cursor)
                             acked_at = time.monotonic()
                 # The stream ended without its trailer: the gateway went away; reconnect.
-                raise InfrastructureError("the results stream of run %s ended early" % run_id, "StreamCut")
+                failure = InfrastructureError("the results stream of run %s ended early" % run_id, "StreamCut")  # type: RolloutQueueError
+                reason = failure  # type: Any
             except urllib.error.HTTPError as err:
-                raise typed_error(err.code, json_of(err))
-            except (InfrastructureError,) + TRANSPORT_ERRORS as err:
-                if isinstance(err, RolloutQueueError) and err.type not in _RECONNECTABLE:
+                failure = typed_error(err.code, json_of(err))
+                if err.code not in RETRYABLE_STATUSES:
+                    raise failure
+                reason = failure
+            except InfrastructureError as err:
+                # RunFailed (the run's end line): posting it again restarts its loop. Other
+                # InfrastructureErrors (a malformed Result) are not cured by reconnecting.
+                if err.type not in _RECONNECTABLE:
                     raise
-                if failures >= self._http.retries:
-                    raise err if isinstance(err, RolloutQueueError) else self._http.unreachable(err)
-                self._http.pause(failures)
-                failures += 1
+                failure, reason = err, err
+            except TRANSPORT_ERRORS as err:
+                failure, reason = self._http.unreachable(err), err
+            budget.spend(failure, reason)
 
     @staticmethod
     def _raise_for_end(run_id: str, trailer: Mapping[str, Any]) -> None:
@@ -239,8 +255,12 @@ class Client:
             pass
 
     def status(self, run_id: str) -> RunStatus:
-        """``GET /runs/ID`` as a RunStatus. Raises CallerError (404 ``NoSuchRun``) for an unknown run."""
-        return RunStatus.from_dict(self._http.call("GET", "/runs/%s" % urllib.parse.quote(run_id, safe="")))
+        """``GET /runs/ID`` as a RunStatus. Raises CallerError (404 ``NoSuchRun``) for an unknown run,
+        InfrastructureError when the gateway stays unreachable after the retries."""
+        return self._status(run_id, None)
+
+    def _status(self, run_id: str, budget: Optional[RetryBudget]) -> RunStatus:
+        return RunStatus.from_dict(self._http.call("GET", "/runs/%s" % urllib.parse.quote(run_id, safe=""), None, budget))
 
     def cancel(self, run_id: str) -> Dict[str, Any]:
         """Cancels a run (``POST /runs/ID/cancel``): waiting rollouts removed, workers told to stop its
