@@ -95,7 +95,7 @@ export async function readJobOutcomes(
   bull: BullKeys,
   keys: QueueKeys,
   leaseIds: readonly string[],
-  readLarge: (leaseId: string, bytes: number) => boolean = () => true,
+  readLarge: (leaseId: string, bytes: number, finishedOnMs: number) => boolean = () => true,
 ): Promise<Map<string, JobOutcome>> {
   await bull.resolve?.(leaseIds);
   const batches: string[][] = [];
@@ -125,7 +125,7 @@ export async function readJobOutcomes(
       const inCompleted = rows[i * ROWS + 2]?.[1] !== null && rows[i * ROWS + 2]?.[1] !== undefined;
       const inFailed = rows[i * ROWS + 3]?.[1] !== null && rows[i * ROWS + 3]?.[1] !== undefined;
       if (fields.every((value) => value === null) && returnBytes === 0) outcomes.set(leaseId, { state: 'missing' });
-      else if (inCompleted && (returnBytes <= LARGE_RETURN_BYTES || readLarge(leaseId, returnBytes))) completed.push(leaseId);
+      else if (inCompleted && (returnBytes <= LARGE_RETURN_BYTES || readLarge(leaseId, returnBytes, Number(fields[JOB_FIELDS.indexOf('finishedOn')] ?? Number.NaN)))) completed.push(leaseId);
       else if (inCompleted) outcomes.set(leaseId, { state: 'unfinished' });
       else if (inFailed) failed.push({ leaseId, fields });
       else outcomes.set(leaseId, { state: 'unfinished' });

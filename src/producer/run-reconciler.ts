@@ -79,6 +79,8 @@ export class RunReconciler {
    * pass {@link LARGE_EVENT_WAIT_MS} later that still finds one awaited reads it (the event was lost).
    */
   private readonly largeSeen = new Map<string, number>();
+  /** Redis clock at the first pass: a job finished before it had its QueueEvents event before this session listened. */
+  private watchedSinceMs: number | undefined;
 
   constructor(private readonly deps: ReconcilerDeps) {}
 
@@ -167,6 +169,7 @@ export class RunReconciler {
         if (ids.length > 0 && !this.stopped) {
           // Taken before reading: what finishes during this pass is read again by the next one.
           const cursor = full ? (await redisNowMs(this.deps.redis)) - FINISH_SKEW_MS : this.cursorMs;
+          this.watchedSinceMs ??= cursor + FINISH_SKEW_MS;
           // A verdict wins over the job's state: the job of a NoWorker lease is removed, and the
           // late answer of a DeadlineExceeded one must not be delivered after it.
           for (const verdict of await this.deps.deadlines.check(ids, { full })) this.deps.onVerdict(verdict);
@@ -179,7 +182,9 @@ export class RunReconciler {
             this.cursorMs = Math.max(this.cursorMs, cursor);
           }
           for (const leaseId of this.largeSeen.keys()) if (!tracker.awaits(leaseId)) this.largeSeen.delete(leaseId);
-          const readLarge = (leaseId: string): boolean => {
+          const readLarge = (leaseId: string, _bytes: number, finishedOnMs: number): boolean => {
+            // Finished before this session listened (a resumed run): no event of it is coming.
+            if (finishedOnMs < (this.watchedSinceMs ?? 0) - FINISH_SKEW_MS) return true;
             const firstSeenMs = this.largeSeen.get(leaseId);
             if (firstSeenMs === undefined) this.largeSeen.set(leaseId, performance.now());
             return firstSeenMs !== undefined && performance.now() - firstSeenMs >= LARGE_EVENT_WAIT_MS;
