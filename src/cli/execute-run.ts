@@ -10,7 +10,7 @@ import { fileErrorText } from './file-error.js';
 import { fingerprintDifference } from './check-drafts.js';
 import { MSG } from './messages.js';
 import type { MetricsEndpoint } from '../platform/metrics-endpoint.js';
-import { coordinatorLogger, openQueue, readStatus, serveCoordinatorMetrics, type RolloutQueue } from './plane.js';
+import { coordinatorLogger, openQueue, readStatus, serveCoordinatorMetrics, type RolloutQueue, type RunStop } from './plane.js';
 import { watchNoWorker } from './no-worker-watch.js';
 import { createProgress } from './progress.js';
 import { ResultsFile } from './results-file.js';
@@ -262,6 +262,7 @@ export async function executeRun(options: ExecuteRunOptions): Promise<ExitCode> 
       tally: file.tally,
       counters: run ? { redispatched: run.redispatched, duplicatesDropped: run.duplicatesDropped } : undefined,
       file: file.path,
+      ...(outcome.kind === 'stopped' ? { stop: stopOf(outcome) } : {}),
     })}\n`);
     if (outcome.kind === 'stopped') {
       const error = outcome.result?.error;
@@ -331,6 +332,12 @@ function failure(error: Error, options: ExecuteRunOptions): CliError {
 /** The producer's attach found specs of the run never enqueued (its `run` stopped while enqueuing). */
 function neverEnqueued(error: Error): boolean {
   return /never enqueued/.test(error.message);
+}
+
+/** The lease and reason of a stop for the summary: the caller Result's error (redacted, as every Result's), else the stop's message. */
+function stopOf(stop: RunStop): { leaseId: string | null; reason: string } {
+  const error = stop.result?.error;
+  return stop.leaseId && error ? { leaseId: stop.leaseId, reason: `${error.type}: ${error.message}` } : { leaseId: stop.leaseId, reason: stop.message };
 }
 
 function runEnd(outcome: CollectOutcome, count: number, total: number | null): RunEnd {

@@ -1,6 +1,10 @@
+import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { normalizeRelativePath } from '../runners/relative-path.js';
+import { WORK_DIR_COPY } from '../rewards/command-options.js';
 import { UsageError } from './errors.js';
+import { MSG } from './messages.js';
 
 /** The reward whose config takes `files` (the program reward). */
 export const COMMAND_REWARD = 'rollout-queue/rewards:command';
@@ -37,4 +41,47 @@ export async function withRewardFiles(reward: string, config: Record<string, unk
     }
   }
   return { ...config, files: merged };
+}
+
+/**
+ * Refuses a command reward whose `command` names a judge's file that exists here (relative to
+ * `cwd`) but is not shipped in `config.files` (fresh-user report: `--reward-config
+ * '{"command": ["python3", "judge.py"]}'` without `--reward-file judge.py` enqueued every
+ * rollout, and each ended `model` / `RewardThrew:NonZeroExit`, "can't open file", exit 0: the
+ * judge runs in a fresh directory on the worker, where only the shipped files are). Only
+ * arguments that name a regular file on this machine count, so interpreter names (`python3`),
+ * flags and module names pass; absolute paths pass (they name the worker's own files); with
+ * `seeWorkDir`, paths under `artifact/` pass (the run's files are copied there).
+ * @param config the reward config with `--reward-file`'s files already merged in (see {@link withRewardFiles}).
+ * @throws UsageError naming the argument, the file and the fix.
+ */
+export function refuseUnshippedJudgeFiles(reward: string, config: Record<string, unknown>, cwd: string = process.cwd()): void {
+  if (reward !== COMMAND_REWARD || !Array.isArray(config.command)) return;
+  const files = config.files !== null && typeof config.files === 'object' && !Array.isArray(config.files) ? Object.keys(config.files) : [];
+  const shipped = new Set(files.map((file) => normalizedPath(file)).filter((file): file is string => file !== undefined));
+  const seeWorkDir = config.seeWorkDir === true;
+  config.command.forEach((arg: unknown, i) => {
+    if (typeof arg !== 'string' || arg.startsWith('-')) return;
+    const rel = normalizedPath(arg);
+    if (rel === undefined || shipped.has(rel)) return;
+    if (seeWorkDir && rel.startsWith(`${WORK_DIR_COPY}/`)) return;
+    if (!isLocalFile(path.resolve(cwd, rel))) return;
+    // A file of that base name is shipped: the command names it by another path than its name in the judge's directory.
+    const base = path.basename(rel);
+    throw new UsageError(MSG.judgeFileNotShipped(i, arg, shipped.has(base) ? base : undefined));
+  });
+}
+
+/** `raw` as a normalized relative path, or undefined when it is not one (absolute, empty, leaving through `..`). */
+function normalizedPath(raw: string): string | undefined {
+  const checked = normalizeRelativePath(raw);
+  return 'path' in checked ? checked.path : undefined;
+}
+
+function isLocalFile(file: string): boolean {
+  try {
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
 }

@@ -16,6 +16,8 @@ export interface SummaryInput {
   readonly counters: { readonly redispatched: number; readonly duplicatesDropped: number } | undefined;
   /** Absolute path of the results file. */
   readonly file: string;
+  /** On a stop: the lease whose Result stopped the run (null when unknown) and why. */
+  readonly stop?: { readonly leaseId: string | null; readonly reason: string };
 }
 
 const KINDS: readonly ResultKind[] = ['ok', 'model', 'infrastructure', 'caller'];
@@ -65,12 +67,14 @@ export function meanRewardOverAll(tally: Pick<RunTally, 'okRewards' | 'total'>):
  * spread, the mean reward over all Results (not-ok counts 0; see {@link meanRewardOverAll}),
  * p50/p95 run time, results per worker, re-dispatches, duplicates dropped, how many Results (and
  * rewards) were computed on truncated output, how many came from the evaluation cache (when any
- * did), and the results file. Covers every line of the results file, so a re-attached run
+ * did), and the results file; on a stop, which lease stopped it and why. Covers every line of the results file, so a re-attached run
  * summarises the whole run, not only what this process received.
  */
 export function formatSummary(input: SummaryInput): string {
   const { tally } = input;
   const lines = [MSG.summaryTitle(input.runId, tally.total, input.total, input.end)];
+  // Right under the title: a script reading stdout learns why the run stopped without stderr.
+  if (input.stop) lines.push(MSG.summaryStop(input.stop.leaseId, input.stop.reason));
   const rewards = tally.okRewards;
   const okMean = rewards.length > 0 ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null;
   for (const kind of KINDS) {

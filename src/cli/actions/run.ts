@@ -13,7 +13,7 @@ import { readTasksFile } from '../tasks-file.js';
 import { DEFAULT_MEMORY_MB } from '../../spec/index.js';
 import { DEFAULT_MAX_SPEC_BYTES } from '../../producer/index.js';
 import { refuseEvictingRedis } from '../redis-preflight.js';
-import { withRewardFiles } from '../reward-files.js';
+import { refuseUnshippedJudgeFiles, withRewardFiles } from '../reward-files.js';
 import type { RunCommandOptions } from '../commands/run.js';
 
 /**
@@ -31,6 +31,7 @@ export async function runAction(options: RunCommandOptions): Promise<ExitCode> {
   const rewardConfig = await withRewardFiles(options.reward, parseConfigOption('--reward-config', options.rewardConfig), options.rewardFile);
   const reward = buildRef('--reward', options.reward, rewardConfig);
   checkBuiltinRewardConfig(reward);
+  refuseUnshippedJudgeFiles(options.reward, rewardConfig);
   checkBuiltinRewardGold(options.tasks, tasks, reward, problems);
   const drafts = buildDrafts(tasks, {
     rendered: artifact.rendered,

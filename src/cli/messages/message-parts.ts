@@ -3,16 +3,28 @@ import type { QueuesUsed } from '../queues-used.js';
 
 /** Pieces several message groups share: hints to paste (`resume`, `--queue`), summary rows, type names. */
 
-/** Prefixes named at most in {@link queuesUsedThere}. */
-const MAX_PREFIXES_NAMED = 5;
+/** Names listed at most by {@link nameList} unless a caller says otherwise. */
+export const MAX_NAMES_LISTED = 5;
+
+/**
+ * A list of names (queues, prefixes, leases, runs, files) for a message: the first `max` joined
+ * with ", ", then "and N more" for the rest. Every list a message takes from Redis or disk goes
+ * through it, since their length has no bound (fresh-user report: `cancel noworker1 --queue
+ * emptyq` on a Redis with 60+ queues printed every queue name on one line).
+ * @param names already quoted or formatted as they should read.
+ * @returns '' for no names.
+ */
+export function nameList(names: readonly string[], max: number = MAX_NAMES_LISTED): string {
+  const shown = names.slice(0, max).join(', ');
+  return names.length > max ? `${shown} and ${names.length - max} more` : shown;
+}
 
 /** Where queues were used, for the lines about a queue nothing used: under its prefix, else under others. */
 export function queuesUsedThere(used: QueuesUsed): string {
-  if (used.queues.length > 0) return `queues used there: ${used.queues.join(', ')}`;
+  if (used.queues.length > 0) return `queues used there: ${nameList(used.queues)}`;
   if (used.elsewhere.size === 0) return 'no queue there was used yet';
-  const named = [...used.elsewhere].slice(0, MAX_PREFIXES_NAMED).map(([prefix, queues]) => `"${prefix}" (${queues.join(', ')})`);
-  const more = used.elsewhere.size > MAX_PREFIXES_NAMED ? `, and ${used.elsewhere.size - MAX_PREFIXES_NAMED} more` : '';
-  return `no queue there was used yet; prefixes used in this Redis: ${named.join(', ')}${more}; set ROLLOUT_QUEUE_PREFIX to one of them`;
+  const prefixes = [...used.elsewhere].map(([prefix, queues]) => `"${prefix}" (${nameList(queues)})`);
+  return `no queue there was used yet; prefixes used in this Redis: ${nameList(prefixes)}; set ROLLOUT_QUEUE_PREFIX to one of them`;
 }
 
 /** Short type name of a value for error messages ("array", "null", "string"). */

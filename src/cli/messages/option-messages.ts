@@ -1,6 +1,9 @@
 import { DEFAULT_MEMORY_MB } from '../../spec/index.js';
-import { cliCommand } from '../cli-command.js';
-import { summaryRow } from './message-parts.js';
+import { cliCommand, shellWord } from '../cli-command.js';
+import { nameList, summaryRow } from './message-parts.js';
+
+/** Files of --artifact named in a message about its entrypoint. */
+const MAX_FILES_NAMED = 10;
 
 /** Errors about command-line options and environment variables: each names the option and the fix. */
 export const OPTION_MSG = {
@@ -29,10 +32,21 @@ export const OPTION_MSG = {
   /** The example names the artifact's `main.*` file when it has one, else its first file. */
   entrypointMissing: (files: readonly string[]) => {
     const likely = files.find((f) => /^main\.[a-z]+$/.test(f)) ?? files[0] ?? 'main.js';
-    return `--run-config: codeRunner needs the file of the --artifact directory to run, in "entrypoint": pass --run-config '${JSON.stringify({ entrypoint: likely })}' (its files: ${files.slice(0, 10).map((f) => JSON.stringify(f)).join(', ') || 'none'}${files.length > 10 ? ', …' : ''})`;
+    return `--run-config: codeRunner needs the file of the --artifact directory to run, in "entrypoint": pass --run-config '${JSON.stringify({ entrypoint: likely })}' (its files: ${nameList(files.map((f) => JSON.stringify(f)), MAX_FILES_NAMED) || 'none'})`;
   },
   entrypointNotInArtifact: (entrypoint: string, files: readonly string[]) =>
-    `--run-config: codeRunner's entrypoint ${JSON.stringify(entrypoint)} is not a file of --artifact (its files: ${files.slice(0, 10).map((f) => JSON.stringify(f)).join(', ') || 'none'}${files.length > 10 ? ', …' : ''}); name one of them in "entrypoint"`,
+    `--run-config: codeRunner's entrypoint ${JSON.stringify(entrypoint)} is not a file of --artifact (its files: ${nameList(files.map((f) => JSON.stringify(f)), MAX_FILES_NAMED) || 'none'}); name one of them in "entrypoint"`,
+  /**
+   * A command reward's `command[index]` names `arg`, a file here that is not shipped to the judge
+   * (its directory on the worker holds only `config.files`). `shippedAs`: the base name it is
+   * shipped under when a file of that name is shipped (the command then names it by another path).
+   */
+  judgeFileNotShipped: (index: number, arg: string, shippedAs: string | undefined) =>
+    shippedAs !== undefined
+      ? `--reward-config: command[${index}] is ${JSON.stringify(arg)}, but the judge's file is shipped as ${JSON.stringify(shippedAs)} (--reward-file ships a file under its base name), and the judge runs in its own directory on the worker: write ${JSON.stringify(shippedAs)} in "command". Nothing was enqueued.`
+      : arg.includes('/')
+        ? `--reward-config: command[${index}] is ${JSON.stringify(arg)}, a file here that is not shipped to the judge, which runs in its own directory on the worker: add --reward-file ${shellWord(arg)} and write ${JSON.stringify(arg.split('/').at(-1))} in "command" (--reward-file ships a file under its base name), or put the file's text in --reward-config's "files" under ${JSON.stringify(arg)}. Nothing was enqueued.`
+        : `--reward-config: command[${index}] is ${JSON.stringify(arg)}, a file here that is not shipped to the judge, which runs in its own directory on the worker: add --reward-file ${shellWord(arg)}. Nothing was enqueued.`,
   badRefConfig: (option: string, path: string, why: string) => `${option}${path ? ` at ${path}` : ''}: ${why}`,
   badPrefix: (why: string) => `--prefix / ROLLOUT_QUEUE_PREFIX: ${why}`,
   badLogFormat: (value: string, formats: readonly string[]) =>

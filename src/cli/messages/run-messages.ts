@@ -1,7 +1,7 @@
 import { LEASE_LOST_WAIT_MS } from '../../producer/index.js';
 import { CLI_NAME, cliCommand, shellWord } from '../cli-command.js';
 import type { QueuesUsed } from '../queues-used.js';
-import { queuesUsedThere, resumeInto, queueFlag } from './message-parts.js';
+import { nameList, queuesUsedThere, resumeInto, queueFlag } from './message-parts.js';
 
 /** Texts of a run's life: start, re-attach, stop, cancel, purge, interruptions, no worker. */
 export const RUN_MSG = {
@@ -30,7 +30,7 @@ export const RUN_MSG = {
    */
   runNotFound: (runId: string, queue: string, prefix: string, unused?: QueuesUsed, elsewhere: readonly string[] = [], lost?: string) =>
     `no run "${runId}" on queue "${queue}" (prefix "${prefix}"); ${elsewhere.length > 0
-      ? `it is on queue ${elsewhere.map((name) => `"${name}"`).join(', ')}: add --queue ${shellWord(elsewhere[0] as string)}`
+      ? `it is on queue ${nameList(elsewhere.map((name) => `"${name}"`))}: add --queue ${shellWord(elsewhere[0] as string)}`
       : unused
         ? `nothing has used queue "${queue}" under prefix "${prefix}" (${queuesUsedThere(unused)}); check --queue and ROLLOUT_QUEUE_PREFIX`
         : `check the id, --queue and ROLLOUT_QUEUE_PREFIX (${cliCommand()} status${queueFlag(queue)} lists the runs)${lost ? `. ${lost}` : ''}`}`,

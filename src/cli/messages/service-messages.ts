@@ -1,5 +1,8 @@
 import type { QueuesUsed } from '../queues-used.js';
-import { queuesUsedThere } from './message-parts.js';
+import { nameList, queuesUsedThere } from './message-parts.js';
+
+/** Queues the dashboard's start line names (its pages list them all). */
+const MAX_QUEUES_SHOWN = 10;
 
 /** Texts of the long-running commands: worker, dashboard and gateway. */
 export const SERVICE_MSG = {
@@ -19,7 +22,7 @@ export const SERVICE_MSG = {
   dashboardFailed: (why: string) => `dashboard: ${why}`,
   dashboardPortInUse: (port: number) => `--port ${port} is already in use by another process; stop it or pass another port (0 picks a free one)`,
   dashboardQueues: (queues: readonly string[], readOnly: boolean) =>
-    `showing queue(s) ${queues.join(', ')}${readOnly ? ' (read-only; --writable enables retry/remove/clean)' : ' (WRITABLE)'}`,
+    `showing queue(s) ${nameList(queues, MAX_QUEUES_SHOWN)}${readOnly ? ' (read-only; --writable enables retry/remove/clean)' : ' (WRITABLE)'}`,
   dashboardStop: 'press Ctrl-C to stop',
   /** A command's warning about a queue nothing used (a misspelt --queue or prefix); `effect` says what that means for the command. */
   queueUnusedWarning: (queue: string, prefix: string, used: QueuesUsed, effect: string) =>

@@ -1,9 +1,25 @@
 import { summaryRow } from './message-parts.js';
 
+/** Most characters of a stop's reason in the summary row: one line of a terminal or two; the whole text is on stderr. */
+const MAX_STOP_REASON_CHARS = 240;
+
+/** `text` on one line (whitespace runs as one space), cut to `max` characters with "…". */
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
 /** Rows of the summary printed at the end of a run. */
 export const SUMMARY_MSG = {
   summaryTitle: (runId: string, delivered: number, total: number | null, state: string) =>
     `Run ${runId}: ${delivered}${total === null ? '' : ` of ${total}`} result(s), ${state}`,
+  /**
+   * Which lease stopped the run and why (`reason`: the caller Result's `Type: message`, already
+   * redacted as every Result error is; or the stop's own message when no lease is known, e.g. a
+   * run stopped before this session), on one bounded line: docs/cli.md promises it on stdout.
+   */
+  summaryStop: (leaseId: string | null, reason: string) =>
+    summaryRow('stopped by', oneLine(leaseId === null ? reason : `lease ${leaseId}: ${reason}`, MAX_STOP_REASON_CHARS)),
   summaryKind: (kind: string, count: number, extra: string) => summaryRow(kind, `${String(count).padStart(6)}${extra ? `   ${extra}` : ''}`),
   summaryRewards: (mean: string, spread: string) => `mean reward ${mean} over ok${spread ? ` (${spread})` : ''}`,
   /** `okMean` null: no Result is ok. A Result that is not ok counts 0 in the mean over all (summary.ts meanRewardOverAll). */

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -61,5 +61,17 @@ describe('run --reward rollout-queue/rewards:command', () => {
     const bad = await runCli(runArgs('cmd-4', ['--reward', 'rollout-queue/rewards:command', '--reward-config', '{"command": "python3 judge.py"}']), { env, cwd: dir });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--reward-config: command: config.command must be a non-empty array of strings');
+  });
+
+  // Fresh-user report: judge.py here but no --reward-file judge.py: every rollout ended `model`
+  // (RewardThrew:NonZeroExit, "python3: can't open file '/work/judge.py'"), exit 0.
+  it('refuses a judge file of the command that exists here but is not shipped, naming the --reward-file that ships it', async () => {
+    const out = path.join(dir, 'cmd-5.jsonl');
+    const run = await runCli(runArgs('cmd-5', ['--reward', 'rollout-queue/rewards:command', '--reward-config', '{"command":["python3","judge.py"]}']), { env, cwd: dir });
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain('--reward-config: command[1] is "judge.py", a file here that is not shipped to the judge, which runs in its own directory on the worker: add --reward-file judge.py. Nothing was enqueued.');
+    expect(existsSync(out)).toBe(false);
+    const status = await runCli(['status', 'cmd-5', '--queue', queue], { env });
+    expect(status.stderr).toContain('no run "cmd-5"');
   });
 });

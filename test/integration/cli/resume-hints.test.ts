@@ -376,6 +376,7 @@ describe('a run stopped on a caller Result while other rollouts run', () => {
       const stopped = await run.done;
       expect(stopped.code, stopped.stderr).toBe(3);
       expect(stopped.stderr).toContain('run stopped on a caller result for lease stop1.a: RewardOutOfRange');
+      expect(stopped.stdout).toMatch(/^ {2}stopped by {10}lease stop1\.a: RewardOutOfRange: /m);
       expect(stopped.stderr).toContain(`2 Result(s) are not in ${out} yet, of rollouts that had finished but were not delivered, or were still running, when the run was stopped (running ones run to their end); collect them with`);
       expect(stopped.stderr).not.toContain('running ones finish');
       const resume = hintedResume(stopped.stderr);

@@ -271,6 +271,11 @@ describe('rollout-queue run', () => {
     // Regression: it said "the other rollouts were not enqueued" although they had been, and to run again with the same id.
     expect(outcome.stderr).toContain("run again with a new --run-id; rollouts of this run that had not started were removed and get no Result");
     expect(outcome.stdout).toContain('stopped on a caller result');
+    // docs/cli.md: the stdout summary says which lease and why, as stderr does (it said neither).
+    // The row is one line, cut with "…" (this reason is longer); stderr has it whole.
+    const stopRow = /^ {2}stopped by {10}lease (caller\.t\d\d: RefError: .+?)…?$/m.exec(outcome.stdout);
+    expect(stopRow, outcome.stdout).not.toBeNull();
+    expect(outcome.stderr).toContain(`run stopped on a caller result for lease ${stopRow?.[1]}`);
     const lines = readResults(out);
     expect(lines.some((line) => line.kind === 'caller')).toBe(true);
     expect(lines.length).toBeLessThan(TASKS);

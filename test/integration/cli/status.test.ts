@@ -114,6 +114,33 @@ describe('status on an empty queue', () => {
     }
   });
 
+  // Fresh-user report: `cancel noworker1 --queue emptyq` on a Redis with 60+ queues under
+  // another prefix printed every queue name on one line.
+  it('of a Redis with many queues, names a few of them and counts the rest', async () => {
+    const prefix = uniquePrefix('st');
+    // A database of its own: nothing but these queues is in it.
+    const url = new URL(redis.url);
+    url.pathname = '/10';
+    const probe = new Redis(url.toString());
+    const queues = Array.from({ length: 62 }, (_, i) => `bench-${String(i).padStart(2, '0')}`);
+    try {
+      await Promise.all(queues.map((queue) => probe.hset(bullMetaKey(prefix, queue), 'version', 'bullmq:6.7.0')));
+      const elsewhere = await runCli(['cancel', 'noworker1', '--queue', 'emptyq'], { env: { REDIS_URL: url.toString(), ROLLOUT_QUEUE_PREFIX: `${prefix}x` } });
+      expect(elsewhere.code).toBe(1);
+      expect(elsewhere.stderr.trim()).toBe(
+        `error: no run "noworker1" on queue "emptyq" (prefix "${prefix}x"); nothing has used queue "emptyq" under prefix "${prefix}x" ` +
+          `(no queue there was used yet; prefixes used in this Redis: "${prefix}" (bench-00, bench-01, bench-02, bench-03, bench-04 and 57 more); set ROLLOUT_QUEUE_PREFIX to one of them); check --queue and ROLLOUT_QUEUE_PREFIX`,
+      );
+      const here = await runCli(['cancel', 'noworker1', '--queue', 'emptyq'], { env: { REDIS_URL: url.toString(), ROLLOUT_QUEUE_PREFIX: prefix } });
+      expect(here.code).toBe(1);
+      expect(here.stderr).toContain('(queues used there: bench-00, bench-01, bench-02, bench-03, bench-04 and 57 more)');
+      expect(here.stderr).not.toContain('bench-05');
+    } finally {
+      await probe.flushdb();
+      probe.disconnect();
+    }
+  });
+
   // Fresh-user report: under REDIS_URL=…/3, status listed the workers of the same queue in
   // database 0 (CLIENT LIST shows every database's clients; BullMQ does not filter).
   it("lists only the workers connected to REDIS_URL's database", async () => {

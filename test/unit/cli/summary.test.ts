@@ -53,3 +53,27 @@ describe('the run summary', () => {
     expect([...tally.errorTypes.infrastructure]).toEqual([['(no type)', 1]]);
   });
 });
+
+// docs/cli.md: on a caller stop the stdout summary says which lease and why (it said only "stopped on a caller result").
+describe('the summary of a stopped run', () => {
+  it('names the lease and the reason on one bounded line under the title', () => {
+    const tally = new RunTally();
+    tally.add(line('caller', null, 'RefError'));
+    const text = formatSummary({
+      runId: 'r1', total: 4, end: 'stopped on a caller result', tally, counters: undefined, file: '/f',
+      stop: { leaseId: 'r1.t01', reason: 'RefError: module "not-allowed-module" is not on the worker\'s allowlist' },
+    });
+    expect(text.split('\n').slice(0, 2)).toEqual([
+      'Run r1: 1 of 4 result(s), stopped on a caller result',
+      '  stopped by          lease r1.t01: RefError: module "not-allowed-module" is not on the worker\'s allowlist',
+    ]);
+    const long = formatSummary({ runId: 'r1', total: 4, end: 'stopped on a caller result', tally, counters: undefined, file: '/f', stop: { leaseId: null, reason: `a\nb ${'x'.repeat(1000)}` } });
+    const row = long.split('\n')[1] as string;
+    expect(row).toMatch(/^ {2}stopped by {10}a b x+…$/);
+    expect(row.length).toBeLessThanOrEqual(2 + 20 + 240);
+  });
+
+  it('says nothing of a stop when the run was not stopped', () => {
+    expect(formatSummary({ runId: 'r1', total: 1, end: 'completed', tally: issueRun(), counters: undefined, file: '/f' })).not.toContain('stopped by');
+  });
+});
